@@ -1,0 +1,1 @@
+//! rudder apiserver (being written).

@@ -1,0 +1,1 @@
+//! rudder chart (being written).

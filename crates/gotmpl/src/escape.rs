@@ -1,0 +1,1 @@
+//! Go's html/js/urlquery escapers (being written).

@@ -1,0 +1,1 @@
+//! Go `fmt` semantics (being written).

@@ -1,0 +1,1 @@
+//! rudder release (being written).

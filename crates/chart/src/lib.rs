@@ -1,1 +1,12 @@
-//! rudder chart (being written).
+//! Helm charts: loading, values, dependencies, schema validation, the Sprig
+//! and Helm template functions, and rendering exactly as Helm renders.
+
+pub mod chartfile;
+pub mod dependencies;
+pub mod funcs;
+pub mod json;
+pub mod loader;
+pub mod schema;
+pub mod toml;
+pub mod values;
+pub mod yaml;

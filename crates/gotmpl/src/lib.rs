@@ -4,10 +4,12 @@
 
 pub mod escape;
 pub mod exec;
+pub mod funcs;
 pub mod gofmt;
 pub mod value;
 
 pub use exec::CallCtx;
+pub use funcs::FuncMap;
 pub use value::{
     Func, FuncError, IntKind, Kind, List, ListKind, Map, MapKind, MapRef, Object, Ty, UintKind,
     Value,

@@ -1,0 +1,1 @@
+//! chartfile (being written).

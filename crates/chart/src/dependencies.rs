@@ -1,0 +1,1 @@
+//! dependencies (being written).

@@ -1,0 +1,5 @@
+//! regex functions (being written).
+
+use gotmpl::FuncMap;
+
+pub fn register(_m: &mut FuncMap) {}

@@ -1,0 +1,1 @@
+//! toml (being written).

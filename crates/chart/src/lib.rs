@@ -3,9 +3,11 @@
 
 pub mod chartfile;
 pub mod dependencies;
+pub mod engine;
 pub mod funcs;
 pub mod json;
 pub mod loader;
+pub mod objects;
 pub mod schema;
 pub mod toml;
 pub mod values;

@@ -2,13 +2,16 @@
 //! Go `fmt` semantics. It knows nothing of Helm; hosts add functions through
 //! a [`FuncMap`] and objects through the [`Object`] trait.
 
+pub mod builtins;
 pub mod escape;
 pub mod exec;
 pub mod funcs;
 pub mod gofmt;
+pub mod lex;
+pub mod parse;
 pub mod value;
 
-pub use exec::CallCtx;
+pub use exec::{CallCtx, Error, MissingKey, Options, Templates};
 pub use funcs::FuncMap;
 pub use value::{
     Func, FuncError, IntKind, Kind, List, ListKind, Map, MapKind, MapRef, Object, Ty, UintKind,

@@ -326,6 +326,12 @@ pub trait Object: fmt::Debug {
     fn to_json(&self) -> Option<serde_json::Value> {
         None
     }
+    /// Entries for `range` and `len`, for objects that are Go maps or
+    /// slices with methods (Helm's `.Files` is a `map[string][]byte`).
+    /// Keys are `Invalid` for slice-like objects.
+    fn entries(&self) -> Option<Vec<(Value, Value)>> {
+        None
+    }
     /// For downcasting by the functions that know the concrete type.
     fn as_any(&self) -> &dyn Any;
 }

@@ -1,0 +1,299 @@
+//! The rendering engine, as Helm's `pkg/engine`: every template of a chart
+//! and its subcharts is parsed into one template set (in Helm's order, so
+//! the same `define` wins), each non-partial template is executed with the
+//! values of the chart it belongs to, and `<no value>` is removed from the
+//! output. Also provides Helm's own functions that need the render:
+//! `include`, `tpl`, `required` and `lookup`.
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap};
+use std::rc::Rc;
+
+use gotmpl::{Func, FuncError, FuncMap, MapKind, MapRef, MissingKey, Templates, Ty, Value};
+
+/// Helm's limit on how often one template may be included recursively.
+const INCLUDE_RECURSION_MAX: usize = 1000;
+
+/// A template to render: its full name (`<chart>/templates/x.yaml`), its
+/// text, and the top-level object it sees as `.` (`Values`, `Chart`,
+/// `Release`, `Capabilities`, `Files`, `Subcharts`; `Template` is added here).
+#[derive(Clone, Debug)]
+pub struct Renderable {
+    pub name: String,
+    pub text: String,
+    pub vals: MapRef,
+    pub base_path: String,
+}
+
+/// A rendering error, with the message Helm would give.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum RenderError {
+    #[error("parse error at ({location}): {message}")]
+    Parse { location: String, message: String },
+    #[error("{0}")]
+    Exec(String),
+}
+
+/// Looks up a live object for Helm's `lookup` (apiVersion, kind, namespace,
+/// name). Without one, `lookup` returns an empty map as `helm template` does.
+pub type LookupFn = Rc<dyn Fn(&str, &str, &str, &str) -> Result<serde_json::Value, String>>;
+
+/// The Helm template engine: Sprig and Helm functions over gotmpl.
+pub struct Engine {
+    base: Rc<FuncMap>,
+    lookup: Option<LookupFn>,
+    strict: bool,
+}
+
+impl Default for Engine {
+    fn default() -> Self {
+        Engine::new()
+    }
+}
+
+thread_local! {
+    static BASE_FUNCS: Rc<FuncMap> = {
+        let mut m = FuncMap::new();
+        crate::funcs::register_all(&mut m);
+        Rc::new(m)
+    };
+}
+
+impl Engine {
+    pub fn new() -> Self {
+        Engine {
+            base: BASE_FUNCS.with(|b| b.clone()),
+            lookup: None,
+            strict: false,
+        }
+    }
+
+    /// Answers `lookup` from a live cluster.
+    pub fn with_lookup(mut self, f: LookupFn) -> Self {
+        self.lookup = Some(f);
+        self
+    }
+
+    /// `missingkey=error` (Helm's `--strict` lint mode).
+    pub fn strict(mut self, strict: bool) -> Self {
+        self.strict = strict;
+        self
+    }
+
+    /// The functions of one render: the shared Sprig/Helm set plus the
+    /// closures that carry per-render state.
+    fn render_funcs(&self) -> Rc<FuncMap> {
+        let mut m = FuncMap::layered(self.base.clone());
+        let included: Rc<RefCell<HashMap<String, usize>>> = Rc::default();
+        let inc = included.clone();
+        m.insert(
+            "include",
+            Func::new(&[Ty::String, Ty::Any], move |ctx, args| {
+                let name = args[0].as_str().unwrap_or_default().to_string();
+                {
+                    let mut counts = inc.borrow_mut();
+                    let c = counts.entry(name.clone()).or_insert(0);
+                    if *c > INCLUDE_RECURSION_MAX {
+                        return Err(FuncError::new(format!(
+                            "rendering template has a nested reference name: {name}: unable to execute template"
+                        )));
+                    }
+                    *c += 1;
+                }
+                let data = nil_to_invalid(&args[1]);
+                let r = ctx.execute_template(&name, &data);
+                if let Some(c) = inc.borrow_mut().get_mut(&name) {
+                    *c = c.saturating_sub(1);
+                }
+                r.map(Value::string).map_err(|e| FuncError::new(e.to_string()))
+            }),
+        );
+        m.insert(
+            "tpl",
+            Func::new(&[Ty::String, Ty::Any], move |ctx, args| {
+                let text = args[0].as_str().unwrap_or_default();
+                let Some(parent) = ctx.templates() else {
+                    return Err(FuncError::new("tpl: no template set"));
+                };
+                let mut child = Templates::layered(parent.clone());
+                let name = parent.root_name().to_string();
+                child
+                    .parse(&name, text)
+                    .map_err(|e| FuncError::new(format!("cannot parse template {text:?}: {e}")))?;
+                let child = Rc::new(child);
+                let mut out = String::new();
+                let data = nil_to_invalid(&args[1]);
+                child
+                    .execute_into(&name, &data, &mut out, ctx.depth() + 1)
+                    .map_err(|e| {
+                        FuncError::new(format!("error during tpl function execution for {text:?}: {e}"))
+                    })?;
+                Ok(Value::string(out.replace("<no value>", "")))
+            }),
+        );
+        m.insert(
+            "required",
+            Func::new(&[Ty::String, Ty::Any], |_, args| match &args[1] {
+                Value::Nil | Value::Invalid => Err(FuncError::new(args[0].as_str().unwrap_or_default())),
+                Value::String(s) if s.is_empty() => {
+                    Err(FuncError::new(args[0].as_str().unwrap_or_default()))
+                }
+                other => Ok(other.clone()),
+            }),
+        );
+        let lookup = self.lookup.clone();
+        m.insert(
+            "lookup",
+            Func::new(&[Ty::String, Ty::String, Ty::String, Ty::String], move |_, a| {
+                let s = |i: usize| a[i].as_str().unwrap_or_default().to_string();
+                match &lookup {
+                    None => Ok(Value::map(Default::default())),
+                    Some(f) => {
+                        let j = f(&s(0), &s(1), &s(2), &s(3)).map_err(FuncError::new)?;
+                        Ok(match Value::from_json(&j) {
+                            Value::Nil => Value::map(Default::default()),
+                            v => v,
+                        })
+                    }
+                }
+            }),
+        );
+        Rc::new(m)
+    }
+
+    /// Renders the templates; returns the output of every non-partial
+    /// template by name.
+    pub fn render(&self, tpls: &[Renderable]) -> Result<BTreeMap<String, String>, RenderError> {
+        let mut set = Templates::new(self.render_funcs());
+        set.set_root_name("gotpl");
+        let mut opts = set.options();
+        opts.missing_key = if self.strict {
+            MissingKey::Error
+        } else {
+            MissingKey::Zero
+        };
+        set.set_options(opts);
+
+        let mut order: Vec<&Renderable> = tpls.iter().collect();
+        order.sort_by(|a, b| helm_template_order(&a.name, &b.name));
+        for t in &order {
+            set.parse(&t.name, &t.text)
+                .map_err(|e| parse_error(&t.name, e.message()))?;
+        }
+        let set = Rc::new(set);
+        let mut out = BTreeMap::new();
+        for t in &order {
+            let base = t.name.rsplit('/').next().unwrap_or(&t.name);
+            if base.starts_with('_') {
+                continue;
+            }
+            let mut tm = gotmpl::Map::new();
+            tm.insert("Name".into(), Value::str(&t.name));
+            tm.insert("BasePath".into(), Value::str(&t.base_path));
+            t.vals.insert(
+                "Template",
+                Value::Map(MapRef::with_kind(tm, MapKind::Named("common.Values"))),
+            );
+            let data = Value::Map(t.vals.clone());
+            let text = set
+                .execute(&t.name, &data)
+                .map_err(|e| RenderError::Exec(exec_error(&t.name, e.message())))?;
+            out.insert(t.name.clone(), text.replace("<no value>", ""));
+        }
+        Ok(out)
+    }
+}
+
+/// Helm passes `interface{}` data to templates; a nil there is "no value".
+fn nil_to_invalid(v: &Value) -> Value {
+    match v {
+        Value::Nil => Value::Invalid,
+        other => other.clone(),
+    }
+}
+
+/// Helm's `sortTemplates`: deeper paths first, then reverse lexical order.
+/// Parsing in this order decides which of two same-named `define`s wins.
+pub fn helm_template_order(a: &str, b: &str) -> std::cmp::Ordering {
+    let (ca, cb) = (a.matches('/').count(), b.matches('/').count());
+    cb.cmp(&ca).then_with(|| b.cmp(a))
+}
+
+/// Helm's `cleanupParseError`: `parse error at (file:line): cause`.
+fn parse_error(name: &str, msg: &str) -> RenderError {
+    let tokens: Vec<&str> = msg.split(": ").collect();
+    if tokens.len() == 1 {
+        return RenderError::Exec(format!("parse error in ({name}): {msg}"));
+    }
+    RenderError::Parse {
+        location: tokens[1].to_string(),
+        message: tokens[tokens.len() - 1].to_string(),
+    }
+}
+
+/// Helm's `reformatExecErrorMsg`: keeps Go's message, prefixing the failing
+/// location so users find the line.
+fn exec_error(name: &str, msg: &str) -> String {
+    let tokens: Vec<&str> = msg.splitn(3, ": ").collect();
+    if tokens.len() != 3 {
+        return format!("execution error in ({name}): {msg}");
+    }
+    let location = tokens[1];
+    // `executing "x" at <y>: error calling fail: MSG` → Helm shows MSG only.
+    if let Some(idx) = tokens[2].find(": error calling ") {
+        let rest = &tokens[2][idx + ": error calling ".len()..];
+        if let Some((func, cause)) = rest.split_once(": ") {
+            if func == "fail" || func == "required" {
+                return format!("execution error at ({location}): {cause}");
+            }
+        }
+    }
+    msg.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vals(values: serde_json::Value) -> MapRef {
+        let mut m = gotmpl::Map::new();
+        m.insert("Values".into(), Value::from_json(&values));
+        MapRef::new(m)
+    }
+
+    #[test]
+    fn renders_with_includes_and_strips_no_value() {
+        let e = Engine::new();
+        let v = vals(serde_json::json!({"name": "x"}));
+        let tpls = vec![
+            Renderable {
+                name: "c/templates/a.yaml".into(),
+                text: r#"{{ include "c.n" . }}|{{ .Values.missing }}|{{ .Template.Name }}"#.into(),
+                vals: v.clone(),
+                base_path: "c/templates".into(),
+            },
+            Renderable {
+                name: "c/templates/_h.tpl".into(),
+                text: r#"{{ define "c.n" }}n={{ .Values.name }}{{ end }}"#.into(),
+                vals: v,
+                base_path: "c/templates".into(),
+            },
+        ];
+        let out = e.render(&tpls).expect("renders");
+        assert_eq!(out.len(), 1);
+        assert_eq!(out["c/templates/a.yaml"], "n=x||c/templates/a.yaml");
+    }
+
+    #[test]
+    fn include_recursion_is_bounded() {
+        let e = Engine::new();
+        let tpls = vec![Renderable {
+            name: "c/templates/a.yaml".into(),
+            text: r#"{{ define "loop" }}{{ include "loop" . }}{{ end }}{{ include "loop" . }}"#.into(),
+            vals: vals(serde_json::json!({})),
+            base_path: "c/templates".into(),
+        }];
+        let err = e.render(&tpls).unwrap_err().to_string();
+        assert!(err.contains("rendering template has a nested reference name: loop"), "{err}");
+    }
+}

@@ -1,0 +1,661 @@
+//! The lexer: splits template text into items exactly as Go's
+//! `text/template/parse` lexer does (same trim-marker, comment, number and
+//! quoting rules, so parse errors read the same).
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ItemType {
+    Error,
+    Bool,
+    Char,
+    CharConstant,
+    Comment,
+    Complex,
+    Assign,
+    Declare,
+    Eof,
+    Field,
+    Identifier,
+    LeftDelim,
+    LeftParen,
+    Number,
+    Pipe,
+    RawString,
+    RightDelim,
+    RightParen,
+    Space,
+    String,
+    Text,
+    Variable,
+    // Keywords.
+    Block,
+    Break,
+    Continue,
+    Dot,
+    Define,
+    Else,
+    End,
+    If,
+    Nil,
+    Range,
+    Template,
+    With,
+}
+
+#[derive(Clone, Debug)]
+pub struct Item {
+    pub typ: ItemType,
+    /// Byte offset of the item in the input.
+    pub pos: usize,
+    pub val: String,
+    /// 1-based line of the item's start.
+    pub line: usize,
+}
+
+impl Item {
+    /// How Go's parser names an item in "unexpected X" errors.
+    pub fn describe(&self) -> String {
+        match self.typ {
+            ItemType::Eof => "EOF".to_string(),
+            ItemType::Error => self.val.clone(),
+            ItemType::Text | ItemType::String | ItemType::RawString
+                if self.val.chars().count() > 10 =>
+            {
+                let s: String = self.val.chars().take(10).collect();
+                format!("{:?}...", s)
+            }
+            ItemType::Block
+            | ItemType::Break
+            | ItemType::Continue
+            | ItemType::Define
+            | ItemType::Else
+            | ItemType::End
+            | ItemType::If
+            | ItemType::Nil
+            | ItemType::Range
+            | ItemType::Template
+            | ItemType::With
+            | ItemType::Dot => format!("<{}>", self.val),
+            _ => format!("{:?}", self.val),
+        }
+    }
+}
+
+const LEFT: &str = "{{";
+const RIGHT: &str = "}}";
+const LEFT_COMMENT: &str = "/*";
+const RIGHT_COMMENT: &str = "*/";
+
+fn is_space(c: u8) -> bool {
+    matches!(c, b' ' | b'\t' | b'\r' | b'\n')
+}
+
+fn is_alnum(c: char) -> bool {
+    c == '_' || c.is_alphanumeric()
+}
+
+fn keyword(s: &str) -> Option<ItemType> {
+    Some(match s {
+        "." => ItemType::Dot,
+        "block" => ItemType::Block,
+        "break" => ItemType::Break,
+        "continue" => ItemType::Continue,
+        "define" => ItemType::Define,
+        "else" => ItemType::Else,
+        "end" => ItemType::End,
+        "if" => ItemType::If,
+        "range" => ItemType::Range,
+        "nil" => ItemType::Nil,
+        "template" => ItemType::Template,
+        "with" => ItemType::With,
+        _ => return None,
+    })
+}
+
+/// Lexes the whole input. The last item is `Eof` or `Error`.
+pub fn lex(input: &str) -> Vec<Item> {
+    let mut l = Lexer {
+        input,
+        items: Vec::new(),
+        start: 0,
+        pos: 0,
+        line: 1,
+        start_line: 1,
+        paren_depth: 0,
+    };
+    l.run();
+    l.items
+}
+
+struct Lexer<'a> {
+    input: &'a str,
+    items: Vec<Item>,
+    start: usize,
+    pos: usize,
+    line: usize,
+    start_line: usize,
+    paren_depth: i32,
+}
+
+enum State {
+    Text,
+    LeftDelim,
+    Comment,
+    RightDelim(bool),
+    Inside,
+    Done,
+}
+
+impl<'a> Lexer<'a> {
+    fn rest(&self) -> &'a str {
+        &self.input[self.pos..]
+    }
+
+    fn peek(&self) -> Option<char> {
+        self.rest().chars().next()
+    }
+
+    fn next(&mut self) -> Option<char> {
+        let c = self.peek()?;
+        self.pos += c.len_utf8();
+        if c == '\n' {
+            self.line += 1;
+        }
+        Some(c)
+    }
+
+    fn backup(&mut self, c: Option<char>) {
+        if let Some(c) = c {
+            self.pos -= c.len_utf8();
+            if c == '\n' {
+                self.line -= 1;
+            }
+        }
+    }
+
+    fn emit(&mut self, typ: ItemType) {
+        let val = self.input[self.start..self.pos].to_string();
+        self.items.push(Item {
+            typ,
+            pos: self.start,
+            val,
+            line: self.start_line,
+        });
+        self.start = self.pos;
+        self.start_line = self.line;
+    }
+
+    fn ignore(&mut self) {
+        self.start = self.pos;
+        self.start_line = self.line;
+    }
+
+    /// Moves `pos` forward by `n` bytes, counting newlines.
+    fn skip(&mut self, n: usize) {
+        self.line += self.input[self.pos..self.pos + n].matches('\n').count();
+        self.pos += n;
+    }
+
+    fn error(&mut self, msg: String) -> State {
+        self.items.push(Item {
+            typ: ItemType::Error,
+            pos: self.start,
+            val: msg,
+            line: self.start_line,
+        });
+        State::Done
+    }
+
+    fn accept(&mut self, valid: &str) -> bool {
+        match self.peek() {
+            Some(c) if valid.contains(c) => {
+                self.next();
+                true
+            }
+            _ => false,
+        }
+    }
+
+    fn accept_run(&mut self, valid: &str) {
+        while self.accept(valid) {}
+    }
+
+    fn run(&mut self) {
+        let mut state = State::Text;
+        loop {
+            state = match state {
+                State::Text => self.lex_text(),
+                State::LeftDelim => self.lex_left_delim(),
+                State::Comment => self.lex_comment(),
+                State::RightDelim(trim) => self.lex_right_delim(trim),
+                State::Inside => self.lex_inside(),
+                State::Done => return,
+            }
+        }
+    }
+
+    fn has_left_trim(s: &str) -> bool {
+        let b = s.as_bytes();
+        b.len() >= 2 && b[0] == b'-' && is_space(b[1])
+    }
+
+    fn has_right_trim(s: &str) -> bool {
+        let b = s.as_bytes();
+        b.len() >= 2 && is_space(b[0]) && b[1] == b'-'
+    }
+
+    fn at_right_delim(&self) -> (bool, bool) {
+        let r = self.rest();
+        if Self::has_right_trim(r) && r[2..].starts_with(RIGHT) {
+            return (true, true);
+        }
+        (r.starts_with(RIGHT), false)
+    }
+
+    fn lex_text(&mut self) -> State {
+        if let Some(x) = self.rest().find(LEFT) {
+            if x > 0 {
+                self.skip(x);
+                // Trim trailing space of the text if the action starts with "{{- ".
+                let mut trim = 0;
+                if Self::has_left_trim(&self.input[self.pos + LEFT.len()..]) {
+                    let text = &self.input[self.start..self.pos];
+                    trim = text.len() - text.trim_end_matches([' ', '\t', '\r', '\n']).len();
+                }
+                let end = self.pos;
+                self.pos -= trim;
+                if self.pos > self.start {
+                    let line = self.start_line;
+                    self.items.push(Item {
+                        typ: ItemType::Text,
+                        pos: self.start,
+                        val: self.input[self.start..self.pos].to_string(),
+                        line,
+                    });
+                }
+                self.pos = end;
+                self.start = self.pos;
+                self.start_line = self.line;
+            }
+            return State::LeftDelim;
+        }
+        self.skip(self.rest().len());
+        if self.pos > self.start {
+            self.emit(ItemType::Text);
+        }
+        self.items.push(Item {
+            typ: ItemType::Eof,
+            pos: self.pos,
+            val: String::new(),
+            line: self.line,
+        });
+        State::Done
+    }
+
+    fn lex_left_delim(&mut self) -> State {
+        self.pos += LEFT.len();
+        let trim = Self::has_left_trim(self.rest());
+        let after = if trim { 2 } else { 0 };
+        if self.input[self.pos + after..].starts_with(LEFT_COMMENT) {
+            self.skip(after);
+            self.ignore();
+            return State::Comment;
+        }
+        self.emit(ItemType::LeftDelim);
+        self.skip(after);
+        self.ignore();
+        self.paren_depth = 0;
+        State::Inside
+    }
+
+    fn lex_comment(&mut self) -> State {
+        self.pos += LEFT_COMMENT.len();
+        let Some(x) = self.rest().find(RIGHT_COMMENT) else {
+            return self.error("unclosed comment".into());
+        };
+        self.skip(x + RIGHT_COMMENT.len());
+        let (delim, trim) = self.at_right_delim();
+        if !delim {
+            return self.error("comment ends before closing delimiter".into());
+        }
+        self.emit(ItemType::Comment);
+        if trim {
+            self.skip(2);
+        }
+        self.skip(RIGHT.len());
+        if trim {
+            let n = self.rest().len()
+                - self
+                    .rest()
+                    .trim_start_matches([' ', '\t', '\r', '\n'])
+                    .len();
+            self.skip(n);
+        }
+        self.ignore();
+        State::Text
+    }
+
+    fn lex_right_delim(&mut self, trim: bool) -> State {
+        if trim {
+            self.skip(2);
+            self.ignore();
+        }
+        self.pos += RIGHT.len();
+        self.emit(ItemType::RightDelim);
+        if trim {
+            let n = self.rest().len()
+                - self
+                    .rest()
+                    .trim_start_matches([' ', '\t', '\r', '\n'])
+                    .len();
+            self.skip(n);
+            self.ignore();
+        }
+        State::Text
+    }
+
+    fn lex_inside(&mut self) -> State {
+        let (delim, trim) = self.at_right_delim();
+        if delim {
+            if self.paren_depth == 0 {
+                return State::RightDelim(trim);
+            }
+            return self.error("unclosed left paren".into());
+        }
+        let Some(r) = self.next() else {
+            return self.error("unclosed action".into());
+        };
+        match r {
+            c if c.is_ascii() && is_space(c as u8) => {
+                self.backup(Some(c));
+                return self.lex_space();
+            }
+            '=' => self.emit(ItemType::Assign),
+            ':' => {
+                if self.next() != Some('=') {
+                    return self.error("expected :=".into());
+                }
+                self.emit(ItemType::Declare);
+            }
+            '|' => self.emit(ItemType::Pipe),
+            '"' => return self.lex_quote(),
+            '`' => return self.lex_raw_quote(),
+            '$' => return self.lex_field_or_variable(ItemType::Variable),
+            '\'' => return self.lex_char(),
+            '.' => match self.peek() {
+                Some(c) if c.is_ascii_digit() => {
+                    self.backup(Some('.'));
+                    return self.lex_number();
+                }
+                _ => return self.lex_field_or_variable(ItemType::Field),
+            },
+            '+' | '-' | '0'..='9' => {
+                self.backup(Some(r));
+                return self.lex_number();
+            }
+            c if is_alnum(c) => {
+                self.backup(Some(c));
+                return self.lex_identifier();
+            }
+            '(' => {
+                self.emit(ItemType::LeftParen);
+                self.paren_depth += 1;
+            }
+            ')' => {
+                self.emit(ItemType::RightParen);
+                self.paren_depth -= 1;
+                if self.paren_depth < 0 {
+                    return self.error("unexpected right paren".into());
+                }
+            }
+            c if c.is_ascii() && !c.is_ascii_control() => self.emit(ItemType::Char),
+            c => {
+                return self.error(format!(
+                    "unrecognized character in action: U+{:04X}{}",
+                    c as u32,
+                    if c.is_control() {
+                        String::new()
+                    } else {
+                        format!(" '{c}'")
+                    }
+                ))
+            }
+        }
+        State::Inside
+    }
+
+    fn lex_space(&mut self) -> State {
+        let mut n = 0;
+        while let Some(c) = self.peek() {
+            if !(c.is_ascii() && is_space(c as u8)) {
+                break;
+            }
+            self.next();
+            n += 1;
+        }
+        // A space followed by "-}}" belongs to the trim marker.
+        if Self::has_right_trim(&self.input[self.pos - 1..])
+            && self.input[self.pos - 1 + 2..].starts_with(RIGHT)
+        {
+            let c = self.input[..self.pos].chars().next_back();
+            self.backup(c);
+            if n == 1 {
+                return State::Inside;
+            }
+        }
+        self.emit(ItemType::Space);
+        State::Inside
+    }
+
+    fn at_terminator(&self) -> bool {
+        match self.peek() {
+            None => true,
+            Some(c) if c.is_ascii() && is_space(c as u8) => true,
+            Some('.' | ',' | '|' | ':' | ')' | '(') => true,
+            _ => self.rest().starts_with(RIGHT),
+        }
+    }
+
+    fn bad_char(&mut self, c: Option<char>) -> State {
+        let c = c.unwrap_or('\u{0}');
+        self.error(format!("bad character U+{:04X} '{}'", c as u32, c))
+    }
+
+    fn lex_identifier(&mut self) -> State {
+        loop {
+            match self.next() {
+                Some(c) if is_alnum(c) => {}
+                other => {
+                    self.backup(other);
+                    let word = &self.input[self.start..self.pos];
+                    if !self.at_terminator() {
+                        let c = self.peek();
+                        return self.bad_char(c);
+                    }
+                    let typ = match keyword(word) {
+                        Some(k) if k != ItemType::Dot => k,
+                        _ if word == "true" || word == "false" => ItemType::Bool,
+                        _ => ItemType::Identifier,
+                    };
+                    self.emit(typ);
+                    return State::Inside;
+                }
+            }
+        }
+    }
+
+    fn lex_field_or_variable(&mut self, typ: ItemType) -> State {
+        if self.at_terminator() {
+            self.emit(if typ == ItemType::Variable {
+                ItemType::Variable
+            } else {
+                ItemType::Dot
+            });
+            return State::Inside;
+        }
+        let mut last;
+        loop {
+            last = self.next();
+            match last {
+                Some(c) if is_alnum(c) => {}
+                _ => {
+                    self.backup(last);
+                    break;
+                }
+            }
+        }
+        if !self.at_terminator() {
+            return self.bad_char(last);
+        }
+        self.emit(typ);
+        State::Inside
+    }
+
+    fn lex_char(&mut self) -> State {
+        loop {
+            match self.next() {
+                Some('\\') => match self.next() {
+                    None | Some('\n') => {
+                        return self.error("unterminated character constant".into())
+                    }
+                    _ => {}
+                },
+                None | Some('\n') => return self.error("unterminated character constant".into()),
+                Some('\'') => break,
+                _ => {}
+            }
+        }
+        self.emit(ItemType::CharConstant);
+        State::Inside
+    }
+
+    fn lex_quote(&mut self) -> State {
+        loop {
+            match self.next() {
+                Some('\\') => match self.next() {
+                    None | Some('\n') => return self.error("unterminated quoted string".into()),
+                    _ => {}
+                },
+                None | Some('\n') => return self.error("unterminated quoted string".into()),
+                Some('"') => break,
+                _ => {}
+            }
+        }
+        self.emit(ItemType::String);
+        State::Inside
+    }
+
+    fn lex_raw_quote(&mut self) -> State {
+        match self.rest().find('`') {
+            None => self.error("unterminated raw quoted string".into()),
+            Some(x) => {
+                self.skip(x + 1);
+                self.emit(ItemType::RawString);
+                State::Inside
+            }
+        }
+    }
+
+    fn lex_number(&mut self) -> State {
+        if !self.scan_number() {
+            let text = self.input[self.start..self.pos].to_string();
+            return self.error(format!("bad number syntax: {:?}", text));
+        }
+        if let Some(sign @ ('+' | '-')) = self.peek() {
+            let _ = sign;
+            // Complex: 1+2i. No spaces, must end in 'i'.
+            if !self.scan_number() || !self.input[..self.pos].ends_with('i') {
+                let text = self.input[self.start..self.pos].to_string();
+                return self.error(format!("bad number syntax: {:?}", text));
+            }
+            self.emit(ItemType::Complex);
+        } else {
+            self.emit(ItemType::Number);
+        }
+        State::Inside
+    }
+
+    fn scan_number(&mut self) -> bool {
+        self.accept("+-");
+        let mut digits = "0123456789_";
+        if self.accept("0") {
+            if self.accept("xX") {
+                digits = "0123456789abcdefABCDEF_";
+            } else if self.accept("oO") {
+                digits = "01234567_";
+            } else if self.accept("bB") {
+                digits = "01_";
+            }
+        }
+        self.accept_run(digits);
+        if self.accept(".") {
+            self.accept_run(digits);
+        }
+        if digits.len() == 11 && self.accept("eE") {
+            self.accept("+-");
+            self.accept_run("0123456789_");
+        }
+        if digits.len() == 23 && self.accept("pP") {
+            self.accept("+-");
+            self.accept_run("0123456789_");
+        }
+        self.accept("i");
+        if let Some(c) = self.peek() {
+            if is_alnum(c) {
+                self.next();
+                return false;
+            }
+        }
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn types(s: &str) -> Vec<ItemType> {
+        lex(s).into_iter().map(|i| i.typ).collect()
+    }
+
+    #[test]
+    fn trims_and_fields() {
+        let items = lex("a  {{- .x.y -}}  b");
+        assert_eq!(items[0].val, "a");
+        assert_eq!(items[2].val, ".x");
+        assert_eq!(items[3].val, ".y");
+        assert_eq!(items[5].val, "b");
+    }
+
+    #[test]
+    fn numbers_and_keywords() {
+        assert_eq!(
+            types("{{if 0x1F}}"),
+            vec![
+                ItemType::LeftDelim,
+                ItemType::If,
+                ItemType::Space,
+                ItemType::Number,
+                ItemType::RightDelim,
+                ItemType::Eof
+            ]
+        );
+        assert_eq!(types("{{1+2i}}")[1], ItemType::Complex);
+    }
+
+    #[test]
+    fn comment_with_trim() {
+        let items = lex("a \n{{- /* c */ -}}\n b");
+        let text: Vec<_> = items
+            .iter()
+            .filter(|i| i.typ == ItemType::Text)
+            .map(|i| i.val.as_str())
+            .collect();
+        assert_eq!(text, vec!["a", "b"]);
+    }
+
+    #[test]
+    fn unterminated() {
+        let items = lex("{{\"abc}}");
+        assert_eq!(items.last().map(|i| i.typ), Some(ItemType::Error));
+    }
+}

@@ -1,0 +1,1199 @@
+//! The parser: builds template trees from lexer items, following Go's
+//! `text/template/parse` grammar, checks and error messages.
+
+use std::rc::Rc;
+
+use crate::lex::{lex, Item, ItemType};
+
+/// A parsed number literal with every interpretation Go's parser keeps.
+#[derive(Clone, Debug, Default)]
+pub struct Number {
+    pub text: String,
+    pub is_int: bool,
+    pub is_uint: bool,
+    pub is_float: bool,
+    pub is_complex: bool,
+    pub int: i64,
+    pub uint: u64,
+    pub float: f64,
+    pub complex: (f64, f64),
+}
+
+/// An operand of a command.
+#[derive(Clone, Debug)]
+pub enum Arg {
+    /// `.A.B` (idents without dots).
+    Field {
+        pos: usize,
+        idents: Vec<String>,
+    },
+    /// `(pipe).A.B` or `fn.A` — a term followed by fields.
+    Chain {
+        pos: usize,
+        node: Box<Arg>,
+        fields: Vec<String>,
+    },
+    /// `$x.A.B` (first ident includes the `$`).
+    Variable {
+        pos: usize,
+        idents: Vec<String>,
+    },
+    Dot(usize),
+    Nil(usize),
+    Bool(usize, bool),
+    Number(usize, Rc<Number>),
+    /// `quoted` is the source form, `text` the unquoted value.
+    String {
+        pos: usize,
+        quoted: Rc<str>,
+        text: Rc<str>,
+    },
+    Identifier {
+        pos: usize,
+        name: String,
+    },
+    Pipe(Rc<Pipe>),
+}
+
+impl Arg {
+    pub fn pos(&self) -> usize {
+        match self {
+            Arg::Field { pos, .. }
+            | Arg::Chain { pos, .. }
+            | Arg::Variable { pos, .. }
+            | Arg::Dot(pos)
+            | Arg::Nil(pos)
+            | Arg::Bool(pos, _)
+            | Arg::Number(pos, _)
+            | Arg::String { pos, .. }
+            | Arg::Identifier { pos, .. } => *pos,
+            Arg::Pipe(p) => p.pos,
+        }
+    }
+}
+
+impl std::fmt::Display for Arg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Arg::Field { idents, .. } => {
+                for i in idents {
+                    write!(f, ".{i}")?;
+                }
+                Ok(())
+            }
+            Arg::Chain { node, fields, .. } => {
+                if let Arg::Pipe(_) = node.as_ref() {
+                    write!(f, "({node})")?;
+                } else {
+                    write!(f, "{node}")?;
+                }
+                for i in fields {
+                    write!(f, ".{i}")?;
+                }
+                Ok(())
+            }
+            Arg::Variable { idents, .. } => f.write_str(&idents.join(".")),
+            Arg::Dot(_) => f.write_str("."),
+            Arg::Nil(_) => f.write_str("nil"),
+            Arg::Bool(_, b) => write!(f, "{b}"),
+            Arg::Number(_, n) => f.write_str(&n.text),
+            Arg::String { quoted, .. } => f.write_str(quoted),
+            Arg::Identifier { name, .. } => f.write_str(name),
+            Arg::Pipe(p) => stacker::maybe_grow(32 * 1024, 256 * 1024, || write!(f, "{p}")),
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Command {
+    pub pos: usize,
+    pub args: Vec<Arg>,
+}
+
+impl std::fmt::Display for Command {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, a) in self.args.iter().enumerate() {
+            if i > 0 {
+                f.write_str(" ")?;
+            }
+            if let Arg::Pipe(_) = a {
+                write!(f, "({a})")?;
+            } else {
+                write!(f, "{a}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Pipe {
+    pub pos: usize,
+    pub is_assign: bool,
+    /// Declared or assigned variables, with their `$`.
+    pub decl: Vec<String>,
+    pub cmds: Vec<Command>,
+}
+
+impl std::fmt::Display for Pipe {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if !self.decl.is_empty() {
+            f.write_str(&self.decl.join(", "))?;
+            f.write_str(if self.is_assign { " = " } else { " := " })?;
+        }
+        for (i, c) in self.cmds.iter().enumerate() {
+            if i > 0 {
+                f.write_str(" | ")?;
+            }
+            write!(f, "{c}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Deeply nested templates make deeply nested trees; dropping them
+/// recursively could overflow the stack, so nested pipes and branches are
+/// dismantled iteratively.
+impl Drop for Pipe {
+    fn drop(&mut self) {
+        let mut stack: Vec<Pipe> = Vec::new();
+        take_pipes(&mut self.cmds, &mut stack);
+        while let Some(mut p) = stack.pop() {
+            take_pipes(&mut p.cmds, &mut stack);
+        }
+    }
+}
+
+fn take_pipes(cmds: &mut Vec<Command>, stack: &mut Vec<Pipe>) {
+    fn arg(a: Arg, stack: &mut Vec<Pipe>) {
+        match a {
+            Arg::Pipe(rc) => {
+                if let Ok(p) = Rc::try_unwrap(rc) {
+                    stack.push(p);
+                }
+            }
+            Arg::Chain { node, .. } => arg(*node, stack),
+            _ => {}
+        }
+    }
+    for c in cmds.drain(..) {
+        for a in c.args {
+            arg(a, stack);
+        }
+    }
+}
+
+impl Drop for Branch {
+    fn drop(&mut self) {
+        let mut stack: Vec<Branch> = Vec::new();
+        take_branches(&mut self.list, &mut stack);
+        if let Some(e) = self.else_list.as_mut() {
+            take_branches(e, &mut stack);
+        }
+        while let Some(mut b) = stack.pop() {
+            take_branches(&mut b.list, &mut stack);
+            if let Some(e) = b.else_list.as_mut() {
+                take_branches(e, &mut stack);
+            }
+        }
+    }
+}
+
+fn take_branches(nodes: &mut Vec<Node>, stack: &mut Vec<Branch>) {
+    for n in nodes.drain(..) {
+        match n {
+            Node::If(b) | Node::Range(b) | Node::With(b) => stack.push(b),
+            _ => {}
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Branch {
+    pub pos: usize,
+    pub pipe: Pipe,
+    pub list: Vec<Node>,
+    pub else_list: Option<Vec<Node>>,
+}
+
+#[derive(Clone, Debug)]
+pub enum Node {
+    Text(Rc<str>),
+    Action {
+        pos: usize,
+        pipe: Pipe,
+    },
+    If(Branch),
+    Range(Branch),
+    With(Branch),
+    Template {
+        pos: usize,
+        name: String,
+        pipe: Option<Pipe>,
+    },
+    Break(usize),
+    Continue(usize),
+}
+
+/// One parsed template: a file's main body or a `define`d block.
+#[derive(Debug)]
+pub struct Tree {
+    pub name: String,
+    /// The name of the file (parse) the tree came from, for error locations.
+    pub parse_name: Rc<str>,
+    /// The source text, to turn byte positions into line:column.
+    pub text: Rc<str>,
+    pub root: Vec<Node>,
+}
+
+impl Tree {
+    /// `NAME:LINE:COL` of a byte position, as Go's `ErrorContext` prints it
+    /// (the column counts bytes from 0 after the last newline).
+    pub fn location(&self, pos: usize) -> String {
+        let pos = pos.min(self.text.len());
+        let before = &self.text[..pos];
+        let col = match before.rfind('\n') {
+            None => pos,
+            Some(nl) => pos - (nl + 1),
+        };
+        let line = 1 + before.matches('\n').count();
+        format!("{}:{}:{}", self.parse_name, line, col)
+    }
+
+    /// True when the tree has nothing but whitespace text and comments;
+    /// such a definition does not replace an existing one.
+    pub fn is_empty(&self) -> bool {
+        is_empty_list(&self.root)
+    }
+}
+
+fn is_empty_list(nodes: &[Node]) -> bool {
+    nodes.iter().all(|n| match n {
+        Node::Text(t) => t
+            .trim_matches([' ', '\t', '\r', '\n', '\x0b', '\x0c'])
+            .is_empty(),
+        _ => false,
+    })
+}
+
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{0}")]
+pub struct ParseError(pub String);
+
+const BUILTINS: &[&str] = &[
+    "and", "call", "html", "index", "slice", "js", "len", "not", "or", "print", "printf",
+    "println", "urlquery", "eq", "ge", "gt", "le", "lt", "ne",
+];
+
+pub fn is_builtin(name: &str) -> bool {
+    BUILTINS.contains(&name)
+}
+
+/// Parses `text` as the template `name`. Returns the main tree first and then
+/// every `define`/`block` tree, in source order.
+pub fn parse(
+    name: &str,
+    text: &str,
+    has_func: &dyn Fn(&str) -> bool,
+) -> Result<Vec<Tree>, ParseError> {
+    let items = lex(text);
+    let parse_name: Rc<str> = Rc::from(name);
+    let src: Rc<str> = Rc::from(text);
+    let mut p = Parser {
+        items,
+        idx: 0,
+        last_line: 1,
+        vars: vec!["$".to_string()],
+        range_depth: 0,
+        action_line: 0,
+        has_func,
+        parse_name: parse_name.clone(),
+        trees: Vec::new(),
+        text: src.clone(),
+    };
+    let root = p.parse_top()?;
+    let main = Tree {
+        name: name.to_string(),
+        parse_name,
+        text: src,
+        root,
+    };
+    let mut out = vec![main];
+    out.append(&mut p.trees);
+    Ok(out)
+}
+
+struct Parser<'a> {
+    items: Vec<Item>,
+    idx: usize,
+    last_line: usize,
+    vars: Vec<String>,
+    range_depth: usize,
+    action_line: usize,
+    has_func: &'a dyn Fn(&str) -> bool,
+    parse_name: Rc<str>,
+    trees: Vec<Tree>,
+    text: Rc<str>,
+}
+
+type PResult<T> = Result<T, ParseError>;
+
+enum ListEnd {
+    End,
+    Else,
+}
+
+impl Parser<'_> {
+    fn next(&mut self) -> Item {
+        let it = self.items[self.idx.min(self.items.len() - 1)].clone();
+        if self.idx < self.items.len() {
+            self.idx += 1;
+        }
+        self.last_line = it.line;
+        it
+    }
+    fn backup(&mut self) {
+        self.idx -= 1;
+    }
+    fn peek(&mut self) -> Item {
+        let it = self.items[self.idx.min(self.items.len() - 1)].clone();
+        self.last_line = it.line;
+        it
+    }
+    fn next_non_space(&mut self) -> Item {
+        loop {
+            let it = self.next();
+            if it.typ != ItemType::Space {
+                return it;
+            }
+        }
+    }
+    fn peek_non_space(&mut self) -> Item {
+        let it = self.next_non_space();
+        self.backup();
+        it
+    }
+
+    fn err<T>(&self, msg: impl AsRef<str>) -> PResult<T> {
+        Err(ParseError(format!(
+            "template: {}:{}: {}",
+            self.parse_name,
+            self.last_line,
+            msg.as_ref()
+        )))
+    }
+
+    fn unexpected<T>(&self, token: &Item, context: &str) -> PResult<T> {
+        if token.typ == ItemType::Error {
+            let mut extra = String::new();
+            if self.action_line != 0 && self.action_line != token.line {
+                extra = format!(
+                    " in action started at {}:{}",
+                    self.parse_name, self.action_line
+                );
+                if token.val.ends_with(" action") {
+                    extra = extra[" in action".len()..].to_string();
+                }
+            }
+            return self.err(format!("{}{}", token.val, extra));
+        }
+        self.err(format!("unexpected {} in {}", token.describe(), context))
+    }
+
+    fn expect(&mut self, typ: ItemType, context: &str) -> PResult<Item> {
+        let t = self.next_non_space();
+        if t.typ != typ {
+            return self.unexpected(&t, context);
+        }
+        Ok(t)
+    }
+
+    fn parse_top(&mut self) -> PResult<Vec<Node>> {
+        let mut root = Vec::new();
+        while self.peek().typ != ItemType::Eof {
+            if self.peek().typ == ItemType::LeftDelim {
+                let save = self.idx;
+                self.next();
+                if self.next_non_space().typ == ItemType::Define {
+                    self.parse_definition()?;
+                    continue;
+                }
+                self.idx = save;
+            }
+            match self.text_or_action()? {
+                Parsed::Node(n) => root.push(n),
+                Parsed::Nothing => {}
+                Parsed::End => return self.err("unexpected {{end}}"),
+                Parsed::Else => return self.err("unexpected {{else}}"),
+            }
+        }
+        Ok(root)
+    }
+
+    fn add_tree(&mut self, name: String, root: Vec<Node>) -> PResult<()> {
+        let tree = Tree {
+            name: name.clone(),
+            parse_name: self.parse_name.clone(),
+            text: self.text.clone(),
+            root,
+        };
+        if let Some(i) = self.trees.iter().position(|t| t.name == name) {
+            if self.trees[i].is_empty() {
+                self.trees[i] = tree;
+                return Ok(());
+            }
+            if !tree.is_empty() {
+                return self.err(format!(
+                    "template: multiple definition of template {:?}",
+                    name
+                ));
+            }
+            return Ok(());
+        }
+        self.trees.push(tree);
+        Ok(())
+    }
+
+    fn parse_definition(&mut self) -> PResult<()> {
+        let context = "define clause";
+        let tok = self.next_non_space();
+        if tok.typ != ItemType::String && tok.typ != ItemType::RawString {
+            return self.unexpected(&tok, context);
+        }
+        let name = unquote(&tok.val).or_else(|e| self.err(e))?;
+        self.expect(ItemType::RightDelim, context)?;
+        let saved_vars = std::mem::replace(&mut self.vars, vec!["$".to_string()]);
+        let saved_depth = std::mem::replace(&mut self.range_depth, 0);
+        let (list, end) = self.item_list()?;
+        self.vars = saved_vars;
+        self.range_depth = saved_depth;
+        if let ListEnd::Else = end {
+            return self.err(format!("unexpected {{{{else}}}} in {context}"));
+        }
+        self.add_tree(name, list)
+    }
+
+    fn item_list(&mut self) -> PResult<(Vec<Node>, ListEnd)> {
+        let mut list = Vec::new();
+        while self.peek_non_space().typ != ItemType::Eof {
+            match self.text_or_action()? {
+                Parsed::Node(n) => list.push(n),
+                Parsed::Nothing => {}
+                Parsed::End => return Ok((list, ListEnd::End)),
+                Parsed::Else => return Ok((list, ListEnd::Else)),
+            }
+        }
+        self.err("unexpected EOF")
+    }
+
+    fn text_or_action(&mut self) -> PResult<Parsed> {
+        let tok = self.next_non_space();
+        match tok.typ {
+            ItemType::Text => Ok(Parsed::Node(Node::Text(Rc::from(tok.val.as_str())))),
+            ItemType::LeftDelim => {
+                self.action_line = tok.line;
+                let r = self.action();
+                self.action_line = 0;
+                r
+            }
+            ItemType::Comment => Ok(Parsed::Nothing),
+            _ => self.unexpected(&tok, "input"),
+        }
+    }
+
+    fn action(&mut self) -> PResult<Parsed> {
+        let tok = self.next_non_space();
+        match tok.typ {
+            ItemType::Block => return self.block_control().map(Parsed::Node),
+            ItemType::Break => return self.break_continue(tok, true).map(Parsed::Node),
+            ItemType::Continue => return self.break_continue(tok, false).map(Parsed::Node),
+            ItemType::Else => {
+                let peek = self.peek_non_space();
+                if peek.typ == ItemType::If || peek.typ == ItemType::With {
+                    return Ok(Parsed::Else);
+                }
+                self.expect(ItemType::RightDelim, "else")?;
+                return Ok(Parsed::Else);
+            }
+            ItemType::End => {
+                self.expect(ItemType::RightDelim, "end")?;
+                return Ok(Parsed::End);
+            }
+            ItemType::If => return self.control("if").map(|b| Parsed::Node(Node::If(b))),
+            ItemType::Range => return self.control("range").map(|b| Parsed::Node(Node::Range(b))),
+            ItemType::Template => return self.template_control().map(Parsed::Node),
+            ItemType::With => return self.control("with").map(|b| Parsed::Node(Node::With(b))),
+            _ => {}
+        }
+        self.backup();
+        let pos = self.peek().pos;
+        let pipe = self.pipeline("command", ItemType::RightDelim)?;
+        Ok(Parsed::Node(Node::Action { pos, pipe }))
+    }
+
+    fn break_continue(&mut self, tok: Item, is_break: bool) -> PResult<Node> {
+        let word = if is_break {
+            "{{break}}"
+        } else {
+            "{{continue}}"
+        };
+        let t = self.next_non_space();
+        if t.typ != ItemType::RightDelim {
+            return self.unexpected(&t, word);
+        }
+        if self.range_depth == 0 {
+            return self.err(format!("{word} outside {{{{range}}}}"));
+        }
+        Ok(if is_break {
+            Node::Break(tok.pos)
+        } else {
+            Node::Continue(tok.pos)
+        })
+    }
+
+    fn control(&mut self, context: &str) -> PResult<Branch> {
+        let mark = self.vars.len();
+        let r = stacker::maybe_grow(64 * 1024, 1024 * 1024, || self.control_inner(context));
+        self.vars.truncate(mark);
+        r
+    }
+
+    fn control_inner(&mut self, context: &str) -> PResult<Branch> {
+        let pipe = self.pipeline(context, ItemType::RightDelim)?;
+        if context == "range" {
+            self.range_depth += 1;
+        }
+        let res = self.item_list();
+        if context == "range" {
+            self.range_depth -= 1;
+        }
+        let (list, end) = res?;
+        let mut else_list = None;
+        if let ListEnd::Else = end {
+            let peek = self.peek().typ;
+            if context == "if" && peek == ItemType::If {
+                self.next();
+                let b = self.control("if")?;
+                else_list = Some(vec![Node::If(b)]);
+            } else if context == "with" && peek == ItemType::With {
+                self.next();
+                let b = self.control("with")?;
+                else_list = Some(vec![Node::With(b)]);
+            } else {
+                let (l, end) = self.item_list()?;
+                if let ListEnd::Else = end {
+                    return self.err("expected end; found {{else}}");
+                }
+                else_list = Some(l);
+            }
+        }
+        Ok(Branch {
+            pos: pipe.pos,
+            pipe,
+            list,
+            else_list,
+        })
+    }
+
+    fn template_name(&mut self, tok: &Item, context: &str) -> PResult<String> {
+        match tok.typ {
+            ItemType::String | ItemType::RawString => unquote(&tok.val).or_else(|e| self.err(e)),
+            _ => self.unexpected(tok, context),
+        }
+    }
+
+    fn template_control(&mut self) -> PResult<Node> {
+        let context = "template clause";
+        let tok = self.next_non_space();
+        let name = self.template_name(&tok, context)?;
+        let mut pipe = None;
+        if self.next_non_space().typ != ItemType::RightDelim {
+            self.backup();
+            pipe = Some(self.pipeline(context, ItemType::RightDelim)?);
+        }
+        Ok(Node::Template {
+            pos: tok.pos,
+            name,
+            pipe,
+        })
+    }
+
+    fn block_control(&mut self) -> PResult<Node> {
+        let context = "block clause";
+        let tok = self.next_non_space();
+        let name = self.template_name(&tok, context)?;
+        let pipe = self.pipeline(context, ItemType::RightDelim)?;
+        let saved_vars = std::mem::replace(&mut self.vars, vec!["$".to_string()]);
+        let saved_depth = std::mem::replace(&mut self.range_depth, 0);
+        let res = self.item_list();
+        self.vars = saved_vars;
+        self.range_depth = saved_depth;
+        let (list, end) = res?;
+        if let ListEnd::Else = end {
+            return self.err(format!("unexpected {{{{else}}}} in {context}"));
+        }
+        self.add_tree(name.clone(), list)?;
+        Ok(Node::Template {
+            pos: tok.pos,
+            name,
+            pipe: Some(pipe),
+        })
+    }
+
+    fn pipeline(&mut self, context: &str, end: ItemType) -> PResult<Pipe> {
+        let start = self.peek_non_space();
+        let mut pipe = Pipe {
+            pos: start.pos,
+            is_assign: false,
+            decl: Vec::new(),
+            cmds: Vec::new(),
+        };
+        'decls: loop {
+            let v = self.peek_non_space();
+            if v.typ != ItemType::Variable {
+                break;
+            }
+            let save = self.idx;
+            self.next_non_space();
+            let next = self.peek_non_space();
+            match next.typ {
+                ItemType::Assign | ItemType::Declare => {
+                    pipe.is_assign = next.typ == ItemType::Assign;
+                    self.next_non_space();
+                    pipe.decl.push(v.val.clone());
+                    self.vars.push(v.val.clone());
+                    break;
+                }
+                ItemType::Char if next.val == "," => {
+                    self.next_non_space();
+                    pipe.decl.push(v.val.clone());
+                    self.vars.push(v.val.clone());
+                    if context == "range" && pipe.decl.len() < 2 {
+                        match self.peek_non_space().typ {
+                            ItemType::Variable | ItemType::RightDelim | ItemType::RightParen => {
+                                continue 'decls;
+                            }
+                            _ => return self.err("range can only initialize variables"),
+                        }
+                    }
+                    return self.err(format!("too many declarations in {context}"));
+                }
+                _ => {
+                    self.idx = save;
+                    break;
+                }
+            }
+        }
+        loop {
+            let tok = self.next_non_space();
+            if tok.typ == end {
+                if pipe.cmds.is_empty() {
+                    return self.err(format!("missing value for {context}"));
+                }
+                for (i, c) in pipe.cmds.iter().enumerate().skip(1) {
+                    if matches!(
+                        c.args[0],
+                        Arg::Bool(..)
+                            | Arg::Dot(_)
+                            | Arg::Nil(_)
+                            | Arg::Number(..)
+                            | Arg::String { .. }
+                    ) {
+                        return self.err(format!(
+                            "non executable command in pipeline stage {}",
+                            i + 1
+                        ));
+                    }
+                }
+                return Ok(pipe);
+            }
+            match tok.typ {
+                ItemType::Bool
+                | ItemType::CharConstant
+                | ItemType::Complex
+                | ItemType::Dot
+                | ItemType::Field
+                | ItemType::Identifier
+                | ItemType::Number
+                | ItemType::Nil
+                | ItemType::RawString
+                | ItemType::String
+                | ItemType::Variable
+                | ItemType::LeftParen => {
+                    self.backup();
+                    let cmd = self.command()?;
+                    pipe.cmds.push(cmd);
+                }
+                _ => return self.unexpected(&tok, context),
+            }
+        }
+    }
+
+    fn command(&mut self) -> PResult<Command> {
+        let pos = self.peek_non_space().pos;
+        let mut cmd = Command {
+            pos,
+            args: Vec::new(),
+        };
+        loop {
+            self.peek_non_space();
+            if let Some(op) = self.operand()? {
+                cmd.args.push(op);
+            }
+            let tok = self.next();
+            match tok.typ {
+                ItemType::Space => continue,
+                ItemType::RightDelim | ItemType::RightParen => self.backup(),
+                ItemType::Pipe => {}
+                _ => return self.unexpected(&tok, "operand"),
+            }
+            break;
+        }
+        if cmd.args.is_empty() {
+            return self.err("empty command");
+        }
+        Ok(cmd)
+    }
+
+    fn operand(&mut self) -> PResult<Option<Arg>> {
+        let Some(node) = self.term()? else {
+            return Ok(None);
+        };
+        if self.peek().typ == ItemType::Field {
+            let pos = self.peek().pos;
+            let mut fields = Vec::new();
+            while self.peek().typ == ItemType::Field {
+                let f = self.next();
+                fields.push(f.val[1..].to_string());
+            }
+            return match node {
+                Arg::Field { idents, .. } => {
+                    let mut idents = idents;
+                    idents.extend(fields);
+                    Ok(Some(Arg::Field { pos, idents }))
+                }
+                Arg::Variable { idents, .. } => {
+                    let mut idents = idents;
+                    idents.extend(fields);
+                    Ok(Some(Arg::Variable { pos, idents }))
+                }
+                Arg::Bool(..)
+                | Arg::String { .. }
+                | Arg::Number(..)
+                | Arg::Nil(_)
+                | Arg::Dot(_) => {
+                    self.err(format!("unexpected . after term {:?}", node.to_string()))
+                }
+                other => Ok(Some(Arg::Chain {
+                    pos,
+                    node: Box::new(other),
+                    fields,
+                })),
+            };
+        }
+        Ok(Some(node))
+    }
+
+    fn term(&mut self) -> PResult<Option<Arg>> {
+        let tok = self.next_non_space();
+        let arg = match tok.typ {
+            ItemType::Identifier => {
+                if !is_builtin(&tok.val) && !(self.has_func)(&tok.val) {
+                    return self.err(format!("function {:?} not defined", tok.val));
+                }
+                Arg::Identifier {
+                    pos: tok.pos,
+                    name: tok.val,
+                }
+            }
+            ItemType::Dot => Arg::Dot(tok.pos),
+            ItemType::Nil => Arg::Nil(tok.pos),
+            ItemType::Variable => {
+                if !self.vars.iter().any(|v| *v == tok.val) {
+                    return self.err(format!("undefined variable {:?}", tok.val));
+                }
+                Arg::Variable {
+                    pos: tok.pos,
+                    idents: vec![tok.val],
+                }
+            }
+            ItemType::Field => Arg::Field {
+                pos: tok.pos,
+                idents: vec![tok.val[1..].to_string()],
+            },
+            ItemType::Bool => Arg::Bool(tok.pos, tok.val == "true"),
+            ItemType::CharConstant | ItemType::Complex | ItemType::Number => {
+                let n = parse_number(&tok.val, tok.typ).or_else(|e| self.err(e))?;
+                Arg::Number(tok.pos, Rc::new(n))
+            }
+            ItemType::LeftParen => {
+                let p = stacker::maybe_grow(64 * 1024, 1024 * 1024, || {
+                    self.pipeline("parenthesized pipeline", ItemType::RightParen)
+                })?;
+                Arg::Pipe(Rc::new(p))
+            }
+            ItemType::String | ItemType::RawString => {
+                let s = unquote(&tok.val).or_else(|e| self.err(e))?;
+                Arg::String {
+                    pos: tok.pos,
+                    quoted: Rc::from(tok.val.as_str()),
+                    text: Rc::from(s.as_str()),
+                }
+            }
+            _ => {
+                self.backup();
+                return Ok(None);
+            }
+        };
+        Ok(Some(arg))
+    }
+}
+
+enum Parsed {
+    Node(Node),
+    Nothing,
+    End,
+    Else,
+}
+
+/// Go's `strconv.Unquote` for the three literal forms the lexer produces.
+pub fn unquote(s: &str) -> Result<String, String> {
+    let bad = || "invalid syntax".to_string();
+    if s.len() < 2 {
+        return Err(bad());
+    }
+    let q = s.as_bytes()[0];
+    if q != s.as_bytes()[s.len() - 1] {
+        return Err(bad());
+    }
+    let body = &s[1..s.len() - 1];
+    match q {
+        b'`' => {
+            if body.contains('`') {
+                return Err(bad());
+            }
+            Ok(body.replace('\r', ""))
+        }
+        b'"' | b'\'' => {
+            let mut out = String::new();
+            let mut chars = body.chars().peekable();
+            while let Some(c) = chars.next() {
+                if c == q as char && q == b'"' {
+                    return Err(bad());
+                }
+                if c == '\n' {
+                    return Err(bad());
+                }
+                if c != '\\' {
+                    out.push(c);
+                    continue;
+                }
+                let e = chars.next().ok_or_else(bad)?;
+                match e {
+                    'a' => out.push('\x07'),
+                    'b' => out.push('\x08'),
+                    'f' => out.push('\x0c'),
+                    'n' => out.push('\n'),
+                    'r' => out.push('\r'),
+                    't' => out.push('\t'),
+                    'v' => out.push('\x0b'),
+                    '\\' => out.push('\\'),
+                    '\'' if q == b'\'' => out.push('\''),
+                    '"' if q == b'"' => out.push('"'),
+                    '0'..='7' => {
+                        let mut v = e.to_digit(8).unwrap_or(0);
+                        for _ in 0..2 {
+                            let d = chars.next().and_then(|c| c.to_digit(8)).ok_or_else(bad)?;
+                            v = v * 8 + d;
+                        }
+                        if v > 255 {
+                            return Err(bad());
+                        }
+                        push_byte_escape(&mut out, v as u8, q);
+                    }
+                    'x' | 'u' | 'U' => {
+                        let n = match e {
+                            'x' => 2,
+                            'u' => 4,
+                            _ => 8,
+                        };
+                        let mut v: u32 = 0;
+                        for _ in 0..n {
+                            let d = chars.next().and_then(|c| c.to_digit(16)).ok_or_else(bad)?;
+                            v = v * 16 + d;
+                        }
+                        if e == 'x' {
+                            push_byte_escape(&mut out, v as u8, q);
+                        } else {
+                            out.push(char::from_u32(v).ok_or_else(bad)?);
+                        }
+                    }
+                    _ => return Err(bad()),
+                }
+            }
+            if q == b'\'' && out.chars().count() != 1 {
+                return Err(bad());
+            }
+            Ok(out)
+        }
+        _ => Err(bad()),
+    }
+}
+
+fn push_byte_escape(out: &mut String, b: u8, _q: u8) {
+    // Go strings are bytes; a lone high byte cannot live in a Rust String,
+    // so it becomes U+FFFD, as printing it would show.
+    if b < 0x80 {
+        out.push(b as char);
+    } else {
+        out.push('\u{FFFD}');
+    }
+}
+
+fn parse_go_int(text: &str) -> Option<(bool, u64)> {
+    // strconv.ParseInt/ParseUint with base 0: sign, prefixes, underscores.
+    let (neg, body) = match text.as_bytes().first() {
+        Some(b'-') => (true, &text[1..]),
+        Some(b'+') => (false, &text[1..]),
+        _ => (false, text),
+    };
+    let lower = body.to_ascii_lowercase();
+    let (radix, digits, prefixed) = if let Some(r) = lower.strip_prefix("0x") {
+        (16, r.to_string(), true)
+    } else if let Some(r) = lower.strip_prefix("0b") {
+        (2, r.to_string(), true)
+    } else if let Some(r) = lower.strip_prefix("0o") {
+        (8, r.to_string(), true)
+    } else if lower.len() > 1 && lower.starts_with('0') {
+        (8, lower[1..].to_string(), true)
+    } else {
+        (10, lower.clone(), false)
+    };
+    if digits.contains('_') {
+        // Underscores only between digits or after a base prefix.
+        let b = digits.as_bytes();
+        let mut prev_us = !prefixed;
+        for (i, &c) in b.iter().enumerate() {
+            if c == b'_' {
+                if prev_us && !(i == 0 && prefixed) {
+                    return None;
+                }
+                prev_us = true;
+            } else {
+                prev_us = false;
+            }
+        }
+        if prev_us {
+            return None;
+        }
+    }
+    let clean: String = digits.chars().filter(|&c| c != '_').collect();
+    if clean.is_empty() {
+        if radix == 8 && !lower.starts_with("0o") {
+            return Some((neg, 0));
+        }
+        return None;
+    }
+    let v = u64::from_str_radix(&clean, radix).ok()?;
+    Some((neg, v))
+}
+
+fn parse_go_float(text: &str) -> Result<f64, ()> {
+    let t: String = text.chars().filter(|&c| c != '_').collect();
+    let lower = t.to_ascii_lowercase();
+    let (neg, body) = match lower.as_bytes().first() {
+        Some(b'-') => (true, &lower[1..]),
+        Some(b'+') => (false, &lower[1..]),
+        _ => (false, &lower[..]),
+    };
+    let v = if let Some(hex) = body.strip_prefix("0x") {
+        // Hex float: mantissa p exponent.
+        let (mant, exp) = match hex.split_once('p') {
+            Some((m, e)) => (m, e.parse::<i32>().map_err(|_| ())?),
+            None => (hex, 0),
+        };
+        let (ip, fp) = mant.split_once('.').unwrap_or((mant, ""));
+        let mut v = 0f64;
+        for c in ip.chars() {
+            v = v * 16.0 + c.to_digit(16).ok_or(())? as f64;
+        }
+        let mut scale = 1.0 / 16.0;
+        for c in fp.chars() {
+            v += c.to_digit(16).ok_or(())? as f64 * scale;
+            scale /= 16.0;
+        }
+        v * 2f64.powi(exp)
+    } else {
+        if body.is_empty() || body.contains(['i', 'n', 'f']) && !body.contains('e') {
+            return Err(());
+        }
+        body.parse::<f64>().map_err(|_| ())?
+    };
+    if v.is_infinite() {
+        return Err(());
+    }
+    Ok(if neg { -v } else { v })
+}
+
+/// Go's `parse.NewNumber`: every interpretation of a numeric literal.
+pub fn parse_number(text: &str, typ: ItemType) -> Result<Number, String> {
+    let mut n = Number {
+        text: text.to_string(),
+        ..Default::default()
+    };
+    if typ == ItemType::CharConstant {
+        let s = unquote(text).map_err(|e| e.to_string())?;
+        let c = s.chars().next().ok_or("malformed character constant")?;
+        let r = c as i64;
+        n.is_int = true;
+        n.int = r;
+        n.is_uint = true;
+        n.uint = r as u64;
+        n.is_float = true;
+        n.float = r as f64;
+        return Ok(n);
+    }
+    if typ == ItemType::Complex {
+        // "1+2i": split at the last sign that is not an exponent sign.
+        let b = text.as_bytes();
+        let mut split = None;
+        for i in (1..b.len()).rev() {
+            if (b[i] == b'+' || b[i] == b'-') && !matches!(b[i - 1], b'e' | b'E' | b'p' | b'P') {
+                split = Some(i);
+                break;
+            }
+        }
+        let i = split.ok_or_else(|| format!("illegal number syntax: {text:?}"))?;
+        let re =
+            parse_go_float(&text[..i]).map_err(|_| format!("illegal number syntax: {text:?}"))?;
+        let im = parse_go_float(&text[i..text.len() - 1])
+            .map_err(|_| format!("illegal number syntax: {text:?}"))?;
+        n.is_complex = true;
+        n.complex = (re, im);
+        simplify_complex(&mut n);
+        return Ok(n);
+    }
+    if let Some(body) = text.strip_suffix('i') {
+        if let Ok(f) = parse_go_float(body) {
+            n.is_complex = true;
+            n.complex = (0.0, f);
+            simplify_complex(&mut n);
+            return Ok(n);
+        }
+    }
+    if let Some((neg, u)) = parse_go_int(text) {
+        if !neg {
+            n.is_uint = true;
+            n.uint = u;
+        }
+        let i = if neg {
+            if u <= i64::MAX as u64 + 1 {
+                Some((u as i128).wrapping_neg() as i64)
+            } else {
+                None
+            }
+        } else if u <= i64::MAX as u64 {
+            Some(u as i64)
+        } else {
+            None
+        };
+        if let Some(i) = i {
+            n.is_int = true;
+            n.int = i;
+            if i == 0 {
+                n.is_uint = true;
+                n.uint = 0;
+            }
+        }
+    }
+    if n.is_int {
+        n.is_float = true;
+        n.float = n.int as f64;
+    } else if n.is_uint {
+        n.is_float = true;
+        n.float = n.uint as f64;
+    } else if let Ok(f) = parse_go_float(text) {
+        if !text.contains(['.', 'e', 'E', 'p', 'P']) {
+            return Err(format!("integer overflow: {text:?}"));
+        }
+        n.is_float = true;
+        n.float = f;
+        if f.fract() == 0.0 && f >= i64::MIN as f64 && f < i64::MAX as f64 {
+            n.is_int = true;
+            n.int = f as i64;
+        }
+        if f.fract() == 0.0 && f >= 0.0 && f < u64::MAX as f64 {
+            n.is_uint = true;
+            n.uint = f as u64;
+        }
+    }
+    if !n.is_int && !n.is_uint && !n.is_float {
+        return Err(format!("illegal number syntax: {text:?}"));
+    }
+    Ok(n)
+}
+
+fn simplify_complex(n: &mut Number) {
+    if n.complex.1 == 0.0 {
+        n.is_float = true;
+        n.float = n.complex.0;
+        if n.float.fract() == 0.0 && n.float.abs() < 9.2e18 {
+            n.is_int = true;
+            n.int = n.float as i64;
+        }
+        if n.float.fract() == 0.0 && n.float >= 0.0 && n.float < 1.8e19 {
+            n.is_uint = true;
+            n.uint = n.float as u64;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(s: &str) -> Result<Vec<Tree>, ParseError> {
+        parse("t", s, &|n| n == "upper")
+    }
+
+    #[test]
+    fn parses_control_structures() {
+        let trees =
+            p("{{if .a}}x{{else if .b}}y{{else}}z{{end}}{{range $i, $v := .l}}{{$v}}{{end}}")
+                .expect("parses");
+        assert_eq!(trees.len(), 1);
+        assert_eq!(trees[0].root.len(), 2);
+    }
+
+    #[test]
+    fn defines_are_separate_trees() {
+        let trees = p(r#"a{{define "x"}}X{{end}}b{{block "y" .}}Y{{end}}"#).expect("parses");
+        let names: Vec<_> = trees.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, vec!["t", "x", "y"]);
+    }
+
+    #[test]
+    fn errors_like_go() {
+        let e = p("{{ nope }}").unwrap_err().0;
+        assert_eq!(e, r#"template: t:1: function "nope" not defined"#);
+        let e = p("{{ $x }}").unwrap_err().0;
+        assert_eq!(e, r#"template: t:1: undefined variable "$x""#);
+        let e = p("\n{{ end }}").unwrap_err().0;
+        assert_eq!(e, "template: t:2: unexpected {{end}}");
+        let e = p("{{break}}").unwrap_err().0;
+        assert!(e.ends_with("{{break}} outside {{range}}"), "{e}");
+    }
+
+    #[test]
+    fn numbers() {
+        let n = parse_number("0x1F", ItemType::Number).expect("num");
+        assert!(n.is_int && n.int == 31);
+        let n = parse_number("1_000", ItemType::Number).expect("num");
+        assert_eq!(n.int, 1000);
+        let n = parse_number("1.5", ItemType::Number).expect("num");
+        assert!(n.is_float && !n.is_int);
+        assert!(parse_number("1e400", ItemType::Number).is_err());
+        let n = parse_number("'a'", ItemType::CharConstant).expect("char");
+        assert_eq!(n.int, 97);
+    }
+}

@@ -1,0 +1,196 @@
+//! Execution semantics checked against what Go's text/template does.
+
+use std::rc::Rc;
+
+use gotmpl::{Func, FuncMap, MissingKey, Options, Templates, Ty, Value};
+
+fn data() -> Value {
+    Value::from_json(&serde_json::json!({
+        "name": "world", "n": 3, "list": ["a", "b", "c"], "m": {"b": 2, "a": 1},
+        "nested": {"x": {"y": "deep"}}, "nul": null, "empty": "", "t": true
+    }))
+}
+
+fn run_with(src: &str, missing: MissingKey) -> Result<String, String> {
+    let mut funcs = FuncMap::new();
+    funcs.insert(
+        "upper",
+        Func::new(&[Ty::String], |_, a| {
+            Ok(Value::string(
+                a[0].as_str().unwrap_or_default().to_uppercase(),
+            ))
+        }),
+    );
+    let mut set = Templates::new(Rc::new(funcs));
+    set.set_options(Options {
+        missing_key: missing,
+        ..Options::default()
+    });
+    set.parse("t", src).map_err(|e| e.to_string())?;
+    Rc::new(set)
+        .execute("t", &data())
+        .map_err(|e| e.to_string())
+}
+
+fn run(src: &str) -> Result<String, String> {
+    run_with(src, MissingKey::Default)
+}
+
+fn ok(src: &str, want: &str) {
+    assert_eq!(run(src).as_deref(), Ok(want), "template {src:?}");
+}
+
+fn err(src: &str, want: &str) {
+    match run(src) {
+        Ok(out) => {
+            panic!("template {src:?}: expected error containing {want:?}, got output {out:?}")
+        }
+        Err(e) => assert!(
+            e.contains(want),
+            "template {src:?}: error {e:?} lacks {want:?}"
+        ),
+    }
+}
+
+#[test]
+fn text_fields_and_trim() {
+    ok("hello {{ .name }}", "hello world");
+    ok("a  {{- .name -}}  b", "aworldb");
+    ok("{{ .nested.x.y }}", "deep");
+    ok("{{ .missing }}", "<no value>");
+    ok("{{/* comment */}}x", "x");
+}
+
+#[test]
+fn control_flow() {
+    ok("{{ if .t }}yes{{ else }}no{{ end }}", "yes");
+    ok("{{ if .empty }}a{{ else if .n }}b{{ else }}c{{ end }}", "b");
+    ok("{{ with .nested.x }}{{ .y }}{{ end }}", "deep");
+    ok(
+        "{{ with .missing }}a{{ else with .name }}{{ . }}{{ end }}",
+        "world",
+    );
+    ok(
+        "{{ range $i, $v := .list }}{{ $i }}{{ $v }}{{ end }}",
+        "0a1b2c",
+    );
+    ok(
+        "{{ range $k, $v := .m }}{{ $k }}={{ $v }};{{ end }}",
+        "a=1;b=2;",
+    );
+    ok("{{ range .missing }}x{{ else }}empty{{ end }}", "empty");
+    ok("{{ range 3 }}{{ . }}{{ end }}", "012");
+    ok(
+        "{{ range .list }}{{ if eq . \"b\" }}{{ break }}{{ end }}{{ . }}{{ end }}",
+        "a",
+    );
+    ok(
+        "{{ range .list }}{{ if eq . \"b\" }}{{ continue }}{{ end }}{{ . }}{{ end }}",
+        "ac",
+    );
+}
+
+#[test]
+fn variables_and_scoping() {
+    ok(
+        "{{ $x := 1 }}{{ if true }}{{ $x = 2 }}{{ end }}{{ $x }}",
+        "2",
+    );
+    ok(
+        "{{ $x := 1 }}{{ if true }}{{ $x := 2 }}{{ end }}{{ $x }}",
+        "1",
+    );
+    ok("{{ range .list }}{{ $.name }}{{ end }}", "worldworldworld");
+    err("{{ $y }}", "undefined variable \"$y\"");
+}
+
+#[test]
+fn define_template_block() {
+    ok(
+        "{{ define \"x\" }}[{{ . }}]{{ end }}{{ template \"x\" .name }}",
+        "[world]",
+    );
+    ok("{{ block \"b\" .n }}<{{ . }}>{{ end }}", "<3>");
+    err("{{ template \"nope\" }}", "template \"nope\" not defined");
+}
+
+#[test]
+fn builtins_and_pipelines() {
+    ok("{{ .name | upper }}", "WORLD");
+    ok("{{ len .list }}", "3");
+    ok("{{ index .list 1 }}", "b");
+    ok("{{ index .m \"a\" }}", "1");
+    ok("{{ and 1 0 2 }}|{{ or 0 \"\" \"x\" }}", "0|x");
+    ok("{{ not .empty }}", "true");
+    ok("{{ eq 1 2 1 }}", "true");
+    ok("{{ lt 1 2 }}{{ ge \"b\" \"a\" }}", "truetrue");
+    ok("{{ print 1 2 \"a\" \"b\" 3 }}", "1 2ab3");
+    ok("{{ html \"<a&b>\" }}", "&lt;a&amp;b&gt;");
+    ok("{{ urlquery \"a b&c\" }}", "a+b%26c");
+    ok("{{ slice .list 1 }}", "[b c]");
+    ok("{{ .n }}", "3");
+    err("{{ eq 1 1.0 }}", "incompatible types for comparison");
+    err("{{ index .list 5 }}", "index out of range");
+    err("{{ upper 1 }}", "expected string; found 1");
+    err(
+        "{{ upper .n }}",
+        "wrong type for value; expected string; got float64",
+    );
+    err("{{ len 3 }}", "len of type int");
+}
+
+#[test]
+fn nil_and_missing_semantics() {
+    assert_eq!(
+        run_with("{{ .missing }}", MissingKey::Zero).as_deref(),
+        Ok("<no value>")
+    );
+    let e = run_with("{{ .missing.x }}", MissingKey::Zero).unwrap_err();
+    assert!(e.contains("nil pointer evaluating interface {}.x"), "{e}");
+    assert_eq!(
+        run_with("{{ (.missing).x }}", MissingKey::Zero).as_deref(),
+        Ok("<no value>")
+    );
+    let e = run_with("{{ .missing }}", MissingKey::Error).unwrap_err();
+    assert!(e.contains("map has no entry for key \"missing\""), "{e}");
+    err(
+        "{{ .name.x }}",
+        "can't evaluate field x in type interface {}",
+    );
+}
+
+#[test]
+fn error_locations_like_go() {
+    let e = run("line1\n  {{ .name.x }}").unwrap_err();
+    assert_eq!(
+        e,
+        "template: t:2:10: executing \"t\" at <.name.x>: can't evaluate field x in type interface {}"
+    );
+    let e = run("{{ if }}").unwrap_err();
+    assert_eq!(e, "template: t:1: missing value for if");
+}
+
+#[test]
+fn recursion_and_output_limits() {
+    let e =
+        run("{{ define \"r\" }}{{ template \"r\" . }}{{ end }}{{ template \"r\" . }}").unwrap_err();
+    assert!(e.contains("exceeded maximum template depth"), "{e}");
+    let mut set = Templates::new(Rc::new(FuncMap::new()));
+    set.set_options(Options {
+        max_output: 100,
+        ..Options::default()
+    });
+    set.parse("t", "{{ range 1000 }}xxxxxxxx{{ end }}")
+        .expect("parses");
+    let e = Rc::new(set)
+        .execute("t", &Value::Nil)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("output exceeds"), "{e}");
+}
+
+#[test]
+fn deeply_nested_parentheses_do_not_overflow() {
+    let src = format!("{{{{ {}1{} }}}}", "(".repeat(5000), ")".repeat(5000));
+    assert_eq!(run(&src).as_deref(), Ok("1"));
+}

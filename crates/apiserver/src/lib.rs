@@ -1,1 +1,272 @@
-//! rudder apiserver (being written).
+//! An embedded, Kubernetes-compatible API server for tests and demos.
+//!
+//! It stores objects of any kind as JSON, implements the API machinery
+//! clients depend on (resourceVersions, watches, selectors, patches,
+//! server-side apply, finalizers, garbage collection, CRDs, discovery) and
+//! serves plain HTTP on loopback. Nothing schedules Pods: it is not a
+//! cluster, only its API. With `simulate_readiness` workloads report ready.
+
+pub mod discovery;
+pub mod error;
+pub mod gc;
+pub mod handlers;
+pub mod meta;
+pub mod objects;
+pub mod openapi;
+pub mod patch;
+pub mod protobuf;
+pub mod readiness;
+pub mod registry;
+pub mod store;
+pub mod watch;
+
+pub use error::{ApiError, ServerError};
+
+use serde_json::json;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+
+/// Kubernetes version reported by `/version`.
+pub const KUBE_MAJOR: &str = "1";
+pub const KUBE_MINOR: &str = "33";
+
+/// Shared state of a running server.
+pub struct App {
+    pub store: store::Store,
+    pub registry: registry::Registry,
+    pub simulate_readiness: bool,
+    pub shutdown: tokio::sync::watch::Receiver<bool>,
+    ip_counter: AtomicU32,
+    readiness_tx: tokio::sync::mpsc::UnboundedSender<String>,
+    readiness_rx: std::sync::Mutex<Option<tokio::sync::mpsc::UnboundedReceiver<String>>>,
+}
+
+impl App {
+    pub fn new(
+        backend: Box<dyn store::Backend>,
+        simulate_readiness: bool,
+        shutdown: tokio::sync::watch::Receiver<bool>,
+    ) -> Result<Arc<Self>, String> {
+        let (readiness_tx, readiness_rx) = tokio::sync::mpsc::unbounded_channel();
+        let app = Arc::new(App {
+            store: store::Store::new(backend)?,
+            registry: registry::Registry::default(),
+            simulate_readiness,
+            shutdown,
+            ip_counter: AtomicU32::new(10),
+            readiness_tx,
+            readiness_rx: std::sync::Mutex::new(Some(readiness_rx)),
+        });
+        // CRDs persisted by a previous run are served again.
+        for (_, crd) in app
+            .store
+            .entries("apiextensions.k8s.io/customresourcedefinitions/")
+        {
+            if let Err(e) = app.registry.install_crd(&crd) {
+                tracing::warn!("persisted CRD not served: {e}");
+            }
+        }
+        let ns_type = app.registry.find("", "v1", "namespaces");
+        if let Some(rt) = ns_type {
+            for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
+                if app.store.get(&rt.key("", ns)).is_none() {
+                    let obj =
+                        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
+                    let opts = objects::WriteOpts {
+                        dry_run: false,
+                        manager: "rudder-apiserver".into(),
+                        force: false,
+                    };
+                    if let Err(e) = objects::create(&app, &rt, "", obj, &opts) {
+                        tracing::warn!("cannot create namespace {ns}: {e}");
+                    }
+                }
+            }
+        }
+        Ok(app)
+    }
+
+    /// Queues a key for the readiness simulator.
+    pub fn readiness_queue(&self, key: String) {
+        let _ = self.readiness_tx.send(key);
+    }
+
+    /// Starts the background tasks (GC, readiness) once.
+    pub fn spawn_tasks(self: &Arc<Self>) {
+        tokio::spawn(gc::run(self.clone()));
+        let rx = match self.readiness_rx.lock() {
+            Ok(mut g) => g.take(),
+            Err(p) => p.into_inner().take(),
+        };
+        if let Some(rx) = rx {
+            tokio::spawn(readiness::run(self.clone(), rx));
+        }
+    }
+
+    /// Next service cluster IP suffix.
+    pub fn next_ip(&self) -> u32 {
+        self.ip_counter.fetch_add(1, Ordering::Relaxed)
+    }
+}
+
+/// How to run a server.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Address to listen on; port 0 picks a free port.
+    pub listen: SocketAddr,
+    /// Directory for durable state (redb); `None` keeps state in memory.
+    pub data_dir: Option<PathBuf>,
+    /// Where to write a kubeconfig; a temporary path when `None`.
+    pub kubeconfig_out: Option<PathBuf>,
+    /// Make workloads and jobs report ready/complete shortly after changes.
+    pub simulate_readiness: bool,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            data_dir: None,
+            kubeconfig_out: None,
+            simulate_readiness: false,
+        }
+    }
+}
+
+/// A running API server; dropping it without `stop` leaves the task running
+/// until the runtime ends.
+pub struct Server {
+    addr: SocketAddr,
+    kubeconfig_path: PathBuf,
+    app: Arc<App>,
+    shutdown_tx: tokio::sync::watch::Sender<bool>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Server {
+    /// Binds, loads state and starts serving in the background.
+    pub async fn start(config: Config) -> Result<Server, ServerError> {
+        let backend: Box<dyn store::Backend> =
+            match &config.data_dir {
+                Some(dir) => Box::new(store::RedbBackend::open(dir).map_err(|message| {
+                    ServerError::Storage {
+                        path: dir.display().to_string(),
+                        message,
+                    }
+                })?),
+                None => Box::new(store::MemoryBackend),
+            };
+        let (shutdown_tx, shutdown_rx) = tokio::sync::watch::channel(false);
+        let app = App::new(backend, config.simulate_readiness, shutdown_rx.clone()).map_err(
+            |message| ServerError::Storage {
+                path: config
+                    .data_dir
+                    .as_ref()
+                    .map(|d| d.display().to_string())
+                    .unwrap_or_default(),
+                message,
+            },
+        )?;
+        let listener = tokio::net::TcpListener::bind(config.listen)
+            .await
+            .map_err(|source| ServerError::Bind {
+                addr: config.listen.to_string(),
+                source,
+            })?;
+        let addr = listener.local_addr().map_err(|source| ServerError::Bind {
+            addr: config.listen.to_string(),
+            source,
+        })?;
+        let kubeconfig_path = config.kubeconfig_out.clone().unwrap_or_else(|| {
+            std::env::temp_dir()
+                .join(format!(
+                    "rudder-apiserver-{}-{}",
+                    std::process::id(),
+                    addr.port()
+                ))
+                .join("kubeconfig")
+        });
+        write_kubeconfig(&kubeconfig_path, &kubeconfig_yaml(addr))?;
+        app.spawn_tasks();
+        let router = handlers::router(app.clone());
+        let mut rx = shutdown_rx;
+        let task = tokio::spawn(async move {
+            let res = axum::serve(listener, router)
+                .with_graceful_shutdown(async move {
+                    let _ = rx.wait_for(|s| *s).await;
+                })
+                .await;
+            if let Err(e) = res {
+                tracing::error!("apiserver stopped: {e}");
+            }
+        });
+        Ok(Server {
+            addr,
+            kubeconfig_path,
+            app,
+            shutdown_tx,
+            task,
+        })
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    pub fn kubeconfig_path(&self) -> &Path {
+        &self.kubeconfig_path
+    }
+
+    pub fn kubeconfig_yaml(&self) -> String {
+        kubeconfig_yaml(self.addr)
+    }
+
+    /// Shared state, for tests that want to look inside.
+    pub fn app(&self) -> &Arc<App> {
+        &self.app
+    }
+
+    /// A kube-rs client talking to this server (namespace `default`).
+    pub fn client(&self) -> Result<kube::Client, ServerError> {
+        let url = self
+            .url()
+            .parse()
+            .map_err(|e| ServerError::Client(format!("{e}")))?;
+        let config = kube::Config::new(url);
+        kube::Client::try_from(config).map_err(|e| ServerError::Client(e.to_string()))
+    }
+
+    /// Stops serving, ends open watches and waits for the server task.
+    pub async fn stop(self) {
+        let _ = self.shutdown_tx.send(true);
+        let _ = self.task.await;
+    }
+
+    /// Serves until the process is stopped (for the CLI).
+    pub async fn wait(self) {
+        let _ = self.task.await;
+    }
+}
+
+fn kubeconfig_yaml(addr: SocketAddr) -> String {
+    format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: rudder\n  cluster:\n    server: http://{addr}\ncontexts:\n- name: rudder\n  context:\n    cluster: rudder\n    user: rudder\n    namespace: default\ncurrent-context: rudder\nusers:\n- name: rudder\n  user: {{}}\npreferences: {{}}\n"
+    )
+}
+
+fn write_kubeconfig(path: &Path, yaml: &str) -> Result<(), ServerError> {
+    let err = |source| ServerError::Kubeconfig {
+        path: path.display().to_string(),
+        source,
+    };
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(err)?;
+    }
+    std::fs::write(path, yaml).map_err(err)
+}

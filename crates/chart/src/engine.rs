@@ -126,7 +126,9 @@ impl Engine {
                 child
                     .execute_into(&name, &data, &mut out, ctx.depth() + 1)
                     .map_err(|e| {
-                        FuncError::new(format!("error during tpl function execution for {text:?}: {e}"))
+                        FuncError::new(format!(
+                            "error during tpl function execution for {text:?}: {e}"
+                        ))
                     })?;
                 Ok(Value::string(out.replace("<no value>", "")))
             }),
@@ -134,7 +136,9 @@ impl Engine {
         m.insert(
             "required",
             Func::new(&[Ty::String, Ty::Any], |_, args| match &args[1] {
-                Value::Nil | Value::Invalid => Err(FuncError::new(args[0].as_str().unwrap_or_default())),
+                Value::Nil | Value::Invalid => {
+                    Err(FuncError::new(args[0].as_str().unwrap_or_default()))
+                }
                 Value::String(s) if s.is_empty() => {
                     Err(FuncError::new(args[0].as_str().unwrap_or_default()))
                 }
@@ -144,19 +148,22 @@ impl Engine {
         let lookup = self.lookup.clone();
         m.insert(
             "lookup",
-            Func::new(&[Ty::String, Ty::String, Ty::String, Ty::String], move |_, a| {
-                let s = |i: usize| a[i].as_str().unwrap_or_default().to_string();
-                match &lookup {
-                    None => Ok(Value::map(Default::default())),
-                    Some(f) => {
-                        let j = f(&s(0), &s(1), &s(2), &s(3)).map_err(FuncError::new)?;
-                        Ok(match Value::from_json(&j) {
-                            Value::Nil => Value::map(Default::default()),
-                            v => v,
-                        })
+            Func::new(
+                &[Ty::String, Ty::String, Ty::String, Ty::String],
+                move |_, a| {
+                    let s = |i: usize| a[i].as_str().unwrap_or_default().to_string();
+                    match &lookup {
+                        None => Ok(Value::map(Default::default())),
+                        Some(f) => {
+                            let j = f(&s(0), &s(1), &s(2), &s(3)).map_err(FuncError::new)?;
+                            Ok(match Value::from_json(&j) {
+                                Value::Nil => Value::map(Default::default()),
+                                v => v,
+                            })
+                        }
                     }
-                }
-            }),
+                },
+            ),
         );
         Rc::new(m)
     }
@@ -289,11 +296,15 @@ mod tests {
         let e = Engine::new();
         let tpls = vec![Renderable {
             name: "c/templates/a.yaml".into(),
-            text: r#"{{ define "loop" }}{{ include "loop" . }}{{ end }}{{ include "loop" . }}"#.into(),
+            text: r#"{{ define "loop" }}{{ include "loop" . }}{{ end }}{{ include "loop" . }}"#
+                .into(),
             vals: vals(serde_json::json!({})),
             base_path: "c/templates".into(),
         }];
         let err = e.render(&tpls).unwrap_err().to_string();
-        assert!(err.contains("rendering template has a nested reference name: loop"), "{err}");
+        assert!(
+            err.contains("rendering template has a nested reference name: loop"),
+            "{err}"
+        );
     }
 }

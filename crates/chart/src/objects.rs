@@ -140,7 +140,12 @@ impl Object for Files {
             }),
             "GetBytes" => Func::new(&[Ty::String], move |_, a| {
                 let p = a[0].as_str().unwrap_or_default();
-                Ok(Value::Bytes(me.files.get(p).cloned().unwrap_or_else(|| Rc::from(&b""[..]))))
+                Ok(Value::Bytes(
+                    me.files
+                        .get(p)
+                        .cloned()
+                        .unwrap_or_else(|| Rc::from(&b""[..])),
+                ))
             }),
             "Glob" => Func::new(&[Ty::String], move |_, a| {
                 Ok(Value::object(me.glob(a[0].as_str().unwrap_or_default())))
@@ -154,16 +159,22 @@ impl Object for Files {
                 if s.ends_with('\n') {
                     s.pop();
                 }
-                Ok(Value::string_list(s.split('\n').map(String::from).collect()))
+                Ok(Value::string_list(
+                    s.split('\n').map(String::from).collect(),
+                ))
             }),
             "AsConfig" => Func::new(&[], move |_, _| {
                 let m = me.base_name_map(|b| String::from_utf8_lossy(b).into_owned());
-                crate::yaml::to_yaml(&m).map(Value::string).or_else(|_| Ok(Value::str("")))
+                crate::yaml::to_yaml(&m)
+                    .map(Value::string)
+                    .or_else(|_| Ok(Value::str("")))
             }),
             "AsSecrets" => Func::new(&[], move |_, _| {
                 use base64::Engine as _;
                 let m = me.base_name_map(|b| base64::engine::general_purpose::STANDARD.encode(b));
-                crate::yaml::to_yaml(&m).map(Value::string).or_else(|_| Ok(Value::str("")))
+                crate::yaml::to_yaml(&m)
+                    .map(Value::string)
+                    .or_else(|_| Ok(Value::str("")))
             }),
             _ => return None,
         })
@@ -205,7 +216,10 @@ impl KubeVersion {
         let mut parts = t.splitn(3, '.');
         let major = parts.next()?.to_string();
         let minor_raw = parts.next().unwrap_or("0");
-        let minor: String = minor_raw.chars().take_while(|c| c.is_ascii_digit()).collect();
+        let minor: String = minor_raw
+            .chars()
+            .take_while(|c| c.is_ascii_digit())
+            .collect();
         if major.is_empty() || !major.chars().all(|c| c.is_ascii_digit()) || minor.is_empty() {
             return None;
         }
@@ -286,7 +300,12 @@ impl Object for VersionSet {
         !self.0.is_empty()
     }
     fn entries(&self) -> Option<Vec<(Value, Value)>> {
-        Some(self.0.iter().map(|v| (Value::Invalid, Value::str(v))).collect())
+        Some(
+            self.0
+                .iter()
+                .map(|v| (Value::Invalid, Value::str(v)))
+                .collect(),
+        )
     }
     fn to_json(&self) -> Option<serde_json::Value> {
         Some(serde_json::json!(self.0.as_ref()))
@@ -405,7 +424,9 @@ impl Object for HelmVersion {
         "{v4.2   go1.26.6 v1.36}".into()
     }
     fn to_json(&self) -> Option<serde_json::Value> {
-        Some(serde_json::json!({"version": "v4.2", "go_version": "go1.26.6", "kube_client_version": "v1.36"}))
+        Some(
+            serde_json::json!({"version": "v4.2", "go_version": "go1.26.6", "kube_client_version": "v1.36"}),
+        )
     }
     fn as_any(&self) -> &dyn Any {
         self
@@ -458,9 +479,7 @@ mod tests {
             ("config/sub/c.txt", "c"),
             ("lines.txt", "l"),
         ]);
-        let names = |p: &str| -> Vec<String> {
-            f.glob(p).files.keys().cloned().collect()
-        };
+        let names = |p: &str| -> Vec<String> { f.glob(p).files.keys().cloned().collect() };
         assert_eq!(names("config/*"), vec!["config/a.txt"]);
         assert_eq!(names("**.txt").len(), 3);
         assert_eq!(names("**/*.txt"), vec!["config/a.txt", "config/sub/c.txt"]);

@@ -92,4 +92,74 @@ pub fn eval_args(args: &[Value]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::value::Map;
+
+    // Expected strings are the real Helm v4.2.3 outputs for the same input.
+
+    #[test]
+    fn html() {
+        assert_eq!(html_escape("plain é"), "plain é");
+        assert_eq!(
+            html_escape("<a href=\"x\">'&'</a>\0é"),
+            "&lt;a href=&#34;x&#34;&gt;&#39;&amp;&#39;&lt;/a&gt;\u{fffd}é"
+        );
+        assert_eq!(html_escape("\"'&<>"), "&#34;&#39;&amp;&lt;&gt;");
+    }
+
+    #[test]
+    fn js() {
+        assert_eq!(
+            js_escape("it's \"q\" <x> \\ =&\n\t"),
+            "it\\'s \\\"q\\\" \\u003Cx\\u003E \\\\ \\u003D\\u0026\\u000A\\u0009"
+        );
+        assert_eq!(
+            js_escape("`x` \u{7f} \u{1} \u{2028} \u{ad} é 😀 \u{e0001} \u{feff} / ?"),
+            "`x` \u{7f} \\u0001 \\u2028 \\u00AD é 😀 \\uE0001 \\uFEFF / ?"
+        );
+        assert_eq!(js_escape("\t\n\r\"\\"), "\\u0009\\u000A\\u000D\\\"\\\\");
+    }
+
+    #[test]
+    fn urlquery() {
+        assert_eq!(query_escape("a b&c=d/é?"), "a+b%26c%3Dd%2F%C3%A9%3F");
+        assert_eq!(
+            query_escape("~-_.!*'();:@+$,%#[]"),
+            "~-_.%21%2A%27%28%29%3B%3A%40%2B%24%2C%25%23%5B%5D"
+        );
+        assert_eq!(query_escape(""), "");
+    }
+
+    #[test]
+    fn eval_args_like_go() {
+        let m: Map = [("a".to_string(), Value::str("<b>"))].into_iter().collect();
+        assert_eq!(eval_args(&[Value::str("<x>")]), "<x>");
+        assert_eq!(eval_args(&[]), "");
+        assert_eq!(eval_args(&[Value::str("a"), Value::int(1)]), "a1");
+        assert_eq!(eval_args(&[Value::int(1), Value::int(2)]), "1 2");
+        assert_eq!(eval_args(&[Value::Nil]), "<no value>");
+        assert_eq!(eval_args(&[Value::Invalid]), "<no value>");
+        assert_eq!(
+            eval_args(&[Value::int(1), Value::Nil, Value::str("<")]),
+            "1<no value><"
+        );
+        assert_eq!(
+            eval_args(&[Value::int(1), Value::str("a"), Value::Nil, Value::int(2)]),
+            "1a<no value>2"
+        );
+        assert_eq!(eval_args(&[Value::map(m)]), "map[a:<b>]");
+        assert_eq!(
+            eval_args(&[Value::list(vec![Value::int(1), Value::str("a b")])]),
+            "[1 a b]"
+        );
+        // What the builtins produce end to end.
+        assert_eq!(html_escape(&eval_args(&[Value::Nil])), "&lt;no value&gt;");
+        assert_eq!(
+            js_escape(&eval_args(&[Value::Nil])),
+            "\\u003Cno value\\u003E"
+        );
+        assert_eq!(
+            query_escape(&eval_args(&[Value::Nil, Value::int(1)])),
+            "%3Cno+value%3E1"
+        );
+    }
 }

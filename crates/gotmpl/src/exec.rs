@@ -1078,10 +1078,14 @@ impl<'a> State<'a, '_> {
         if ok {
             return Ok(v);
         }
+        // A nil that came out of a map is a typed `interface {}` in Go.
+        let got = match v {
+            Value::Nil => "interface {}".to_string(),
+            other => other.type_name(),
+        };
         self.errorf(format!(
-            "wrong type for value; expected {}; got {}",
-            ty.go_name(),
-            v.type_name()
+            "wrong type for value; expected {}; got {got}",
+            ty.go_name()
         ))
     }
 

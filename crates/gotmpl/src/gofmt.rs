@@ -73,7 +73,9 @@ pub fn format_float(f: f64, fmt: u8, prec: i32) -> String {
         other => return format!("%{}", other as char),
     }
     let a = f.abs();
-    let mut prec = prec;
+    // Go's fmt never asks for more than a million digits; the cap keeps an
+    // absurd direct request from exhausting memory.
+    let mut prec = prec.min(1_000_000);
     let shortest = prec < 0;
     let digs = if shortest {
         let d = parse_exp_form(&format!("{a:e}"));
@@ -482,7 +484,7 @@ impl Printer {
             Value::Float(f) => self.fmt_float_verb(*f, verb, arg),
             Value::Complex(re, im) => self.fmt_complex(*re, *im, verb, arg),
             Value::String(s) => self.fmt_string(s, verb, arg),
-            Value::Bytes(b) => self.fmt_bytes(b, verb, "[]byte", arg),
+            Value::Bytes(b) => self.fmt_bytes(b, verb, "[]byte"),
             Value::Object(_) => self.print_value(arg, verb, 0),
             Value::List(_) | Value::Map(_) | Value::Func(_) => {
                 // Composite operands go through Go's method check first,
@@ -607,8 +609,7 @@ impl Printer {
     /// not handle itself).
     fn print_byte_slice(&mut self, b: &[u8], verb: char, depth: usize) {
         if matches!(verb, 's' | 'q' | 'x' | 'X') {
-            let v = Value::Bytes(b.into());
-            self.fmt_bytes(b, verb, "[]uint8", &v);
+            self.fmt_bytes(b, verb, "[]uint8");
             return;
         }
         let (open, sep, close) = if self.fl.sharp_v {
@@ -708,7 +709,7 @@ impl Printer {
         }
     }
 
-    fn fmt_bytes(&mut self, b: &[u8], verb: char, type_string: &str, arg: &Value) {
+    fn fmt_bytes(&mut self, b: &[u8], verb: char, type_string: &str) {
         match verb {
             'v' | 'd' => {
                 if self.fl.sharp_v {
@@ -740,10 +741,7 @@ impl Printer {
             'x' => self.fmt_sbx(b, false),
             'X' => self.fmt_sbx(b, true),
             'q' => self.fmt_q(b),
-            _ => {
-                let _ = arg;
-                self.print_byte_slice(b, verb, 0);
-            }
+            _ => self.print_byte_slice(b, verb, 0),
         }
     }
 
@@ -886,11 +884,7 @@ impl Printer {
         if self.fl.sharp {
             match base {
                 2 => rev.extend_from_slice(b"b0"),
-                8 => {
-                    if rev.last() != Some(&b'0') {
-                        rev.push(b'0');
-                    }
-                }
+                8 if rev.last() != Some(&b'0') => rev.push(b'0'),
                 16 => {
                     rev.push(digits[16]);
                     rev.push(b'0');
@@ -1165,7 +1159,7 @@ fn pointer_of(v: &Value) -> Option<u64> {
         Value::Object(o) if o.kind() == Kind::Ptr => std::rc::Rc::as_ptr(o) as *const () as usize,
         _ => return None,
     };
-    Some(0xc000_0000_00 | ((raw as u64) & 0x0fff_fff8))
+    Some(0x00c0_0000_0000 | ((raw as u64) & 0x0fff_fff8))
 }
 
 /// Go's conversion of an integer operand to a rune for `%c` and `%q`.

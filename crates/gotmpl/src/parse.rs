@@ -1042,8 +1042,11 @@ pub fn parse_number(text: &str, typ: ItemType) -> Result<Number, String> {
         ..Default::default()
     };
     if typ == ItemType::CharConstant {
-        let s = unquote(text).map_err(|e| e.to_string())?;
-        let c = s.chars().next().ok_or("malformed character constant")?;
+        let s = unquote(text).map_err(|_| format!("malformed character constant: {text}"))?;
+        let c = s
+            .chars()
+            .next()
+            .ok_or_else(|| format!("malformed character constant: {text}"))?;
         let r = c as i64;
         n.is_int = true;
         n.int = r;

@@ -1,1 +1,23 @@
-//! rudder release (being written).
+//! Helm release records for rudder: the record type in Helm's exact JSON schema, Helm's
+//! storage encoding, storage drivers (Secret, ConfigMap, memory) with Helm's object
+//! layout so the real `helm` CLI can list, roll back and uninstall our releases, history
+//! helpers with pruning, a chunked form for records over the Kubernetes size limit, and
+//! a per-release lock kept as a Lease.
+//!
+//! See `README.md` in this crate for the storage layout and the chunked format.
+
+pub mod codec;
+pub mod driver;
+pub mod error;
+pub mod lock;
+pub mod record;
+pub mod storage;
+pub mod time;
+
+pub use driver::{
+    make_key, ConfigMapDriver, Driver, MemoryDriver, ObjectDriver, RecordMeta, SecretDriver,
+};
+pub use error::{Error, Result};
+pub use record::{Chart, File, Hook, HookExecution, Info, Metadata, Release, Status};
+pub use storage::Storage;
+pub use time::Time;

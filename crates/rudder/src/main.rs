@@ -3,8 +3,14 @@
 
 use clap::{Parser, Subcommand};
 
+mod template;
+
 #[derive(Parser)]
-#[command(name = "rudder", version, about = "A Helm operator: turns any Helm chart into a Kubernetes operator")]
+#[command(
+    name = "rudder",
+    version,
+    about = "A Helm operator: turns any Helm chart into a Kubernetes operator"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -14,6 +20,54 @@ struct Cli {
 enum Command {
     /// Print the version.
     Version,
+    /// Render a chart locally, exactly as `helm template` does.
+    Template(template::TemplateArgs),
+    /// Run the embedded Kubernetes-compatible API server until killed.
+    Apiserver(ApiserverArgs),
+}
+
+#[derive(clap::Args)]
+struct ApiserverArgs {
+    /// Address to listen on (port 0 picks a free port).
+    #[arg(long, default_value = "127.0.0.1:0")]
+    listen: std::net::SocketAddr,
+    /// Where to write a kubeconfig for kubectl, Helm and kube-rs.
+    #[arg(long)]
+    kubeconfig_out: Option<std::path::PathBuf>,
+    /// Keep state durably in this directory (memory only when absent).
+    #[arg(long)]
+    data_dir: Option<std::path::PathBuf>,
+    /// Make Deployments, StatefulSets, DaemonSets, ReplicaSets, Jobs and
+    /// Pods report ready/complete shortly after they change.
+    #[arg(long)]
+    simulate_readiness: bool,
+}
+
+fn run_apiserver(args: ApiserverArgs) -> anyhow::Result<()> {
+    let rt = tokio::runtime::Runtime::new()?;
+    rt.block_on(async move {
+        let server = apiserver::Server::start(apiserver::Config {
+            listen: args.listen,
+            data_dir: args.data_dir,
+            kubeconfig_out: args.kubeconfig_out,
+            simulate_readiness: args.simulate_readiness,
+        })
+        .await?;
+        println!("apiserver listening on {}", server.url());
+        println!(
+            "kubeconfig written to {}",
+            server.kubeconfig_path().display()
+        );
+        tokio::select! {
+            _ = server_wait(server) => {}
+            _ = tokio::signal::ctrl_c() => {}
+        }
+        Ok(())
+    })
+}
+
+async fn server_wait(server: apiserver::Server) {
+    server.wait().await
 }
 
 fn main() -> anyhow::Result<()> {
@@ -22,6 +76,11 @@ fn main() -> anyhow::Result<()> {
         Command::Version => {
             println!("rudder {}", env!("CARGO_PKG_VERSION"));
             Ok(())
+        }
+        Command::Apiserver(args) => run_apiserver(args),
+        Command::Template(args) => {
+            let code = template::run(args)?;
+            std::process::exit(code)
         }
     }
 }

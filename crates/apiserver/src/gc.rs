@@ -1,0 +1,201 @@
+//! Garbage collection: deletes dependents whose owners are gone
+//! (background), drives foreground and orphan deletion finalizers, and
+//! finishes terminating namespaces once they are empty.
+
+use crate::objects::{self, DeleteOpts, Target, WriteOpts};
+use crate::registry::ResourceType;
+use crate::store::Mutation;
+use crate::App;
+use serde_json::{json, Value};
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Runs until shutdown, sweeping after deletions and once a second.
+pub async fn run(app: Arc<App>) {
+    let mut shutdown = app.shutdown.clone();
+    loop {
+        tokio::select! {
+            _ = app.store.gc_wake.notified() => {}
+            _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+            _ = shutdown.changed() => return,
+        }
+        // Let a burst of deletions settle into one sweep.
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        sweep(&app);
+    }
+}
+
+fn split_key(key: &str) -> Option<(&str, &str, &str, &str)> {
+    let mut it = key.splitn(4, '/');
+    Some((it.next()?, it.next()?, it.next()?, it.next()?))
+}
+
+fn type_of(app: &App, key: &str) -> Option<Arc<ResourceType>> {
+    let (g, p, _, _) = split_key(key)?;
+    app.registry.find_any_version(g, p)
+}
+
+fn owner_uids(obj: &Value) -> Vec<String> {
+    obj.pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|r| r.get("uid").and_then(Value::as_str))
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn gc_opts() -> WriteOpts {
+    WriteOpts {
+        dry_run: false,
+        manager: "garbage-collector".into(),
+        force: false,
+    }
+}
+
+fn remove_finalizer(app: &App, rt: &ResourceType, key: &str, finalizer: &str) {
+    let res = objects::modify(app, rt, key, Target::Main, &gc_opts(), false, |cur| {
+        let mut n = cur.clone();
+        let fins: Vec<String> = objects::finalizers(cur)
+            .into_iter()
+            .filter(|f| f != finalizer)
+            .collect();
+        if let Some(m) = n.get_mut("metadata").and_then(Value::as_object_mut) {
+            m.insert("finalizers".into(), json!(fins));
+        }
+        Ok(n)
+    });
+    if let Err(e) = res {
+        tracing::debug!("gc: cannot remove finalizer from {key}: {e}");
+    }
+}
+
+/// One pass over all objects.
+pub fn sweep(app: &App) {
+    let all = app.store.entries("");
+    let uids: HashSet<String> = all
+        .iter()
+        .filter_map(|(_, o)| {
+            o.pointer("/metadata/uid")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        })
+        .collect();
+    let mut dependents: HashMap<String, Vec<String>> = HashMap::new();
+    for (key, obj) in &all {
+        for u in owner_uids(obj) {
+            dependents.entry(u).or_default().push(key.clone());
+        }
+    }
+    let bg = DeleteOpts::default();
+    for (key, obj) in &all {
+        let Some(rt) = type_of(app, key) else {
+            continue;
+        };
+        let name = objects::name_of(obj).to_string();
+        let owners = owner_uids(obj);
+        if !owners.is_empty() && owners.iter().all(|u| !uids.contains(u)) {
+            let _ = objects::delete(app, &rt, key, &name, &bg);
+            continue;
+        }
+        let deleting = obj
+            .pointer("/metadata/deletionTimestamp")
+            .is_some_and(|v| !v.is_null());
+        if !deleting {
+            continue;
+        }
+        let uid = obj
+            .pointer("/metadata/uid")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let fins = objects::finalizers(obj);
+        let deps = dependents.get(uid).cloned().unwrap_or_default();
+        if fins.iter().any(|f| f == "orphan") {
+            for d in &deps {
+                let Some(drt) = type_of(app, d) else { continue };
+                let uid = uid.to_string();
+                let _ =
+                    objects::modify(app, &drt, d, Target::Main, &gc_opts(), false, move |cur| {
+                        let mut n = cur.clone();
+                        if let Some(refs) = n
+                            .pointer_mut("/metadata/ownerReferences")
+                            .and_then(Value::as_array_mut)
+                        {
+                            refs.retain(|r| {
+                                r.get("uid").and_then(Value::as_str) != Some(uid.as_str())
+                            });
+                        }
+                        Ok(n)
+                    });
+            }
+            remove_finalizer(app, &rt, key, "orphan");
+        } else if fins.iter().any(|f| f == "foregroundDeletion") {
+            if deps.is_empty() {
+                remove_finalizer(app, &rt, key, "foregroundDeletion");
+            } else {
+                let fg = DeleteOpts {
+                    propagation: objects::Propagation::Foreground,
+                    ..Default::default()
+                };
+                for d in &deps {
+                    let Some(drt) = type_of(app, d) else { continue };
+                    let dname = d.rsplit('/').next().unwrap_or_default().to_string();
+                    let _ = objects::delete(app, &drt, d, &dname, &fg);
+                }
+            }
+        }
+        if rt.group.is_empty() && rt.kind == "Namespace" {
+            purge_namespace(app, &name);
+        }
+    }
+}
+
+/// Deletes a terminating namespace's contents; removes the namespace once
+/// nothing is left in it.
+pub fn purge_namespace(app: &App, ns: &str) {
+    let mut remaining = 0;
+    for (key, obj) in app.store.entries("") {
+        let Some((_, _, ons, name)) = split_key(&key) else {
+            continue;
+        };
+        if ons != ns {
+            continue;
+        }
+        let Some(rt) = type_of(app, &key) else {
+            continue;
+        };
+        if !rt.namespaced {
+            continue;
+        }
+        remaining += 1;
+        let deleting = obj
+            .pointer("/metadata/deletionTimestamp")
+            .is_some_and(|v| !v.is_null());
+        if !deleting {
+            let _ = objects::delete(app, &rt, &key, name, &DeleteOpts::default());
+        }
+    }
+    let still = app
+        .store
+        .entries("")
+        .iter()
+        .filter(|(k, _)| split_key(k).is_some_and(|(_, _, ons, _)| ons == ns))
+        .count();
+    if remaining == 0 || still == 0 {
+        let key = format!("/namespaces//{ns}");
+        let _ = app.store.transact(&key, |cur| match cur {
+            Some(n)
+                if objects::finalizers(n).is_empty()
+                    && n.pointer("/metadata/deletionTimestamp")
+                        .is_some_and(|v| !v.is_null()) =>
+            {
+                Ok(Mutation::Delete)
+            }
+            Some(n) => Ok(Mutation::Keep(n.clone())),
+            None => Ok(Mutation::Keep(Value::Null)),
+        });
+    }
+}

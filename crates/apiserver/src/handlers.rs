@@ -1,0 +1,632 @@
+//! HTTP routing: parses Kubernetes API paths and query parameters and maps
+//! each request onto the object operations, watch, discovery or OpenAPI.
+
+use crate::error::ApiError;
+use crate::meta::{FieldSelector, LabelSelector};
+use crate::objects::{self, DeleteOpts, Propagation, Target, WriteOpts};
+use crate::registry::ResourceType;
+use crate::{discovery, openapi, patch, watch, App};
+use axum::body::{Body, Bytes};
+use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::http::{HeaderMap, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Router;
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// Request bodies above this are refused before parsing.
+const MAX_BODY: usize = 8 * 1024 * 1024;
+
+pub fn router(app: Arc<App>) -> Router {
+    Router::new()
+        .fallback(dispatch)
+        .layer(DefaultBodyLimit::disable())
+        .with_state(app)
+}
+
+pub fn json_response(code: StatusCode, v: &Value) -> Response {
+    (code, [("content-type", "application/json")], v.to_string()).into_response()
+}
+
+fn ok(v: &Value) -> Response {
+    json_response(StatusCode::OK, v)
+}
+
+/// Query parameters of a resource request.
+pub struct Params(pub HashMap<String, String>);
+
+impl Params {
+    pub fn get(&self, k: &str) -> Option<&str> {
+        self.0.get(k).map(String::as_str)
+    }
+    pub fn flag(&self, k: &str) -> bool {
+        matches!(self.get(k), Some("true" | "1"))
+    }
+    pub fn dry_run(&self) -> bool {
+        self.get("dryRun") == Some("All")
+    }
+    pub fn selectors(&self) -> Result<(LabelSelector, FieldSelector), ApiError> {
+        let l = LabelSelector::parse(self.get("labelSelector").unwrap_or(""))
+            .map_err(|e| ApiError::bad_request(format!("unable to parse requirement: {e}")))?;
+        let f = FieldSelector::parse(self.get("fieldSelector").unwrap_or(""))
+            .map_err(ApiError::bad_request)?;
+        Ok((l, f))
+    }
+}
+
+/// A request for a resource endpoint after path parsing.
+struct ResourceReq {
+    rt: Arc<ResourceType>,
+    ns: Option<String>,
+    name: Option<String>,
+    sub: Option<String>,
+    watch_path: bool,
+}
+
+async fn dispatch(State(app): State<Arc<App>>, req: Request) -> Response {
+    let (parts, body) = req.into_parts();
+    let path = parts.uri.path().to_string();
+    let params = Params(
+        axum::extract::Query::<HashMap<String, String>>::try_from_uri(&parts.uri)
+            .map(|q| q.0)
+            .unwrap_or_default(),
+    );
+    let body = match axum::body::to_bytes(body, MAX_BODY).await {
+        Ok(b) => b,
+        Err(_) => {
+            return ApiError::new(
+                413,
+                "RequestEntityTooLarge",
+                "request entity too large: limit is 8388608",
+            )
+            .into_response()
+        }
+    };
+    let result = route(&app, &parts.method, &path, &params, &parts.headers, body).await;
+    match result {
+        Ok(r) => r,
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn route(
+    app: &Arc<App>,
+    method: &Method,
+    path: &str,
+    params: &Params,
+    headers: &HeaderMap,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let segs: Vec<&str> = path
+        .trim_matches('/')
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .collect();
+    match segs.as_slice() {
+        ["version"] => return Ok(ok(&discovery::version())),
+        ["healthz" | "livez" | "readyz", ..] => {
+            return Ok((StatusCode::OK, [("content-type", "text/plain")], "ok").into_response())
+        }
+        ["api"] => return Ok(ok(&discovery::api_versions())),
+        ["apis"] => return Ok(ok(&discovery::api_groups(&app.registry))),
+        ["api", "v1"] => return discovery::resource_list(&app.registry, "", "v1").map(|v| ok(&v)),
+        ["apis", g] => return discovery::api_group(&app.registry, g).map(|v| ok(&v)),
+        ["apis", g, v] => return discovery::resource_list(&app.registry, g, v).map(|v| ok(&v)),
+        ["openapi", "v2"] => return Ok(openapi::v2(headers)),
+        ["openapi", "v3"] => return Ok(ok(&openapi::v3_root(&app.registry))),
+        ["openapi", "v3", rest @ ..] => {
+            return openapi::v3_group_version(&app.registry, &rest.join("/")).map(|v| ok(&v))
+        }
+        _ => {}
+    }
+    let (group, version, rest) = match segs.as_slice() {
+        ["api", v, rest @ ..] => ("", *v, rest),
+        ["apis", g, v, rest @ ..] => (*g, *v, rest),
+        _ => {
+            return Err(ApiError::new(
+                404,
+                "NotFound",
+                "the server could not find the requested resource",
+            ))
+        }
+    };
+    let rr = parse_resource(app, group, version, rest)?;
+    resource(app, method, rr, params, headers, body).await
+}
+
+fn parse_resource(
+    app: &App,
+    group: &str,
+    version: &str,
+    rest: &[&str],
+) -> Result<ResourceReq, ApiError> {
+    let (watch_path, rest) = match rest {
+        ["watch", r @ ..] => (true, r),
+        r => (false, r),
+    };
+    let (ns, resource, name, sub) = match rest {
+        ["namespaces", n, s @ ("status" | "finalize")] => (None, "namespaces", Some(*n), Some(*s)),
+        ["namespaces", ns, res, tail @ ..] => {
+            (Some(*ns), *res, tail.first().copied(), tail.get(1).copied())
+        }
+        [res, tail @ ..] => (None, *res, tail.first().copied(), tail.get(1).copied()),
+        [] => {
+            return Err(ApiError::new(
+                404,
+                "NotFound",
+                "the server could not find the requested resource",
+            ))
+        }
+    };
+    let not_found = || {
+        ApiError::new(
+            404,
+            "NotFound",
+            "the server could not find the requested resource",
+        )
+    };
+    let rt = app
+        .registry
+        .find(group, version, resource)
+        .ok_or_else(not_found)?;
+    if ns.is_some() && !rt.namespaced {
+        return Err(not_found());
+    }
+    if let Some(s) = sub {
+        let allowed = (s == "status" && rt.status_subresource)
+            || (s == "scale" && rt.scale_subresource)
+            || (s == "finalize" && rt.kind == "Namespace");
+        if !allowed {
+            return Err(not_found());
+        }
+    }
+    Ok(ResourceReq {
+        rt,
+        ns: ns.map(str::to_string),
+        name: name.map(str::to_string),
+        sub: sub.map(str::to_string),
+        watch_path,
+    })
+}
+
+/// Decodes a JSON or YAML body; protobuf is declined.
+pub fn decode_body(headers: &HeaderMap, body: &[u8]) -> Result<Value, ApiError> {
+    let ct = headers
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("application/json");
+    if ct.contains("protobuf") {
+        return crate::protobuf::decode(body)
+            .map_err(|e| ApiError::new(415, "UnsupportedMediaType", e));
+    }
+    if body.is_empty() {
+        return Err(ApiError::bad_request("the request body is empty"));
+    }
+    if ct.contains("yaml") {
+        let text = std::str::from_utf8(body)
+            .map_err(|e| ApiError::bad_request(format!("the body is not valid UTF-8: {e}")))?;
+        return serde_saphyr::from_str::<Value>(text)
+            .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")));
+    }
+    serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad_request(format!("error decoding JSON body: {e}")))
+}
+
+fn manager(params: &Params, headers: &HeaderMap) -> String {
+    if let Some(m) = params.get("fieldManager").filter(|m| !m.is_empty()) {
+        return m.to_string();
+    }
+    headers
+        .get("user-agent")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|ua| ua.split('/').next())
+        .filter(|s| !s.is_empty())
+        .unwrap_or("unknown")
+        .to_string()
+}
+
+/// Rewrites apiVersion to the requested version (CRDs serve several).
+pub fn present(rt: &ResourceType, mut obj: Value) -> Value {
+    if let Some(o) = obj.as_object_mut() {
+        o.insert("apiVersion".into(), json!(rt.api_version()));
+    }
+    obj
+}
+
+async fn resource(
+    app: &Arc<App>,
+    method: &Method,
+    rr: ResourceReq,
+    params: &Params,
+    headers: &HeaderMap,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let rt = rr.rt.clone();
+    let ns = rr.ns.clone().unwrap_or_default();
+    let wopts = WriteOpts {
+        dry_run: params.dry_run(),
+        manager: manager(params, headers),
+        force: false,
+    };
+    let is_watch = rr.watch_path || params.flag("watch");
+    match (method.clone(), rr.name.as_deref()) {
+        (Method::GET, None) if is_watch => watch::serve(app.clone(), rt, rr.ns, params).await,
+        (Method::GET, None) => list(app, &rt, rr.ns.as_deref(), params).map(|v| ok(&v)),
+        (Method::GET, Some(name)) => {
+            let key = rt.key(&ns, name);
+            let obj = app
+                .store
+                .get(&key)
+                .ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, name))?;
+            if rr.sub.as_deref() == Some("scale") {
+                return Ok(ok(&scale_of(&rt, &obj)));
+            }
+            Ok(ok(&present(&rt, obj)))
+        }
+        (Method::POST, None) => {
+            if rt.namespaced && rr.ns.is_none() {
+                return Err(ApiError::method_not_allowed(
+                    "the server does not allow this method on the requested resource",
+                ));
+            }
+            let obj = decode_body(headers, &body)?;
+            let created = objects::create(app, &rt, &ns, obj, &wopts)?;
+            Ok(json_response(StatusCode::CREATED, &present(&rt, created)))
+        }
+        (Method::PUT, Some(name)) => {
+            let obj = decode_body(headers, &body)?;
+            let key = rt.key(&ns, name);
+            let target = if rr.sub.as_deref() == Some("status") {
+                Target::Status
+            } else {
+                Target::Main
+            };
+            if rr.sub.as_deref() == Some("scale") {
+                let replicas = obj.pointer("/spec/replicas").cloned().unwrap_or(json!(0));
+                let updated = objects::modify(app, &rt, &key, Target::Main, &wopts, true, |cur| {
+                    let mut n = cur.clone();
+                    set_replicas(&rt, app, &mut n, replicas);
+                    Ok(n)
+                })?;
+                return Ok(ok(&scale_of(&rt, &updated)));
+            }
+            let updated = objects::modify(app, &rt, &key, target, &wopts, true, move |_| Ok(obj))?;
+            Ok(ok(&present(&rt, updated)))
+        }
+        (Method::PATCH, Some(name)) => patch_object(
+            app,
+            &rt,
+            &ns,
+            name,
+            rr.sub.as_deref(),
+            params,
+            headers,
+            &body,
+            &wopts,
+        ),
+        (Method::DELETE, Some(name)) => {
+            let dopts = delete_opts(params, headers, &body)?;
+            let key = rt.key(&ns, name);
+            let res = objects::delete(app, &rt, &key, name, &dopts)?;
+            Ok(ok(&present(&rt, res)))
+        }
+        (Method::DELETE, None) => {
+            let dopts = delete_opts(params, headers, &body)?;
+            let (l, f) = params.selectors()?;
+            let prefix = list_prefix(&rt, rr.ns.as_deref());
+            let (items, _) = app.store.list(&prefix, None);
+            let mut deleted = Vec::new();
+            for item in items.into_iter().filter(|o| l.matches(o) && f.matches(o)) {
+                let name = objects::name_of(&item).to_string();
+                let ins = item
+                    .pointer("/metadata/namespace")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string();
+                match objects::delete(app, &rt, &rt.key(&ins, &name), &name, &dopts) {
+                    Ok(v) => deleted.push(present(&rt, v)),
+                    Err(e) if e.code == 404 => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            Ok(ok(
+                &json!({"kind": format!("{}List", rt.kind), "apiVersion": rt.api_version(),
+                "metadata": {"resourceVersion": app.store.current_rv().to_string()}, "items": deleted}),
+            ))
+        }
+        _ => Err(ApiError::method_not_allowed(
+            "the server does not allow this method on the requested resource",
+        )),
+    }
+}
+
+fn replicas_path(app: &App, rt: &ResourceType) -> (String, String) {
+    if let Some(crd) = &rt.crd {
+        if let Some(c) = app.store.get(&format!(
+            "apiextensions.k8s.io/customresourcedefinitions//{crd}"
+        )) {
+            let versions = c
+                .pointer("/spec/versions")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            if let Some(s) = versions
+                .iter()
+                .find(|v| v.get("name").and_then(Value::as_str) == Some(&rt.version))
+                .and_then(|v| v.pointer("/subresources/scale"))
+            {
+                let sp = s
+                    .get("specReplicasPath")
+                    .and_then(Value::as_str)
+                    .unwrap_or(".spec.replicas");
+                let st = s
+                    .get("statusReplicasPath")
+                    .and_then(Value::as_str)
+                    .unwrap_or(".status.replicas");
+                return (sp.replace('.', "/"), st.replace('.', "/"));
+            }
+        }
+    }
+    ("/spec/replicas".into(), "/status/replicas".into())
+}
+
+fn set_replicas(rt: &ResourceType, app: &App, obj: &mut Value, replicas: Value) {
+    let (sp, _) = replicas_path(app, rt);
+    let parts: Vec<&str> = sp.trim_start_matches('/').split('/').collect();
+    let mut cur = obj;
+    for (i, p) in parts.iter().enumerate() {
+        if !cur.is_object() {
+            *cur = json!({});
+        }
+        if i + 1 == parts.len() {
+            cur[*p] = replicas.clone();
+            return;
+        }
+        cur = &mut cur[*p];
+    }
+}
+
+fn scale_of(_rt: &ResourceType, obj: &Value) -> Value {
+    json!({
+        "kind": "Scale", "apiVersion": "autoscaling/v1",
+        "metadata": {"name": obj.pointer("/metadata/name"), "namespace": obj.pointer("/metadata/namespace"),
+            "uid": obj.pointer("/metadata/uid"), "resourceVersion": obj.pointer("/metadata/resourceVersion"),
+            "creationTimestamp": obj.pointer("/metadata/creationTimestamp")},
+        "spec": {"replicas": obj.pointer("/spec/replicas").cloned().unwrap_or(json!(0))},
+        "status": {"replicas": obj.pointer("/status/replicas").cloned().unwrap_or(json!(0)),
+            "selector": rt_selector(obj)}
+    })
+}
+
+fn rt_selector(obj: &Value) -> String {
+    obj.pointer("/spec/selector/matchLabels")
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .unwrap_or_default()
+}
+
+#[allow(clippy::too_many_arguments)]
+fn patch_object(
+    app: &Arc<App>,
+    rt: &Arc<ResourceType>,
+    ns: &str,
+    name: &str,
+    sub: Option<&str>,
+    params: &Params,
+    headers: &HeaderMap,
+    body: &[u8],
+    wopts: &WriteOpts,
+) -> Result<Response, ApiError> {
+    let ct = headers
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_string();
+    let target = if sub == Some("status") {
+        Target::Status
+    } else {
+        Target::Main
+    };
+    let key = rt.key(ns, name);
+    let patch_body = decode_body(headers, body)?;
+    let scale = sub == Some("scale");
+    let apply_to = |cur: &Value| -> Result<Value, ApiError> {
+        let mut doc = if scale {
+            scale_of(rt, cur)
+        } else {
+            present(rt, cur.clone())
+        };
+        match ct.as_str() {
+            "application/json-patch+json" => {
+                let ops: json_patch::Patch = serde_json::from_value(patch_body.clone())
+                    .map_err(|e| ApiError::bad_request(format!("invalid JSON patch: {e}")))?;
+                json_patch::patch(&mut doc, &ops).map_err(|e| {
+                    ApiError::new(
+                        422,
+                        "Invalid",
+                        format!("the JSON patch could not be applied: {e}"),
+                    )
+                })?;
+            }
+            "application/merge-patch+json" => json_patch::merge(&mut doc, &patch_body),
+            "application/strategic-merge-patch+json" => {
+                if rt.crd.is_some() {
+                    return Err(ApiError::new(415, "UnsupportedMediaType", "strategic merge patch is not supported for custom resources; use a JSON merge patch or JSON patch"));
+                }
+                patch::strategic_merge(&mut doc, &patch_body).map_err(ApiError::bad_request)?;
+            }
+            other => {
+                return Err(ApiError::new(
+                    415,
+                    "UnsupportedMediaType",
+                    format!("the patch content type {other:?} is not supported"),
+                ))
+            }
+        }
+        if scale {
+            let replicas = doc.pointer("/spec/replicas").cloned().unwrap_or(json!(0));
+            let mut n = cur.clone();
+            set_replicas(rt, app, &mut n, replicas);
+            return Ok(n);
+        }
+        Ok(doc)
+    };
+    if ct == "application/apply-patch+yaml" || ct == "application/apply-patch+cbor" {
+        let opts = WriteOpts {
+            force: params.flag("force"),
+            ..wopts.clone()
+        };
+        let res = objects::apply(app, rt, ns, name, patch_body, &opts, target)?;
+        return Ok(ok(&present(rt, res)));
+    }
+    let target = if scale { Target::Main } else { target };
+    let updated = objects::modify(app, rt, &key, target, wopts, true, apply_to)?;
+    if scale {
+        return Ok(ok(&scale_of(rt, &updated)));
+    }
+    Ok(ok(&present(rt, updated)))
+}
+
+fn delete_opts(params: &Params, headers: &HeaderMap, body: &[u8]) -> Result<DeleteOpts, ApiError> {
+    let b: Value = if body.is_empty() {
+        json!({})
+    } else if body.starts_with(b"k8s\0") {
+        crate::protobuf::decode_delete_options(body)
+            .map_err(|e| ApiError::bad_request(format!("invalid DeleteOptions: {e}")))?
+    } else {
+        decode_body(headers, body)
+            .map_err(|e| ApiError::bad_request(format!("invalid DeleteOptions: {}", e.message)))?
+    };
+    let policy = b
+        .get("propagationPolicy")
+        .and_then(Value::as_str)
+        .or(params.get("propagationPolicy"));
+    let orphan = b
+        .get("orphanDependents")
+        .and_then(Value::as_bool)
+        .or(params.get("orphanDependents").map(|v| v == "true"));
+    let propagation = match (policy, orphan) {
+        (Some("Foreground"), _) => Propagation::Foreground,
+        (Some("Orphan"), _) | (None, Some(true)) => Propagation::Orphan,
+        (Some("Background") | None, _) => Propagation::Background,
+        (Some(other), _) => {
+            return Err(ApiError::bad_request(format!(
+                "invalid propagationPolicy {other:?}: must be Foreground, Background or Orphan"
+            )))
+        }
+    };
+    let dry = b
+        .get("dryRun")
+        .and_then(Value::as_array)
+        .is_some_and(|a| a.iter().any(|v| v == "All"));
+    Ok(DeleteOpts {
+        dry_run: dry || params.dry_run(),
+        propagation,
+        precondition_uid: b
+            .pointer("/preconditions/uid")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        precondition_rv: b
+            .pointer("/preconditions/resourceVersion")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+    })
+}
+
+pub fn list_prefix(rt: &ResourceType, ns: Option<&str>) -> String {
+    match ns {
+        Some(ns) if rt.namespaced => format!("{}{ns}/", rt.key_prefix()),
+        _ => rt.key_prefix(),
+    }
+}
+
+fn hex(s: &str) -> String {
+    s.bytes().map(|b| format!("{b:02x}")).collect()
+}
+
+fn unhex(s: &str) -> Option<String> {
+    if s.len() % 2 != 0 {
+        return None;
+    }
+    let bytes: Option<Vec<u8>> = (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
+        .collect();
+    String::from_utf8(bytes?).ok()
+}
+
+fn list(
+    app: &App,
+    rt: &ResourceType,
+    ns: Option<&str>,
+    params: &Params,
+) -> Result<Value, ApiError> {
+    let (l, f) = params.selectors()?;
+    let prefix = list_prefix(rt, ns);
+    let limit: usize = params
+        .get("limit")
+        .and_then(|v| v.parse().ok())
+        .filter(|n| *n > 0)
+        .unwrap_or(usize::MAX);
+    let (after, token_rv) = match params.get("continue").filter(|c| !c.is_empty()) {
+        Some(tok) => {
+            let decoded =
+                unhex(tok).ok_or_else(|| ApiError::bad_request("continue key is not valid"))?;
+            let (rv, key) = decoded
+                .split_once('|')
+                .ok_or_else(|| ApiError::bad_request("continue key is not valid"))?;
+            (Some(key.to_string()), rv.parse::<u64>().ok())
+        }
+        None => (None, None),
+    };
+    let (all, rv) = app.store.list(&prefix, after.as_deref());
+    let rv = token_rv.unwrap_or(rv);
+    let mut items = Vec::new();
+    let mut last_key = None;
+    let mut remaining = 0usize;
+    for obj in all {
+        if !(l.matches(&obj) && f.matches(&obj)) {
+            continue;
+        }
+        if items.len() >= limit {
+            remaining += 1;
+            continue;
+        }
+        let ons = obj
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        last_key = Some(rt.key(if rt.namespaced { ons } else { "" }, objects::name_of(&obj)));
+        items.push(present(rt, obj));
+    }
+    let mut md = json!({"resourceVersion": rv.to_string()});
+    if remaining > 0 {
+        if let Some(k) = last_key {
+            md["continue"] = json!(hex(&format!("{rv}|{k}")));
+            md["remainingItemCount"] = json!(remaining);
+        }
+    }
+    Ok(
+        json!({"kind": format!("{}List", rt.kind), "apiVersion": rt.api_version(), "metadata": md, "items": items}),
+    )
+}
+
+/// Used by watch streams to stop when the client goes away.
+pub fn stream_body(rx: tokio::sync::mpsc::Receiver<Bytes>) -> Body {
+    let stream = futures::stream::unfold(rx, |mut rx| async move {
+        rx.recv()
+            .await
+            .map(|b| (Ok::<Bytes, std::convert::Infallible>(b), rx))
+    });
+    Body::from_stream(stream)
+}

@@ -1,0 +1,196 @@
+//! Simulated readiness: with `--simulate-readiness`, workloads report
+//! ready replicas, Jobs complete and Pods run shortly after they change,
+//! so `kubectl wait`, rollout checks and operators see a settled cluster.
+
+use crate::objects::{self, Target, WriteOpts};
+use crate::registry::ResourceType;
+use crate::App;
+use serde_json::{json, Value};
+use std::sync::Arc;
+use std::time::Duration;
+
+const DELAY: Duration = Duration::from_millis(200);
+
+fn simulated(rt: &ResourceType) -> bool {
+    matches!(
+        (rt.group.as_str(), rt.kind.as_str()),
+        (
+            "apps",
+            "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet"
+        ) | ("batch", "Job")
+            | ("", "Pod")
+    )
+}
+
+fn gen(obj: &Value) -> i64 {
+    obj.pointer("/metadata/generation")
+        .and_then(Value::as_i64)
+        .unwrap_or(1)
+}
+
+fn replicas(obj: &Value) -> i64 {
+    obj.pointer("/spec/replicas")
+        .and_then(Value::as_i64)
+        .unwrap_or(1)
+}
+
+fn has_condition(obj: &Value, t: &str) -> bool {
+    obj.pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .is_some_and(|cs| {
+            cs.iter().any(|c| {
+                c.get("type").and_then(Value::as_str) == Some(t)
+                    && c.get("status").and_then(Value::as_str) == Some("True")
+            })
+        })
+}
+
+/// Whether the object already shows the simulated settled state.
+fn settled(rt: &ResourceType, obj: &Value) -> bool {
+    let observed = obj
+        .pointer("/status/observedGeneration")
+        .and_then(Value::as_i64)
+        == Some(gen(obj));
+    match rt.kind.as_str() {
+        "Deployment" | "StatefulSet" | "ReplicaSet" => {
+            observed
+                && obj
+                    .pointer("/status/readyReplicas")
+                    .and_then(Value::as_i64)
+                    .unwrap_or(0)
+                    == replicas(obj)
+                && obj
+                    .pointer("/status/replicas")
+                    .and_then(Value::as_i64)
+                    .unwrap_or(-1)
+                    == replicas(obj)
+        }
+        "DaemonSet" => observed,
+        "Job" => {
+            has_condition(obj, "Complete")
+                || obj.pointer("/spec/suspend").and_then(Value::as_bool) == Some(true)
+        }
+        "Pod" => obj.pointer("/status/phase").and_then(Value::as_str) == Some("Running"),
+        _ => true,
+    }
+}
+
+fn desired_status(rt: &ResourceType, obj: &Value) -> Value {
+    let now = crate::meta::now_rfc3339();
+    let name = objects::name_of(obj);
+    let g = gen(obj);
+    let r = replicas(obj);
+    let cond = |t: &str, reason: &str, msg: &str| json!({"type": t, "status": "True", "lastUpdateTime": now, "lastTransitionTime": now, "reason": reason, "message": msg});
+    match rt.kind.as_str() {
+        "Deployment" => json!({
+            "observedGeneration": g, "replicas": r, "updatedReplicas": r, "readyReplicas": r, "availableReplicas": r,
+            "conditions": [
+                cond("Available", "MinimumReplicasAvailable", "Deployment has minimum availability."),
+                cond("Progressing", "NewReplicaSetAvailable", &format!("ReplicaSet \"{name}-rudder\" has successfully progressed.")),
+            ]
+        }),
+        "StatefulSet" => json!({
+            "observedGeneration": g, "replicas": r, "readyReplicas": r, "currentReplicas": r, "updatedReplicas": r,
+            "availableReplicas": r, "currentRevision": format!("{name}-rudder"), "updateRevision": format!("{name}-rudder"),
+            "collisionCount": 0
+        }),
+        "ReplicaSet" => json!({
+            "observedGeneration": g, "replicas": r, "readyReplicas": r, "availableReplicas": r, "fullyLabeledReplicas": r
+        }),
+        "DaemonSet" => json!({
+            "observedGeneration": g, "currentNumberScheduled": 1, "desiredNumberScheduled": 1, "numberReady": 1,
+            "numberAvailable": 1, "updatedNumberScheduled": 1, "numberMisscheduled": 0
+        }),
+        "Job" => {
+            let completions = obj
+                .pointer("/spec/completions")
+                .and_then(Value::as_i64)
+                .unwrap_or(1);
+            let start = obj
+                .pointer("/status/startTime")
+                .cloned()
+                .unwrap_or(json!(now));
+            json!({
+                "startTime": start, "completionTime": now, "succeeded": completions, "active": 0, "ready": 0,
+                "terminating": 0, "uncountedTerminatedPods": {},
+                "conditions": [
+                    {"type": "SuccessCriteriaMet", "status": "True", "lastProbeTime": now, "lastTransitionTime": now, "reason": "CompletionsReached", "message": "Reached expected number of succeeded pods"},
+                    {"type": "Complete", "status": "True", "lastProbeTime": now, "lastTransitionTime": now, "reason": "CompletionsReached", "message": "Reached expected number of succeeded pods"}
+                ]
+            })
+        }
+        "Pod" => {
+            let containers: Vec<Value> = obj.pointer("/spec/containers").and_then(Value::as_array).map(|cs| cs.iter().map(|c| json!({
+                "name": c.get("name"), "image": c.get("image"), "imageID": "", "ready": true, "started": true,
+                "restartCount": 0, "state": {"running": {"startedAt": now}}
+            })).collect()).unwrap_or_default();
+            let pc = |t: &str| json!({"type": t, "status": "True", "lastProbeTime": null, "lastTransitionTime": now});
+            json!({
+                "phase": "Running", "podIP": "10.244.0.10", "hostIP": "10.0.0.1", "startTime": now,
+                "conditions": [pc("PodScheduled"), pc("Initialized"), pc("ContainersReady"), pc("Ready")],
+                "containerStatuses": containers
+            })
+        }
+        _ => obj.get("status").cloned().unwrap_or(json!({})),
+    }
+}
+
+/// Schedules a simulated status update if this object is not settled yet.
+pub fn maybe_simulate(app: &App, rt: &ResourceType, obj: &Value) {
+    if !app.simulate_readiness || !simulated(rt) || settled(rt, obj) {
+        return;
+    }
+    if obj
+        .pointer("/metadata/deletionTimestamp")
+        .is_some_and(|v| !v.is_null())
+    {
+        return;
+    }
+    let ns = obj
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    app.readiness_queue(rt.key(ns, objects::name_of(obj)));
+}
+
+/// Consumes queued keys and writes their simulated status.
+pub async fn run(app: Arc<App>, mut rx: tokio::sync::mpsc::UnboundedReceiver<String>) {
+    let mut shutdown = app.shutdown.clone();
+    loop {
+        let key = tokio::select! {
+            k = rx.recv() => match k { Some(k) => k, None => return },
+            _ = shutdown.changed() => return,
+        };
+        let app = app.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(DELAY).await;
+            let mut parts = key.splitn(4, '/');
+            let (Some(g), Some(p), Some(_), Some(_)) =
+                (parts.next(), parts.next(), parts.next(), parts.next())
+            else {
+                return;
+            };
+            let Some(rt) = app.registry.find_any_version(g, p) else {
+                return;
+            };
+            let opts = WriteOpts {
+                dry_run: false,
+                manager: "rudder-readiness".into(),
+                force: false,
+            };
+
+            let res = objects::modify(&app, &rt, &key, Target::Status, &opts, true, |cur| {
+                let mut n = cur.clone();
+                if !settled(&rt, cur) {
+                    n["status"] = desired_status(&rt, cur);
+                }
+                Ok(n)
+            });
+            if let Err(e) = res {
+                if e.code != 404 {
+                    tracing::debug!("readiness update of {key} failed: {e}");
+                }
+            }
+        });
+    }
+}

@@ -1,0 +1,177 @@
+//! Watch streams: newline-delimited JSON events (ADDED/MODIFIED/DELETED/
+//! BOOKMARK/ERROR) from a resourceVersion, with selectors, bookmarks,
+//! `sendInitialEvents` and timeouts.
+
+use crate::error::ApiError;
+use crate::handlers::{list_prefix, present, stream_body, Params};
+use crate::meta::{FieldSelector, LabelSelector};
+use crate::registry::ResourceType;
+use crate::store::{Event, EventType};
+use crate::App;
+use axum::body::Bytes;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde_json::{json, Value};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{broadcast, mpsc};
+
+const BOOKMARK_EVERY: Duration = Duration::from_secs(2);
+
+struct Filter {
+    prefix: String,
+    labels: LabelSelector,
+    fields: FieldSelector,
+}
+
+impl Filter {
+    fn matches(&self, obj: &Value) -> bool {
+        self.labels.matches(obj) && self.fields.matches(obj)
+    }
+
+    /// Translates a store event into what this watcher should see.
+    fn translate(&self, ev: &Event) -> Option<(&'static str, Value)> {
+        if !ev.in_prefix(&self.prefix) {
+            return None;
+        }
+        let new_m = self.matches(&ev.object);
+        let old_m = ev.old.as_ref().is_some_and(|o| self.matches(o));
+        let t = match (ev.kind, old_m, new_m) {
+            (EventType::Added, _, true) => "ADDED",
+            (EventType::Modified, true, true) => "MODIFIED",
+            (EventType::Modified, false, true) => "ADDED",
+            (EventType::Modified, true, false) => "DELETED",
+            (EventType::Deleted, _, true) => "DELETED",
+            _ => return None,
+        };
+        Some((t, ev.object.clone()))
+    }
+}
+
+fn line(v: &Value) -> Bytes {
+    let mut s = v.to_string();
+    s.push('\n');
+    Bytes::from(s)
+}
+
+fn bookmark(rt: &ResourceType, rv: u64, initial_end: bool) -> Value {
+    let mut md = json!({"resourceVersion": rv.to_string()});
+    if initial_end {
+        md["annotations"] = json!({"k8s.io/initial-events-end": "true"});
+    }
+    json!({"type": "BOOKMARK", "object": {"kind": rt.kind, "apiVersion": rt.api_version(), "metadata": md}})
+}
+
+/// Starts a watch; the response streams until timeout, shutdown or the
+/// client disconnects.
+pub async fn serve(
+    app: Arc<App>,
+    rt: Arc<ResourceType>,
+    ns: Option<String>,
+    params: &Params,
+) -> Result<Response, ApiError> {
+    let (labels, fields) = params.selectors()?;
+    let filter = Filter {
+        prefix: list_prefix(&rt, ns.as_deref()),
+        labels,
+        fields,
+    };
+    let bookmarks = params.flag("allowWatchBookmarks");
+    let send_initial = params.flag("sendInitialEvents");
+    let timeout = params
+        .get("timeoutSeconds")
+        .and_then(|t| t.parse::<u64>().ok())
+        .filter(|t| *t > 0);
+    let rv_param = params.get("resourceVersion").unwrap_or("");
+    let (tx, rx) = mpsc::channel::<Bytes>(512);
+    let mut initial: Vec<Bytes> = Vec::new();
+    let mut last_rv;
+    let live: broadcast::Receiver<Arc<Event>>;
+    if send_initial || rv_param.is_empty() || rv_param == "0" {
+        let (items, rv, recv) = app.store.snapshot_and_watch(&filter.prefix);
+        for obj in items.into_iter().filter(|o| filter.matches(o)) {
+            initial.push(line(&json!({"type": "ADDED", "object": present(&rt, obj)})));
+        }
+        if send_initial && bookmarks {
+            initial.push(line(&bookmark(&rt, rv, true)));
+        }
+        last_rv = rv;
+        live = recv;
+    } else {
+        let from: u64 = rv_param.parse().map_err(|_| {
+            ApiError::bad_request(format!(
+                "invalid resourceVersion {rv_param:?}: must be a decimal number"
+            ))
+        })?;
+        match app.store.watch_from(from) {
+            Ok((backlog, recv)) => {
+                last_rv = backlog.last().map(|e| e.rv).unwrap_or(from);
+                for ev in backlog {
+                    if let Some((t, obj)) = filter.translate(&ev) {
+                        initial.push(line(&json!({"type": t, "object": present(&rt, obj)})));
+                    }
+                }
+                live = recv;
+            }
+            Err(floor) => {
+                let status = ApiError::gone(format!("too old resource version: {from} ({floor})"))
+                    .to_status();
+                let body = line(&json!({"type": "ERROR", "object": status}));
+                return Ok(
+                    (StatusCode::OK, [("content-type", "application/json")], body).into_response(),
+                );
+            }
+        }
+    }
+    let mut shutdown = app.shutdown.clone();
+    tokio::spawn(async move {
+        let mut live = live;
+        for b in initial {
+            if tx.send(b).await.is_err() {
+                return;
+            }
+        }
+        let deadline = tokio::time::sleep(
+            timeout
+                .map(Duration::from_secs)
+                .unwrap_or(Duration::from_secs(365 * 24 * 3600)),
+        );
+        tokio::pin!(deadline);
+        let mut tick = tokio::time::interval(BOOKMARK_EVERY);
+        tick.tick().await;
+        loop {
+            tokio::select! {
+                ev = live.recv() => match ev {
+                    Ok(ev) => {
+                        if ev.rv <= last_rv {
+                            // Already part of the snapshot or backlog.
+                            continue;
+                        }
+                        last_rv = ev.rv;
+                        if let Some((t, obj)) = filter.translate(&ev) {
+                            if tx.send(line(&json!({"type": t, "object": present(&rt, obj)}))).await.is_err() {
+                                return;
+                            }
+                        }
+                    }
+                    // Lagging or closed: end the stream; clients re-watch.
+                    Err(_) => return,
+                },
+                _ = tick.tick(), if bookmarks => {
+                    if tx.send(line(&bookmark(&rt, last_rv, false))).await.is_err() {
+                        return;
+                    }
+                }
+                _ = &mut deadline => return,
+                _ = shutdown.changed() => return,
+                _ = tx.closed() => return,
+            }
+        }
+    });
+    let resp = Response::builder()
+        .status(StatusCode::OK)
+        .header("content-type", "application/json")
+        .body(stream_body(rx))
+        .map_err(|e| ApiError::internal(e.to_string()))?;
+    Ok(resp)
+}

@@ -1,1 +1,0 @@
-//! dependencies (being written).

@@ -1,0 +1,297 @@
+//! Helm's dependency processing (`pkg/chart/v2/util/dependencies.go`):
+//! aliases, enabling and disabling subcharts by `condition` and `tags`, and
+//! `import-values`, applied to a loaded chart in Helm's order. Like Helm's,
+//! it rewrites the chart: disabled subcharts and their metadata entries go
+//! away, aliased subcharts are renamed copies, and each chart's default
+//! values become the merge of its own and its subcharts' values plus the
+//! imported ones.
+
+pub mod version;
+
+use crate::chartfile::Dependency;
+use crate::loader::{Chart, Values};
+use crate::values::{self, Warnings};
+use serde_json::Value as Json;
+
+/// A dependency problem that stops a release.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DependencyError {
+    #[error(transparent)]
+    Values(#[from] values::ValuesError),
+    /// A dependency listed in `Chart.yaml` has no chart in `charts/`.
+    #[error("An error occurred while checking for chart dependencies. You may need to run `helm dependency build` to fetch missing dependencies: found in Chart.yaml, but missing in charts/ directory: {}", .0.join(", "))]
+    Missing(Vec<String>),
+}
+
+/// Helm's `IsCompatibleRange`: whether `version` satisfies `constraint`
+/// (false when either does not parse).
+pub fn is_compatible_range(constraint: &str, version: &str) -> bool {
+    crate::funcs::semver::constraint_matches(constraint, version).unwrap_or(false)
+}
+
+/// Helm's `action.CheckDependencies`, run on a freshly loaded chart: every
+/// dependency in `Chart.yaml` must have a chart of that name in `charts/`.
+pub fn check_dependencies(chart: &Chart) -> Result<(), DependencyError> {
+    let missing: Vec<String> = chart
+        .metadata
+        .deps()
+        .filter(|r| !chart.dependencies.iter().any(|d| d.name() == r.name))
+        .map(|r| r.name.clone())
+        .collect();
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(DependencyError::Missing(missing))
+    }
+}
+
+/// Vendored subcharts whose version does not satisfy the range their parent
+/// declares, as `(dependency name, range, vendored version)`. Helm does not
+/// fail on these at install time (it keeps such a chart as an undeclared
+/// subchart); this lists them for diagnostics.
+pub fn version_mismatches(chart: &Chart) -> Vec<(String, String, String)> {
+    let mut out = Vec::new();
+    for r in chart.metadata.deps() {
+        let same_name: Vec<&Chart> = chart
+            .dependencies
+            .iter()
+            .filter(|d| d.name() == r.name)
+            .collect();
+        if !same_name.is_empty()
+            && !same_name
+                .iter()
+                .any(|d| is_compatible_range(&r.version, &d.metadata.version))
+        {
+            out.push((
+                r.name.clone(),
+                r.version.clone(),
+                same_name[0].metadata.version.clone(),
+            ));
+        }
+    }
+    out
+}
+
+/// Helm's `ProcessDependencies` (`merge == false`) and
+/// `ProcessDependenciesWithMerge` (`merge == true`, what install and upgrade
+/// use): enables/disables subcharts against the user values `vals`, then
+/// imports values from children into parents.
+pub fn process_dependencies(
+    chart: &mut Chart,
+    vals: &Values,
+    merge: bool,
+    warn: &mut Warnings,
+) -> Result<(), DependencyError> {
+    process_enabled(chart, vals, "", warn)?;
+    process_import_values_rec(chart, merge, warn)
+}
+
+fn alias_dependency(charts: &[Chart], dep: &Dependency) -> Option<Chart> {
+    let c = charts
+        .iter()
+        .find(|c| c.name() == dep.name && is_compatible_range(&dep.version, &c.metadata.version))?;
+    let mut out = c.clone();
+    if !dep.alias.is_empty() {
+        out.metadata.name = dep.alias.clone();
+    }
+    Some(out)
+}
+
+fn process_enabled(
+    chart: &mut Chart,
+    vals: &Values,
+    path: &str,
+    warn: &mut Warnings,
+) -> Result<(), DependencyError> {
+    if chart.metadata.dependencies.is_empty() {
+        return Ok(());
+    }
+    let existing = std::mem::take(&mut chart.dependencies);
+    let mut chart_deps: Vec<Chart> = Vec::new();
+    for e in &existing {
+        let declared = chart
+            .metadata
+            .deps()
+            .any(|r| e.name() == r.name && is_compatible_range(&r.version, &e.metadata.version));
+        if !declared {
+            chart_deps.push(e.clone());
+        }
+    }
+    for req in chart.metadata.dependencies.iter_mut().flatten() {
+        if let Some(c) = alias_dependency(&existing, req) {
+            chart_deps.push(c);
+        }
+        if !req.alias.is_empty() {
+            req.name = req.alias.clone();
+        }
+    }
+    chart.dependencies = chart_deps;
+    for r in chart.metadata.dependencies.iter_mut().flatten() {
+        r.enabled = true;
+    }
+    let cvals = values::coalesce_values(chart, vals, warn)?;
+    process_tags(chart, &cvals);
+    process_conditions(chart, &cvals, path);
+
+    let removed: std::collections::BTreeSet<String> = chart
+        .metadata
+        .deps()
+        .filter(|r| !r.enabled)
+        .map(|r| r.name.clone())
+        .collect();
+    chart.dependencies.retain(|d| !removed.contains(d.name()));
+    chart
+        .metadata
+        .dependencies
+        .retain(|r| r.as_ref().is_none_or(|r| !removed.contains(&r.name)));
+    for t in &mut chart.dependencies {
+        let sub_path = format!("{path}{}.", t.name());
+        process_enabled(t, &cvals, &sub_path, warn)?;
+    }
+    Ok(())
+}
+
+fn process_tags(chart: &mut Chart, cvals: &Values) {
+    let Some(vt) = values::table(cvals, "tags") else {
+        return;
+    };
+    for r in chart.metadata.dependencies.iter_mut().flatten() {
+        let (mut has_true, mut has_false) = (false, false);
+        for k in &r.tags {
+            match vt.get(k) {
+                Some(Json::Bool(true)) => has_true = true,
+                Some(Json::Bool(false)) => has_false = true,
+                _ => {}
+            }
+        }
+        if !has_true && has_false {
+            r.enabled = false;
+        } else if has_true || !has_false {
+            r.enabled = true;
+        }
+    }
+}
+
+fn process_conditions(chart: &mut Chart, cvals: &Values, cpath: &str) {
+    for r in chart.metadata.dependencies.iter_mut().flatten() {
+        for c in r.condition.trim().split(',') {
+            if c.is_empty() {
+                continue;
+            }
+            if let Some(Json::Bool(b)) = values::path_value(cvals, &format!("{cpath}{c}")) {
+                r.enabled = *b;
+                break;
+            }
+        }
+    }
+}
+
+fn process_import_values_rec(
+    chart: &mut Chart,
+    merge: bool,
+    warn: &mut Warnings,
+) -> Result<(), DependencyError> {
+    for d in &mut chart.dependencies {
+        process_import_values_rec(d, merge, warn)?;
+    }
+    process_import_values(chart, merge, warn)
+}
+
+/// Go's `fmt.Sprintf("%v", x)` of an import-values `child`/`parent` entry.
+fn sprint_opt(v: Option<&Json>) -> String {
+    match v {
+        None => "<nil>".into(),
+        Some(v) => values::go_sprint(v),
+    }
+}
+
+/// Nests `data` under the dotted `path` (`.` means the root).
+fn path_to_map(path: &str, data: Values) -> Values {
+    if path == "." {
+        return data;
+    }
+    let mut cur = data;
+    for part in path.split('.').rev() {
+        let mut m = Values::new();
+        m.insert(part.to_string(), Json::Object(cur));
+        cur = m;
+    }
+    cur
+}
+
+fn process_import_values(
+    chart: &mut Chart,
+    merge: bool,
+    warn: &mut Warnings,
+) -> Result<(), DependencyError> {
+    if chart.metadata.dependencies.is_empty() {
+        return Ok(());
+    }
+    let empty = Values::new();
+    let cvals = if merge {
+        values::merge_values(chart, &empty, warn)?
+    } else {
+        values::coalesce_values(chart, &empty, warn)?
+    };
+    let mut b = Values::new();
+    let combine = |b: &mut Values, src: Values, warn: &mut Warnings| {
+        if merge {
+            values::merge_tables(b, src, warn)
+        } else {
+            values::coalesce_tables(b, src, warn)
+        }
+    };
+    for r in chart.metadata.dependencies.iter_mut().flatten() {
+        let mut outiv = Vec::new();
+        for riv in &r.import_values {
+            match riv {
+                Json::Object(iv) => {
+                    let child = sprint_opt(iv.get("child"));
+                    let parent = sprint_opt(iv.get("parent"));
+                    let mut entry = serde_json::Map::new();
+                    entry.insert("child".into(), Json::String(child.clone()));
+                    entry.insert("parent".into(), Json::String(parent.clone()));
+                    outiv.push(Json::Object(entry));
+                    let Some(vv) = values::table(&cvals, &format!("{}.{}", r.name, child)) else {
+                        continue;
+                    };
+                    combine(&mut b, path_to_map(&parent, vv.clone()), warn);
+                }
+                Json::String(iv) => {
+                    let child = format!("exports.{iv}");
+                    let mut entry = serde_json::Map::new();
+                    entry.insert("child".into(), Json::String(child.clone()));
+                    entry.insert("parent".into(), Json::String(".".into()));
+                    outiv.push(Json::Object(entry));
+                    let Some(vm) = values::table(&cvals, &format!("{}.{}", r.name, child)) else {
+                        continue;
+                    };
+                    combine(&mut b, vm.clone(), warn);
+                }
+                _ => {}
+            }
+        }
+        r.import_values = outiv;
+    }
+    let mut cvals = cvals;
+    if merge {
+        values::merge_tables(&mut cvals, b, warn);
+    } else {
+        trim_nil_values(&mut cvals);
+        values::coalesce_tables(&mut cvals, b, warn);
+    }
+    chart.values = cvals;
+    Ok(())
+}
+
+fn trim_nil_values(m: &mut Values) {
+    m.retain(|_, v| !v.is_null());
+    for v in m.values_mut() {
+        if let Json::Object(sub) = v {
+            trim_nil_values(sub);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

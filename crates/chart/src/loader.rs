@@ -1,1 +1,0 @@
-//! loader (being written).

@@ -1,0 +1,496 @@
+//! Loading a chart from a directory or a `.tgz` archive into a [`Chart`],
+//! as Helm v4's `pkg/chart/v2/loader` does: files are sorted into metadata,
+//! values, schema, templates, other files and subcharts (from `charts/`,
+//! directories and archives), `.helmignore` is honoured for directories, and
+//! paths are `/`-separated and relative to the chart root.
+
+pub mod ignore;
+
+use crate::chartfile::{ChartfileError, Lock, Metadata, API_VERSION_V1};
+use serde_json::{Map, Value as Json};
+use std::io::Read;
+use std::path::Path;
+
+/// The values of a chart: a JSON object, as Helm's `map[string]interface{}`.
+pub type Values = Map<String, Json>;
+
+/// One file of a chart, with its path relative to the chart root.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct File {
+    /// `/`-separated path relative to the chart root, e.g. `templates/a.yaml`.
+    pub name: String,
+    pub data: Vec<u8>,
+}
+
+/// A loaded chart and, recursively, its subcharts.
+#[derive(Debug, Clone, Default)]
+pub struct Chart {
+    /// `Chart.yaml` (with `requirements.yaml` merged in for v1 charts).
+    pub metadata: Metadata,
+    /// `Chart.lock`, or `requirements.lock` for v1 charts.
+    pub lock: Option<Lock>,
+    /// Every file under `templates/`, in load order.
+    pub templates: Vec<File>,
+    /// The parsed `values.yaml` (empty when there is none).
+    pub values: Values,
+    /// The text of `values.yaml`, when present.
+    pub raw_values: Option<String>,
+    /// `values.schema.json`, when present.
+    pub schema: Option<Vec<u8>>,
+    /// Every other file (what `.Files` sees), including `crds/`, `.helmignore`,
+    /// `charts/*.prov`, and `requirements.*` of v1 charts.
+    pub files: Vec<File>,
+    /// Subcharts found in `charts/`, sorted by directory/archive name.
+    pub dependencies: Vec<Chart>,
+}
+
+/// Why a chart could not be loaded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LoadError {
+    #[error("{path}: {message}")]
+    Io { path: String, message: String },
+    #[error("Chart.yaml file is missing")]
+    MissingChartYaml,
+    #[error(transparent)]
+    Chartfile(#[from] ChartfileError),
+    #[error("cannot load values.yaml: {0}")]
+    Values(String),
+    #[error("{0}")]
+    Archive(String),
+    #[error("error unpacking subchart {name} in {parent}: {source}")]
+    Subchart {
+        name: String,
+        parent: String,
+        source: Box<LoadError>,
+    },
+    #[error("{0}")]
+    Ignore(#[from] ignore::IgnoreError),
+}
+
+impl Chart {
+    /// The chart's name (`Chart.yaml` `name`, or its alias once dependencies
+    /// are processed).
+    pub fn name(&self) -> &str {
+        &self.metadata.name
+    }
+
+    /// Whether this is a library chart, whose templates only supply helpers.
+    pub fn is_library(&self) -> bool {
+        self.metadata.is_library()
+    }
+
+    /// The files of this chart's `crds/` folder (`.yaml`, `.yml`, `.json`),
+    /// not including subcharts'.
+    pub fn crds(&self) -> impl Iterator<Item = &File> {
+        self.files.iter().filter(|f| {
+            f.name.starts_with("crds/") && {
+                let ext = go_ext(&f.name).to_ascii_lowercase();
+                ext == ".yaml" || ext == ".yml" || ext == ".json"
+            }
+        })
+    }
+
+    /// CRD files of this chart and all its subcharts, each with its full
+    /// name (`<chart>/crds/x.yaml`, `<chart>/charts/<sub>/crds/y.yaml`), in
+    /// Helm's order (the chart's own first, then each subchart's).
+    pub fn crd_objects(&self) -> Vec<(String, &File)> {
+        let mut out = Vec::new();
+        self.collect_crds(self.name(), &mut out);
+        out
+    }
+
+    fn collect_crds<'a>(&'a self, full: &str, out: &mut Vec<(String, &'a File)>) {
+        for f in self.crds() {
+            out.push((format!("{full}/{}", f.name), f));
+        }
+        for d in &self.dependencies {
+            d.collect_crds(&format!("{full}/charts/{}", d.name()), out);
+        }
+    }
+}
+
+/// A file read from a directory or archive, before it is sorted.
+#[derive(Debug, Clone)]
+pub struct BufferedFile {
+    pub name: String,
+    pub data: Vec<u8>,
+}
+
+/// Loads a chart from a directory or a `.tgz` file.
+pub fn load(path: impl AsRef<Path>) -> Result<Chart, LoadError> {
+    let path = path.as_ref();
+    let meta = std::fs::metadata(path).map_err(|e| io_err(path, e))?;
+    if meta.is_dir() {
+        load_dir(path)
+    } else {
+        let data = std::fs::read(path).map_err(|e| io_err(path, e))?;
+        load_archive(&data)
+    }
+}
+
+fn io_err(path: &Path, e: std::io::Error) -> LoadError {
+    LoadError::Io {
+        path: path.display().to_string(),
+        message: e.to_string(),
+    }
+}
+
+const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
+
+fn strip_bom(mut data: Vec<u8>) -> Vec<u8> {
+    if data.starts_with(UTF8_BOM) {
+        data.drain(..3);
+    }
+    data
+}
+
+/// Loads a chart from a directory, skipping what `.helmignore` ignores.
+pub fn load_dir(dir: impl AsRef<Path>) -> Result<Chart, LoadError> {
+    let dir = dir.as_ref();
+    let mut rules = ignore::Rules::empty();
+    let ifile = dir.join(".helmignore");
+    if ifile.exists() {
+        let text = std::fs::read(&ifile).map_err(|e| io_err(&ifile, e))?;
+        rules = ignore::Rules::parse(&String::from_utf8_lossy(&text))?;
+    }
+    rules.add_defaults();
+    let mut files = Vec::new();
+    walk(dir, "", &rules, &mut files)?;
+    load_files(files)
+}
+
+/// Walks like Go's `filepath.Walk` (entries sorted by name, symlinks
+/// followed as Helm's `sympath.Walk` does).
+fn walk(
+    dir: &Path,
+    rel: &str,
+    rules: &ignore::Rules,
+    out: &mut Vec<BufferedFile>,
+) -> Result<(), LoadError> {
+    let mut entries: Vec<(String, std::path::PathBuf)> = std::fs::read_dir(dir)
+        .map_err(|e| io_err(dir, e))?
+        .filter_map(|e| e.ok())
+        .map(|e| (e.file_name().to_string_lossy().into_owned(), e.path()))
+        .collect();
+    entries.sort();
+    for (name, path) in entries {
+        let n = if rel.is_empty() {
+            name.clone()
+        } else {
+            format!("{rel}/{name}")
+        };
+        let meta = match std::fs::metadata(&path) {
+            Ok(m) => m,
+            Err(e) => {
+                // A broken symlink that .helmignore skips is fine.
+                if rules.ignore(&n, false) {
+                    continue;
+                }
+                return Err(io_err(&path, e));
+            }
+        };
+        if meta.is_dir() {
+            if rules.ignore(&n, true) {
+                continue;
+            }
+            walk(&path, &n, rules, out)?;
+            continue;
+        }
+        if rules.ignore(&n, false) {
+            continue;
+        }
+        if !meta.is_file() {
+            return Err(LoadError::Io {
+                path: path.display().to_string(),
+                message: format!(
+                    "cannot load irregular file {} as it has file mode type bits set",
+                    path.display()
+                ),
+            });
+        }
+        let data = std::fs::read(&path).map_err(|e| LoadError::Io {
+            path: n.clone(),
+            message: format!("error reading {n}: {e}"),
+        })?;
+        out.push(BufferedFile {
+            name: n,
+            data: strip_bom(data),
+        });
+    }
+    Ok(())
+}
+
+/// Loads a chart from the bytes of a gzipped tar archive. The first path
+/// component of every entry (the chart's folder) is dropped; `.helmignore`
+/// is not applied, as in Helm.
+pub fn load_archive(data: &[u8]) -> Result<Chart, LoadError> {
+    load_files(archive_files(data)?)
+}
+
+/// Reads the files of a chart archive with Helm's path safety checks.
+pub fn archive_files(data: &[u8]) -> Result<Vec<BufferedFile>, LoadError> {
+    let arch = |m: String| LoadError::Archive(m);
+    let gz = flate2::read::GzDecoder::new(data);
+    let mut tar = tar::Archive::new(gz);
+    let mut files = Vec::new();
+    let entries = tar.entries().map_err(|e| arch(e.to_string()))?;
+    for entry in entries {
+        let mut entry = entry.map_err(|e| arch(e.to_string()))?;
+        let kind = entry.header().entry_type();
+        if kind.is_dir() || kind.is_pax_global_extensions() || kind.is_pax_local_extensions() {
+            continue;
+        }
+        if kind.is_gnu_longname() || kind.is_gnu_longlink() {
+            continue;
+        }
+        let raw_name = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
+        let delim = if raw_name.contains('\\') { '\\' } else { '/' };
+        let parts: Vec<&str> = raw_name.split(delim).collect();
+        let n = parts[1..].join("/");
+        if n.starts_with('/') {
+            return Err(arch("chart illegally contains absolute paths".into()));
+        }
+        let n = clean_path(&n);
+        if n == "." {
+            return Err(arch(format!(
+                "chart illegally contains content outside the base directory: {raw_name:?}"
+            )));
+        }
+        if n.starts_with("..") {
+            return Err(arch("chart illegally references parent directory".into()));
+        }
+        let b = n.as_bytes();
+        if b.len() >= 3 && b[0].is_ascii_alphabetic() && b[1] == b':' && b[2] == b'/' {
+            return Err(arch("chart contains illegally named files".into()));
+        }
+        if parts[0] == "Chart.yaml" {
+            return Err(arch("chart yaml not in base directory".into()));
+        }
+        let mut buf = Vec::new();
+        entry
+            .read_to_end(&mut buf)
+            .map_err(|e| arch(format!("{raw_name}: {e}")))?;
+        files.push(BufferedFile {
+            name: n,
+            data: strip_bom(buf),
+        });
+    }
+    if files.is_empty() {
+        return Err(arch("no files in chart archive".into()));
+    }
+    Ok(files)
+}
+
+/// Go's `path.Clean`.
+fn clean_path(p: &str) -> String {
+    let rooted = p.starts_with('/');
+    let mut out: Vec<&str> = Vec::new();
+    for seg in p.split('/') {
+        match seg {
+            "" | "." => {}
+            ".." => {
+                if out.last().is_some_and(|s| *s != "..") {
+                    out.pop();
+                } else if !rooted {
+                    out.push("..");
+                }
+            }
+            s => out.push(s),
+        }
+    }
+    let joined = out.join("/");
+    match (rooted, joined.is_empty()) {
+        (true, _) => format!("/{joined}"),
+        (false, true) => ".".to_string(),
+        (false, false) => joined,
+    }
+}
+
+/// Go's `filepath.Ext`.
+pub(crate) fn go_ext(name: &str) -> &str {
+    let base_start = name.rfind('/').map_or(0, |i| i + 1);
+    match name[base_start..].rfind('.') {
+        Some(i) => &name[base_start + i..],
+        None => "",
+    }
+}
+
+/// Sorts in-memory files into a chart (Helm's `LoadFiles`).
+pub fn load_files(files: Vec<BufferedFile>) -> Result<Chart, LoadError> {
+    let mut c = Chart::default();
+    let mut have_metadata = false;
+    for f in &files {
+        if f.name == "Chart.yaml" {
+            c.metadata = Metadata::parse(&String::from_utf8_lossy(&f.data))?;
+            have_metadata = true;
+        }
+    }
+    let mut subcharts: std::collections::BTreeMap<String, Vec<BufferedFile>> = Default::default();
+    for f in files {
+        let text = || String::from_utf8_lossy(&f.data).into_owned();
+        match f.name.as_str() {
+            "Chart.yaml" => {}
+            "Chart.lock" => c.lock = Some(Lock::parse(&text(), "Chart.lock")?),
+            "values.yaml" => {
+                let t = text();
+                c.values = crate::values::read_values(&t).map_err(LoadError::Values)?;
+                c.raw_values = Some(t);
+            }
+            "values.schema.json" => c.schema = Some(f.data),
+            "requirements.yaml" => {
+                if !have_metadata {
+                    have_metadata = true;
+                }
+                c.metadata.merge_yaml(&text(), "requirements.yaml")?;
+                if c.metadata.api_version == API_VERSION_V1 {
+                    c.files.push(File {
+                        name: f.name,
+                        data: f.data,
+                    });
+                }
+            }
+            "requirements.lock" => {
+                c.lock = Some(Lock::parse(&text(), "requirements.lock")?);
+                have_metadata = true;
+                if c.metadata.api_version == API_VERSION_V1 {
+                    c.files.push(File {
+                        name: f.name,
+                        data: f.data,
+                    });
+                }
+            }
+            n if n.starts_with("templates/") => c.templates.push(File {
+                name: f.name,
+                data: f.data,
+            }),
+            n if n.starts_with("charts/") => {
+                if go_ext(n) == ".prov" {
+                    c.files.push(File {
+                        name: f.name,
+                        data: f.data,
+                    });
+                    continue;
+                }
+                let fname = n["charts/".len()..].to_string();
+                let cname = fname.split('/').next().unwrap_or_default().to_string();
+                subcharts.entry(cname).or_default().push(BufferedFile {
+                    name: fname,
+                    data: f.data,
+                });
+            }
+            _ => c.files.push(File {
+                name: f.name,
+                data: f.data,
+            }),
+        }
+    }
+    if !have_metadata {
+        return Err(LoadError::MissingChartYaml);
+    }
+    c.metadata.validate()?;
+
+    for (n, files) in subcharts {
+        if n.starts_with('_') || n.starts_with('.') {
+            continue;
+        }
+        let sub = if go_ext(&n) == ".tgz" {
+            let file = &files[0];
+            if file.name != n {
+                return Err(LoadError::Archive(format!(
+                    "error unpacking subchart tar in {}: expected {}, got {}",
+                    c.name(),
+                    n,
+                    file.name
+                )));
+            }
+            load_archive(&file.data)
+        } else {
+            let buff = files
+                .into_iter()
+                .filter_map(|f| {
+                    f.name.split_once('/').map(|(_, rest)| BufferedFile {
+                        name: rest.to_string(),
+                        data: f.data,
+                    })
+                })
+                .collect();
+            load_files(buff)
+        };
+        match sub {
+            Ok(s) => c.dependencies.push(s),
+            Err(e) => {
+                return Err(LoadError::Subchart {
+                    name: n,
+                    parent: c.name().to_string(),
+                    source: Box::new(e),
+                })
+            }
+        }
+    }
+    Ok(c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bf(name: &str, data: &str) -> BufferedFile {
+        BufferedFile {
+            name: name.into(),
+            data: data.as_bytes().to_vec(),
+        }
+    }
+
+    #[test]
+    fn sorts_files() {
+        let c = load_files(vec![
+            bf("values.yaml", "a: 1\n"),
+            bf("Chart.yaml", "apiVersion: v2\nname: x\nversion: 1.0.0\n"),
+            bf("templates/a.yaml", "x"),
+            bf("crds/c.yaml", "c"),
+            bf("crds/notes.txt", "n"),
+            bf(
+                "charts/sub/Chart.yaml",
+                "apiVersion: v2\nname: sub\nversion: 0.1.0\n",
+            ),
+            bf("charts/sub/templates/b.yaml", "y"),
+            bf("charts/_skip/Chart.yaml", "bad"),
+            bf("files/f.txt", "f"),
+        ])
+        .unwrap();
+        assert_eq!(c.templates.len(), 1);
+        assert_eq!(c.values.get("a"), Some(&serde_json::json!(1)));
+        assert_eq!(c.files.len(), 3);
+        assert_eq!(c.crds().count(), 1);
+        assert_eq!(c.dependencies.len(), 1);
+        assert_eq!(c.dependencies[0].templates[0].name, "templates/b.yaml");
+        let crds = c.crd_objects();
+        assert_eq!(crds[0].0, "x/crds/c.yaml");
+    }
+
+    #[test]
+    fn missing_chart_yaml() {
+        let e = load_files(vec![bf("values.yaml", "")]).unwrap_err();
+        assert_eq!(e.to_string(), "Chart.yaml file is missing");
+    }
+
+    #[test]
+    fn subchart_errors_name_the_subchart() {
+        let e = load_files(vec![
+            bf("Chart.yaml", "apiVersion: v2\nname: x\nversion: 1.0.0\n"),
+            bf("charts/sub/values.yaml", "a: 1"),
+        ])
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "error unpacking subchart sub in x: Chart.yaml file is missing"
+        );
+    }
+
+    #[test]
+    fn clean() {
+        assert_eq!(clean_path("a/./b/../c"), "a/c");
+        assert_eq!(clean_path(""), ".");
+        assert_eq!(clean_path("../a"), "../a");
+    }
+}

@@ -1,0 +1,146 @@
+//! Render results in the JSON shape of `helm-oracle render`
+//! (`{"manifests": {...}, "error": null}`), and the corpus case options it
+//! reads, so rudder's output can be judged by the oracle's `compare`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::loader::Values;
+use crate::render::{render_templates, ReleaseInfo, RenderOptions, RenderedFiles};
+
+/// Options of one corpus case (`<scenario>.options.json`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default)]
+pub struct CaseOptions {
+    pub name: String,
+    pub namespace: String,
+    pub kube_version: Option<String>,
+    pub api_versions: Vec<String>,
+    pub is_upgrade: bool,
+    pub revision: i64,
+    pub include_crds: bool,
+}
+
+impl Default for CaseOptions {
+    fn default() -> Self {
+        CaseOptions {
+            name: "demo".into(),
+            namespace: "prod".into(),
+            kube_version: None,
+            api_versions: Vec::new(),
+            is_upgrade: false,
+            revision: 1,
+            include_crds: false,
+        }
+    }
+}
+
+impl CaseOptions {
+    /// Reads `<scenario>.options.json` beside a scenario's values file, or
+    /// the defaults when there is none.
+    pub fn for_scenario(values_file: &Path) -> Result<CaseOptions, String> {
+        let p = values_file.with_extension("options.json");
+        match std::fs::read_to_string(&p) {
+            Ok(t) => serde_json::from_str(&t).map_err(|e| format!("{}: {e}", p.display())),
+            Err(_) => Ok(CaseOptions::default()),
+        }
+    }
+
+    pub fn render_options(&self) -> RenderOptions {
+        RenderOptions {
+            release: ReleaseInfo {
+                name: self.name.clone(),
+                namespace: self.namespace.clone(),
+                revision: self.revision,
+                is_upgrade: self.is_upgrade,
+            },
+            kube_version: self.kube_version.clone(),
+            api_versions: self.api_versions.clone(),
+            ..RenderOptions::default()
+        }
+    }
+}
+
+/// Reads and merges values files as `helm -f a -f b` does.
+pub fn read_values_files(files: &[PathBuf]) -> Result<Values, String> {
+    let mut sources = Vec::new();
+    for f in files {
+        let text = std::fs::read_to_string(f).map_err(|e| format!("{}: {e}", f.display()))?;
+        sources
+            .push(crate::values::read_values(&text).map_err(|e| format!("{}: {e}", f.display()))?);
+    }
+    Ok(crate::values::merge_user_values(sources))
+}
+
+/// The oracle's JSON for a render result; CRDs are added under their full
+/// names when `include_crds` is set.
+pub fn to_oracle_json(
+    result: &Result<RenderedFiles, String>,
+    include_crds: bool,
+) -> serde_json::Value {
+    match result {
+        Ok(r) => {
+            let mut m: BTreeMap<String, String> = r.files.clone();
+            if include_crds {
+                for (n, t) in &r.crds {
+                    m.insert(n.clone(), t.clone());
+                }
+            }
+            serde_json::json!({"manifests": m, "error": null})
+        }
+        Err(e) => serde_json::json!({"manifests": {}, "error": e}),
+    }
+}
+
+/// Loads a chart directory, reads the values files and renders: one corpus
+/// case end to end.
+pub fn render_case(
+    chart_dir: &Path,
+    values_files: &[PathBuf],
+    opts: &CaseOptions,
+) -> Result<RenderedFiles, String> {
+    let chart = crate::loader::load(chart_dir).map_err(|e| e.to_string())?;
+    let values = read_values_files(values_files)?;
+    render_templates(chart, values, &opts.render_options()).map_err(|e| e.to_string())
+}
+
+/// Every case of a corpus folder (`charts/`, `scenarios/`, `expected/`):
+/// (chart name, scenario name, chart dir, values file).
+pub fn corpus_cases(corpus: &Path) -> Vec<(String, String, PathBuf, PathBuf)> {
+    let mut out = Vec::new();
+    let Ok(charts) = std::fs::read_dir(corpus.join("charts")) else {
+        return out;
+    };
+    let mut charts: Vec<_> = charts
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    charts.sort();
+    for chart in charts {
+        let name = chart
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let sdir = corpus.join("scenarios").join(&name);
+        let mut scenarios: Vec<PathBuf> = std::fs::read_dir(&sdir)
+            .map(|rd| {
+                rd.flatten()
+                    .map(|e| e.path())
+                    .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        scenarios.sort();
+        for s in scenarios {
+            let sname = s
+                .file_stem()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            out.push((name.clone(), sname, chart.clone(), s));
+        }
+    }
+    out
+}

@@ -1,0 +1,255 @@
+//! The whole rendering pipeline Helm runs for `helm template` and
+//! `helm install`: prepare the chart (dependencies, values, schema), build
+//! each chart's built-in objects (`.Values`, `.Chart`, `.Release`,
+//! `.Capabilities`, `.Files`, `.Subcharts`), render, and split the output
+//! into notes, hooks and the sorted release manifest.
+
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+use gotmpl::{MapKind, MapRef, Value};
+
+use crate::engine::{Engine, LookupFn, RenderError, Renderable};
+use crate::loader::{Chart, Values};
+use crate::manifest::{self, Hook, Manifest, ManifestError, INSTALL_ORDER};
+use crate::objects::{Capabilities, Files, KubeVersion};
+use crate::values::prepare::{self, PrepareError, PrepareOptions, PreparedChart};
+
+/// The release a chart is rendered for (`.Release`).
+#[derive(Debug, Clone)]
+pub struct ReleaseInfo {
+    pub name: String,
+    pub namespace: String,
+    pub revision: i64,
+    pub is_upgrade: bool,
+}
+
+impl Default for ReleaseInfo {
+    fn default() -> Self {
+        ReleaseInfo {
+            name: "release-name".into(),
+            namespace: "default".into(),
+            revision: 1,
+            is_upgrade: false,
+        }
+    }
+}
+
+/// Everything besides the chart and values that shapes a render.
+#[derive(Clone, Default)]
+pub struct RenderOptions {
+    pub release: ReleaseInfo,
+    /// `--kube-version`; Helm's default (v1.36.0) when `None`.
+    pub kube_version: Option<String>,
+    /// `--api-versions` added to the defaults.
+    pub api_versions: Vec<String>,
+    /// Check the chart's `kubeVersion` constraint (as `helm template`/`install` do).
+    pub check_kube_version: bool,
+    /// Answers `lookup`; without it `lookup` returns an empty map.
+    pub lookup: Option<LookupFn>,
+    /// Validate values against `values.schema.json`.
+    pub skip_schema_validation: bool,
+}
+
+/// Why a chart could not be rendered.
+#[derive(Debug, thiserror::Error)]
+pub enum RenderChartError {
+    #[error(transparent)]
+    Prepare(#[from] PrepareError),
+    #[error(transparent)]
+    Render(#[from] RenderError),
+    #[error(transparent)]
+    Manifest(#[from] ManifestError),
+    #[error("invalid kube version {0:?}: expected a version such as v1.29.0")]
+    KubeVersion(String),
+    #[error(
+        "chart requires kubeVersion: {constraint} which is incompatible with Kubernetes {version}"
+    )]
+    KubeVersionConstraint { constraint: String, version: String },
+}
+
+/// A finished render.
+#[derive(Debug, Clone)]
+pub struct Rendered {
+    /// The engine's output per template, as `helm-oracle render` prints it
+    /// (every non-partial template, including empty files and NOTES.txt).
+    pub files: BTreeMap<String, String>,
+    /// CRDs from `crds/` folders of the chart and enabled subcharts.
+    pub crds: Vec<(String, String)>,
+    /// The root chart's NOTES.txt output, if any.
+    pub notes: Option<String>,
+    /// Hooks, sorted by weight then kind.
+    pub hooks: Vec<Hook>,
+    /// The release manifest documents, in install order.
+    pub manifests: Vec<Manifest>,
+    /// The merged values the templates saw (`.Values`).
+    pub values: Values,
+    /// Helm's coalescing warnings.
+    pub warnings: Vec<String>,
+}
+
+impl Rendered {
+    /// The release manifest as Helm stores it (`---\n# Source: ...`).
+    pub fn manifest_text(&self) -> String {
+        manifest::manifest_text(&self.manifests)
+    }
+}
+
+fn release_value(r: &ReleaseInfo) -> Value {
+    let mut m = gotmpl::Map::new();
+    m.insert("Name".into(), Value::str(&r.name));
+    m.insert("Namespace".into(), Value::str(&r.namespace));
+    m.insert("Revision".into(), Value::int(r.revision));
+    m.insert("IsInstall".into(), Value::Bool(!r.is_upgrade));
+    m.insert("IsUpgrade".into(), Value::Bool(r.is_upgrade));
+    m.insert("Service".into(), Value::str("Helm"));
+    Value::map(m)
+}
+
+/// Follows `path` through nested maps, returning the same shared map.
+fn nested_map(root: &MapRef, path: &[String]) -> Option<MapRef> {
+    let mut cur = root.clone();
+    for p in path {
+        match cur.get(p) {
+            Some(Value::Map(m)) => cur = m,
+            _ => return None,
+        }
+    }
+    Some(cur)
+}
+
+/// Builds the per-chart contexts and the list of templates to render.
+fn renderables(p: &PreparedChart, opts: &RenderOptions, caps: Value) -> Vec<Renderable> {
+    let root_values = match Value::from_json(&serde_json::Value::Object(p.values.clone())) {
+        Value::Map(m) => m.retyped(MapKind::Named("common.Values")),
+        _ => MapRef::with_kind(Default::default(), MapKind::Named("common.Values")),
+    };
+    let release = release_value(&opts.release);
+    // Contexts are built children first, so `.Subcharts` can hold them.
+    let mut contexts: Vec<Option<MapRef>> = vec![None; p.charts.len()];
+    for idx in (0..p.charts.len()).rev() {
+        let scope = &p.charts[idx];
+        let values = if scope.is_root {
+            root_values.clone()
+        } else {
+            nested_map(&root_values, &scope.values_path)
+                .map(|m| m.retyped(MapKind::Named("common.Values")))
+                .unwrap_or_else(|| {
+                    MapRef::with_kind(Default::default(), MapKind::Named("common.Values"))
+                })
+        };
+        let mut subcharts = gotmpl::Map::new();
+        for (name, child) in &scope.subcharts {
+            if let Some(Some(c)) = contexts.get(*child) {
+                subcharts.insert(name.clone(), Value::Map(c.clone()));
+            }
+        }
+        let files = Files::from_pairs(scope.files.iter().map(|f| (f.name.clone(), f.data.clone())));
+        let mut ctx = gotmpl::Map::new();
+        ctx.insert("Chart".into(), scope.metadata.template_value(scope.is_root));
+        ctx.insert("Files".into(), Value::object(files));
+        ctx.insert("Release".into(), release.clone());
+        ctx.insert("Capabilities".into(), caps.clone());
+        ctx.insert("Values".into(), Value::Map(values));
+        ctx.insert("Subcharts".into(), Value::map(subcharts));
+        contexts[idx] = Some(MapRef::with_kind(ctx, MapKind::Named("common.Values")));
+    }
+    p.templates
+        .iter()
+        .filter_map(|t| {
+            let vals = contexts.get(t.chart).cloned().flatten()?;
+            Some(Renderable {
+                name: t.name.clone(),
+                text: String::from_utf8_lossy(&t.data).into_owned(),
+                vals,
+                base_path: t.base_path.clone(),
+            })
+        })
+        .collect()
+}
+
+/// The engine's output for a chart, before it is split into manifests.
+#[derive(Debug, Clone)]
+pub struct RenderedFiles {
+    /// The root chart's name.
+    pub chart_name: String,
+    /// Output per template, as `helm-oracle render` prints it (every
+    /// non-partial template, including empty files and NOTES.txt).
+    pub files: BTreeMap<String, String>,
+    /// CRDs from `crds/` folders of the chart and enabled subcharts.
+    pub crds: Vec<(String, String)>,
+    /// The merged values the templates saw (`.Values`).
+    pub values: Values,
+    /// Helm's coalescing warnings.
+    pub warnings: Vec<String>,
+}
+
+/// Prepares and renders a loaded chart: what Helm's engine returns.
+pub fn render_templates(
+    chart: Chart,
+    user_values: Values,
+    opts: &RenderOptions,
+) -> Result<RenderedFiles, RenderChartError> {
+    let kube = match &opts.kube_version {
+        Some(v) => KubeVersion::parse(v).ok_or_else(|| RenderChartError::KubeVersion(v.clone()))?,
+        None => KubeVersion::default(),
+    };
+    if opts.check_kube_version {
+        prepare::check_kube_version(&chart.metadata, &kube.version).map_err(|_| {
+            RenderChartError::KubeVersionConstraint {
+                constraint: chart.metadata.kube_version.clone(),
+                version: kube.version.clone(),
+            }
+        })?;
+    }
+    let prepared = prepare::prepare_with(
+        chart,
+        user_values,
+        PrepareOptions {
+            validate_schema: !opts.skip_schema_validation,
+            ..PrepareOptions::default()
+        },
+    )?;
+    let caps = Value::Object(Rc::new(Capabilities::new(kube, &opts.api_versions)));
+    let tpls = renderables(&prepared, opts, caps);
+    let mut engine = Engine::new();
+    if let Some(l) = &opts.lookup {
+        engine = engine.with_lookup(l.clone());
+    }
+    let files = engine.render(&tpls)?;
+    Ok(RenderedFiles {
+        chart_name: prepared.chart.name().to_string(),
+        crds: prepared
+            .crds
+            .iter()
+            .map(|(n, f)| (n.clone(), String::from_utf8_lossy(&f.data).into_owned()))
+            .collect(),
+        files,
+        values: prepared.values,
+        warnings: prepared.warnings,
+    })
+}
+
+/// Renders a loaded chart with the user's merged values and sorts the
+/// output into notes, hooks and manifests, as `helm install` does.
+pub fn render_chart(
+    chart: Chart,
+    user_values: Values,
+    opts: &RenderOptions,
+) -> Result<Rendered, RenderChartError> {
+    let r = render_templates(chart, user_values, opts)?;
+    let notes = r
+        .files
+        .get(&format!("{}/templates/NOTES.txt", r.chart_name))
+        .cloned();
+    let sorted = manifest::sort_manifests(&r.files, INSTALL_ORDER)?;
+    Ok(Rendered {
+        crds: r.crds,
+        files: r.files,
+        notes,
+        hooks: sorted.hooks,
+        manifests: sorted.manifests,
+        values: r.values,
+        warnings: r.warnings,
+    })
+}

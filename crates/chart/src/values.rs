@@ -1,1 +1,0 @@
-//! values (being written).

@@ -1,0 +1,242 @@
+//! Ties loading, dependency processing, coalescing and schema validation
+//! together into what the renderer needs, in the order Helm's install action
+//! runs them: `CheckDependencies`, `ProcessDependenciesWithMerge`, then
+//! `ToRenderValuesWithSchemaValidation` (coalesce + validate), then the
+//! engine's walk over the chart tree (`recAllTpls`).
+
+use crate::chartfile::Metadata;
+use crate::dependencies::{self, DependencyError};
+use crate::loader::{Chart, File, Values};
+use crate::schema::{self, SchemaError};
+use crate::values::{self, Warnings};
+use serde_json::Value as Json;
+
+/// Why a chart cannot be rendered with the given values.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PrepareError {
+    #[error(transparent)]
+    Dependencies(#[from] DependencyError),
+    #[error(transparent)]
+    Values(#[from] values::ValuesError),
+    #[error(transparent)]
+    Schema(#[from] SchemaError),
+}
+
+/// One chart of the processed tree (the root first, then subcharts depth
+/// first, each chart's subcharts in `charts/` order).
+#[derive(Debug, Clone)]
+pub struct ChartScope {
+    /// The metadata templates see as `.Chart` (an aliased subchart carries
+    /// its alias as `name`); build it with [`Metadata::template_value`]
+    /// and `is_root`.
+    pub metadata: Metadata,
+    pub is_root: bool,
+    /// `<root>` or `<root>/charts/<sub>/charts/<subsub>` (Helm's
+    /// `ChartFullPath`, aliases applied).
+    pub full_path: String,
+    /// Where this chart's `.Values` lives inside the top-level values: empty
+    /// for the root, `["sub"]`, `["sub", "subsub"]`... The renderer must take
+    /// `.Values` of a subchart as the *same* map object as that nested table
+    /// of the root's `.Values` (Helm shares it), or an empty map when the
+    /// path does not lead to a table.
+    pub values_path: Vec<String>,
+    /// The chart's files other than templates (`.Files`).
+    pub files: Vec<File>,
+    /// Index of the parent chart in [`PreparedChart::charts`].
+    pub parent: Option<usize>,
+    /// Indices of the direct subcharts, keyed by name (for `.Subcharts`).
+    pub subcharts: Vec<(String, usize)>,
+    /// Library chart: its templates are only sources of `define`s.
+    pub is_library: bool,
+}
+
+/// A template to parse and (unless it is a partial) render.
+#[derive(Debug, Clone)]
+pub struct PreparedTemplate {
+    /// Full name: `<root>/templates/x.yaml`,
+    /// `<root>/charts/<sub>/templates/y.yaml` (`.Template.Name`).
+    pub name: String,
+    /// `<chart full path>/templates` (`.Template.BasePath`).
+    pub base_path: String,
+    pub data: Vec<u8>,
+    /// Index of the owning chart in [`PreparedChart::charts`].
+    pub chart: usize,
+}
+
+/// Everything the renderer needs for one release.
+#[derive(Debug, Clone)]
+pub struct PreparedChart {
+    /// The chart after dependency processing (disabled subcharts removed,
+    /// aliases applied, default values rewritten as Helm does).
+    pub chart: Chart,
+    /// The top-level `.Values`: user values coalesced with every chart's
+    /// defaults, subchart values under their names, globals copied down.
+    /// Numbers that Helm has as float64 are whatever the YAML/JSON sources
+    /// gave; `--set` integers are JSON integers (int64 in Helm).
+    pub values: Values,
+    /// All charts of the tree, the root at index 0.
+    pub charts: Vec<ChartScope>,
+    /// Templates of every enabled chart, in Helm's walk order. Helm skips
+    /// a library chart's templates unless their base name starts with `_`;
+    /// those are already left out here.
+    pub templates: Vec<PreparedTemplate>,
+    /// CRD files (`crds/`) of the chart and its enabled subcharts, with full
+    /// names (`<root>/crds/x.yaml`, `<root>/charts/<sub>/crds/y.yaml`).
+    pub crds: Vec<(String, File)>,
+    /// Helm's coalescing warnings (its `log.Printf` lines), without repeats.
+    pub warnings: Vec<String>,
+}
+
+impl PreparedChart {
+    /// The scoped values of a chart, copied out of [`PreparedChart::values`]
+    /// (an empty table when its path does not lead to a table).
+    pub fn scoped_values(&self, chart: usize) -> Values {
+        let mut cur = &self.values;
+        for part in self
+            .charts
+            .get(chart)
+            .map(|c| c.values_path.as_slice())
+            .unwrap_or(&[])
+        {
+            match cur.get(part) {
+                Some(Json::Object(m)) => cur = m,
+                _ => return Values::new(),
+            }
+        }
+        cur.clone()
+    }
+}
+
+/// Options of [`prepare`].
+#[derive(Debug, Clone, Copy)]
+pub struct PrepareOptions {
+    /// Fail when a dependency of `Chart.yaml` is missing from `charts/`
+    /// (Helm's `CheckDependencies`, which `helm install` runs).
+    pub check_dependencies: bool,
+    /// Validate against `values.schema.json` (Helm's default).
+    pub validate_schema: bool,
+    /// Use `ProcessDependenciesWithMerge` (what `helm install`/`upgrade`
+    /// run, and what the oracle's results agree with) rather than
+    /// `ProcessDependencies` (which drops every null of the rewritten
+    /// defaults).
+    pub merge_import_values: bool,
+}
+
+impl Default for PrepareOptions {
+    fn default() -> Self {
+        PrepareOptions {
+            check_dependencies: true,
+            validate_schema: true,
+            merge_import_values: true,
+        }
+    }
+}
+
+/// Prepares a chart for rendering with the user's (already merged) values,
+/// with the default options.
+pub fn prepare(chart: Chart, user_values: Values) -> Result<PreparedChart, PrepareError> {
+    prepare_with(chart, user_values, PrepareOptions::default())
+}
+
+/// Prepares a chart for rendering: checks and processes dependencies,
+/// coalesces values, validates schemas, and lists the templates to render.
+pub fn prepare_with(
+    mut chart: Chart,
+    user_values: Values,
+    opts: PrepareOptions,
+) -> Result<PreparedChart, PrepareError> {
+    let mut warn = Warnings::default();
+    if opts.check_dependencies {
+        dependencies::check_dependencies(&chart)?;
+    }
+    dependencies::process_dependencies(
+        &mut chart,
+        &user_values,
+        opts.merge_import_values,
+        &mut warn,
+    )?;
+    let values = values::coalesce_values(&chart, &user_values, &mut warn)?;
+    if opts.validate_schema {
+        schema::validate_against_schema(&chart, &values)?;
+    }
+    let mut out = PreparedChart {
+        chart: Chart::default(),
+        values,
+        charts: Vec::new(),
+        templates: Vec::new(),
+        crds: chart
+            .crd_objects()
+            .into_iter()
+            .map(|(n, f)| (n, f.clone()))
+            .collect(),
+        warnings: warn.0,
+    };
+    walk(&chart, None, Vec::new(), chart.name().to_string(), &mut out);
+    out.chart = chart;
+    Ok(out)
+}
+
+fn walk(
+    c: &Chart,
+    parent: Option<usize>,
+    values_path: Vec<String>,
+    full_path: String,
+    out: &mut PreparedChart,
+) -> usize {
+    let idx = out.charts.len();
+    out.charts.push(ChartScope {
+        metadata: c.metadata.clone(),
+        is_root: parent.is_none(),
+        full_path: full_path.clone(),
+        values_path: values_path.clone(),
+        files: c.files.clone(),
+        parent,
+        subcharts: Vec::new(),
+        is_library: c.is_library(),
+    });
+    let mut subs = Vec::new();
+    for d in &c.dependencies {
+        let mut p = values_path.clone();
+        p.push(d.name().to_string());
+        let child = walk(
+            d,
+            Some(idx),
+            p,
+            format!("{full_path}/charts/{}", d.name()),
+            out,
+        );
+        subs.push((d.name().to_string(), child));
+    }
+    out.charts[idx].subcharts = subs;
+    let base_path = format!("{full_path}/templates");
+    for t in &c.templates {
+        if c.is_library() {
+            let base = t.name.rsplit('/').next().unwrap_or_default();
+            if !base.starts_with('_') {
+                continue;
+            }
+        }
+        out.templates.push(PreparedTemplate {
+            name: format!("{full_path}/{}", t.name),
+            base_path: base_path.clone(),
+            data: t.data.clone(),
+            chart: idx,
+        });
+    }
+    idx
+}
+
+/// Helm's `kubeVersion` check of `helm install`: the cluster version must
+/// satisfy the chart's `kubeVersion` constraint (when it has one).
+pub fn check_kube_version(md: &Metadata, kube_version: &str) -> Result<(), String> {
+    if md.kube_version.is_empty() {
+        return Ok(());
+    }
+    match crate::funcs::semver::constraint_matches(&md.kube_version, kube_version) {
+        Ok(true) => Ok(()),
+        _ => Err(format!(
+            "chart requires kubeVersion: {} which is incompatible with Kubernetes {}",
+            md.kube_version, kube_version
+        )),
+    }
+}

@@ -1,1 +1,0 @@
-//! yaml (being written).

@@ -1,0 +1,279 @@
+//! Kubernetes backends: release records as Secrets (Helm's default driver) or as
+//! ConfigMaps, in one namespace, in exactly Helm's layout (see [`super::objects`]).
+
+use std::collections::BTreeMap;
+
+use async_trait::async_trait;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::ByteString;
+use kube::api::{DeleteParams, ListParams, PostParams};
+use kube::{Api, Client};
+
+use super::objects::{ObjectBackend, ObjectDriver, RawObject};
+use super::SECRET_TYPE;
+use crate::error::{Error, Result};
+
+/// Release records stored as Secrets (Helm's `secret` driver).
+pub type SecretDriver = ObjectDriver<SecretBackend>;
+/// Release records stored as ConfigMaps (Helm's `configmap` driver).
+pub type ConfigMapDriver = ObjectDriver<ConfigMapBackend>;
+
+impl SecretDriver {
+    /// A Secret driver for `namespace`.
+    pub fn for_namespace(client: Client, namespace: &str) -> SecretDriver {
+        ObjectDriver::new(SecretBackend {
+            api: Api::namespaced(client, namespace),
+            namespace: namespace.to_string(),
+        })
+    }
+}
+
+impl ConfigMapDriver {
+    /// A ConfigMap driver for `namespace`.
+    pub fn for_namespace(client: Client, namespace: &str) -> ConfigMapDriver {
+        ObjectDriver::new(ConfigMapBackend {
+            api: Api::namespaced(client, namespace),
+            namespace: namespace.to_string(),
+        })
+    }
+}
+
+fn selector_string(selector: &BTreeMap<String, String>) -> String {
+    selector
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// Maps API errors to the typed ones the drivers act on.
+fn map_err(kind: &str, namespace: &str, op: &str, name: &str, e: kube::Error) -> Error {
+    if let kube::Error::Api(status) = &e {
+        if status.is_not_found() {
+            return Error::NotFound(name.to_string());
+        }
+        if status.is_already_exists() {
+            return Error::AlreadyExists(name.to_string());
+        }
+        if status.code == 409 {
+            return Error::Conflict(name.to_string());
+        }
+    }
+    Error::api(format!("{op} {kind} {namespace}/{name}"), e)
+}
+
+fn meta(obj: &RawObject) -> ObjectMeta {
+    ObjectMeta {
+        name: Some(obj.name.clone()),
+        labels: Some(obj.labels.clone()),
+        annotations: (!obj.annotations.is_empty()).then(|| obj.annotations.clone()),
+        resource_version: obj.resource_version.clone(),
+        ..ObjectMeta::default()
+    }
+}
+
+fn raw_from_meta(m: &ObjectMeta) -> RawObject {
+    RawObject {
+        name: m.name.clone().unwrap_or_default(),
+        labels: m.labels.clone().unwrap_or_default(),
+        annotations: m.annotations.clone().unwrap_or_default(),
+        resource_version: m.resource_version.clone(),
+        ..RawObject::default()
+    }
+}
+
+/// Secrets in one namespace.
+#[derive(Clone)]
+pub struct SecretBackend {
+    api: Api<Secret>,
+    namespace: String,
+}
+
+impl SecretBackend {
+    fn to_raw(s: Secret) -> RawObject {
+        let mut raw = raw_from_meta(&s.metadata);
+        raw.type_ = s.type_;
+        raw.data = s
+            .data
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(k, v)| (k, v.0))
+            .collect();
+        raw
+    }
+
+    fn from_raw(obj: &RawObject) -> Secret {
+        Secret {
+            metadata: meta(obj),
+            type_: obj.type_.clone().or_else(|| Some(SECRET_TYPE.to_string())),
+            data: Some(
+                obj.data
+                    .iter()
+                    .map(|(k, v)| (k.clone(), ByteString(v.clone())))
+                    .collect(),
+            ),
+            ..Secret::default()
+        }
+    }
+
+    fn err(&self, op: &str, name: &str, e: kube::Error) -> Error {
+        map_err("Secret", &self.namespace, op, name, e)
+    }
+}
+
+#[async_trait]
+impl ObjectBackend for SecretBackend {
+    fn kind(&self) -> &'static str {
+        "Secret"
+    }
+
+    fn record_type(&self) -> Option<&'static str> {
+        Some(SECRET_TYPE)
+    }
+
+    async fn get(&self, name: &str) -> Result<Option<RawObject>> {
+        match self.api.get_opt(name).await {
+            Ok(s) => Ok(s.map(Self::to_raw)),
+            Err(e) => Err(self.err("get", name, e)),
+        }
+    }
+
+    async fn list(&self, selector: &BTreeMap<String, String>) -> Result<Vec<RawObject>> {
+        let lp = ListParams::default().labels(&selector_string(selector));
+        match self.api.list(&lp).await {
+            Ok(list) => Ok(list.items.into_iter().map(Self::to_raw).collect()),
+            Err(e) => Err(Error::api(
+                format!(
+                    "list Secrets in {} with labels {}",
+                    self.namespace,
+                    selector_string(selector)
+                ),
+                e,
+            )),
+        }
+    }
+
+    async fn create(&self, obj: &RawObject) -> Result<()> {
+        let mut secret = Self::from_raw(obj);
+        secret.metadata.resource_version = None;
+        self.api
+            .create(&PostParams::default(), &secret)
+            .await
+            .map(|_| ())
+            .map_err(|e| self.err("create", &obj.name, e))
+    }
+
+    async fn replace(&self, obj: &RawObject) -> Result<()> {
+        self.api
+            .replace(&obj.name, &PostParams::default(), &Self::from_raw(obj))
+            .await
+            .map(|_| ())
+            .map_err(|e| self.err("update", &obj.name, e))
+    }
+
+    async fn delete(&self, name: &str) -> Result<()> {
+        self.api
+            .delete(name, &DeleteParams::default())
+            .await
+            .map(|_| ())
+            .map_err(|e| self.err("delete", name, e))
+    }
+}
+
+/// ConfigMaps in one namespace.
+#[derive(Clone)]
+pub struct ConfigMapBackend {
+    api: Api<ConfigMap>,
+    namespace: String,
+}
+
+impl ConfigMapBackend {
+    fn to_raw(c: ConfigMap) -> RawObject {
+        let mut raw = raw_from_meta(&c.metadata);
+        raw.data = c
+            .data
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(k, v)| (k, v.into_bytes()))
+            .collect();
+        raw
+    }
+
+    fn from_raw(obj: &RawObject) -> ConfigMap {
+        ConfigMap {
+            metadata: meta(obj),
+            data: Some(
+                obj.data
+                    .iter()
+                    // Our values are base64 text or JSON, so always UTF-8.
+                    .map(|(k, v)| (k.clone(), String::from_utf8_lossy(v).into_owned()))
+                    .collect(),
+            ),
+            ..ConfigMap::default()
+        }
+    }
+
+    fn err(&self, op: &str, name: &str, e: kube::Error) -> Error {
+        map_err("ConfigMap", &self.namespace, op, name, e)
+    }
+}
+
+#[async_trait]
+impl ObjectBackend for ConfigMapBackend {
+    fn kind(&self) -> &'static str {
+        "ConfigMap"
+    }
+
+    fn record_type(&self) -> Option<&'static str> {
+        None
+    }
+
+    async fn get(&self, name: &str) -> Result<Option<RawObject>> {
+        match self.api.get_opt(name).await {
+            Ok(c) => Ok(c.map(Self::to_raw)),
+            Err(e) => Err(self.err("get", name, e)),
+        }
+    }
+
+    async fn list(&self, selector: &BTreeMap<String, String>) -> Result<Vec<RawObject>> {
+        let lp = ListParams::default().labels(&selector_string(selector));
+        match self.api.list(&lp).await {
+            Ok(list) => Ok(list.items.into_iter().map(Self::to_raw).collect()),
+            Err(e) => Err(Error::api(
+                format!(
+                    "list ConfigMaps in {} with labels {}",
+                    self.namespace,
+                    selector_string(selector)
+                ),
+                e,
+            )),
+        }
+    }
+
+    async fn create(&self, obj: &RawObject) -> Result<()> {
+        let mut cm = Self::from_raw(obj);
+        cm.metadata.resource_version = None;
+        self.api
+            .create(&PostParams::default(), &cm)
+            .await
+            .map(|_| ())
+            .map_err(|e| self.err("create", &obj.name, e))
+    }
+
+    async fn replace(&self, obj: &RawObject) -> Result<()> {
+        self.api
+            .replace(&obj.name, &PostParams::default(), &Self::from_raw(obj))
+            .await
+            .map(|_| ())
+            .map_err(|e| self.err("update", &obj.name, e))
+    }
+
+    async fn delete(&self, name: &str) -> Result<()> {
+        self.api
+            .delete(name, &DeleteParams::default())
+            .await
+            .map(|_| ())
+            .map_err(|e| self.err("delete", name, e))
+    }
+}

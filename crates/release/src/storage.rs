@@ -1,0 +1,199 @@
+//! Release history on top of a [`Driver`], like Helm's `pkg/storage`: get a revision,
+//! the deployed one, the latest one, the history, and prune old revisions on create.
+//!
+//! Finding the deployed or latest revision reads labels only (`name`, `owner=helm`,
+//! `status=deployed`, `version`) and decodes just the one record it returns.
+
+use std::sync::Arc;
+
+use crate::driver::{make_key, selector, Driver, Filter, RecordMeta, OWNER_HELM};
+use crate::error::{Error, Result};
+use crate::record::{Release, Status};
+
+/// Helm's default `--history-max`.
+pub const DEFAULT_MAX_HISTORY: usize = 10;
+
+/// Release storage over a driver.
+#[derive(Clone)]
+pub struct Storage {
+    driver: Arc<dyn Driver>,
+    /// Revisions kept per release, counting the newest; 0 means unlimited. The deployed
+    /// revision is never pruned.
+    pub max_history: usize,
+}
+
+impl Storage {
+    /// Storage with Helm's default history limit of 10.
+    pub fn new(driver: Arc<dyn Driver>) -> Storage {
+        Storage {
+            driver,
+            max_history: DEFAULT_MAX_HISTORY,
+        }
+    }
+
+    /// Sets the history limit (0 = unlimited).
+    pub fn with_max_history(mut self, max_history: usize) -> Storage {
+        self.max_history = max_history;
+        self
+    }
+
+    /// The underlying driver.
+    pub fn driver(&self) -> &Arc<dyn Driver> {
+        &self.driver
+    }
+
+    /// One revision.
+    pub async fn get(&self, name: &str, version: i64) -> Result<Release> {
+        self.driver.get(&make_key(name, version)).await
+    }
+
+    /// Stores a new revision, first pruning history to make room for it.
+    pub async fn create(&self, rel: &Release) -> Result<()> {
+        if self.max_history > 0 {
+            self.remove_least_recent(&rel.name, self.max_history - 1)
+                .await?;
+        }
+        self.driver
+            .create(&make_key(&rel.name, rel.version), rel)
+            .await
+    }
+
+    /// Rewrites an existing revision (e.g. to change its status).
+    pub async fn update(&self, rel: &Release) -> Result<()> {
+        self.driver
+            .update(&make_key(&rel.name, rel.version), rel)
+            .await
+    }
+
+    /// Deletes one revision and returns it.
+    pub async fn delete(&self, name: &str, version: i64) -> Result<Release> {
+        self.driver.delete(&make_key(name, version)).await
+    }
+
+    /// Every release record in the namespace.
+    pub async fn list_releases(&self) -> Result<Vec<Release>> {
+        self.driver.list(&|_| true).await
+    }
+
+    /// Records accepted by `filter`.
+    pub async fn list(&self, filter: Filter<'_>) -> Result<Vec<Release>> {
+        self.driver.list(filter).await
+    }
+
+    /// Every record with status `deployed`.
+    pub async fn list_deployed(&self) -> Result<Vec<Release>> {
+        self.driver.list(&|r| r.status() == Status::Deployed).await
+    }
+
+    /// Every record with status `uninstalled`.
+    pub async fn list_uninstalled(&self) -> Result<Vec<Release>> {
+        self.driver
+            .list(&|r| r.status() == Status::Uninstalled)
+            .await
+    }
+
+    /// Label metadata of every revision of `name`, oldest first, without decoding.
+    pub async fn history_meta(&self, name: &str) -> Result<Vec<RecordMeta>> {
+        let mut metas = self
+            .driver
+            .query_meta(&selector([("name", name), ("owner", OWNER_HELM)]))
+            .await?;
+        metas.sort_by_key(|m| m.version);
+        Ok(metas)
+    }
+
+    /// Every revision of `name`, decoded, oldest first; empty when there is none
+    /// (where Helm returns "not found").
+    pub async fn history(&self, name: &str) -> Result<Vec<Release>> {
+        match self
+            .driver
+            .query(&selector([("name", name), ("owner", OWNER_HELM)]))
+            .await
+        {
+            Ok(mut rels) => {
+                rels.sort_by_key(|r| r.version);
+                Ok(rels)
+            }
+            Err(Error::NotFound(_)) => Ok(Vec::new()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Metadata of the newest revision labelled deployed. Several can be labelled so
+    /// after concurrent writers; like Helm, the newest wins.
+    pub async fn deployed_meta(&self, name: &str) -> Result<Option<RecordMeta>> {
+        let metas = self
+            .driver
+            .query_meta(&selector([
+                ("name", name),
+                ("owner", OWNER_HELM),
+                ("status", Status::Deployed.as_str()),
+            ]))
+            .await?;
+        Ok(metas.into_iter().max_by_key(|m| m.version))
+    }
+
+    /// The deployed revision, decoding only that record.
+    pub async fn deployed(&self, name: &str) -> Result<Option<Release>> {
+        match self.deployed_meta(name).await? {
+            Some(meta) => self.driver.get(&meta.key).await.map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// The newest revision of any status, decoding only that record.
+    pub async fn last(&self, name: &str) -> Result<Option<Release>> {
+        let newest = self.history_meta(name).await?.into_iter().next_back();
+        match newest {
+            Some(meta) => self.driver.get(&meta.key).await.map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// The revision number the next action should use (1 for a new release).
+    pub async fn next_version(&self, name: &str) -> Result<i64> {
+        Ok(self
+            .history_meta(name)
+            .await?
+            .last()
+            .map_or(1, |m| m.version + 1))
+    }
+
+    /// Deletes the oldest revisions until at most `max` remain, never the deployed one.
+    /// Uses labels only and never decodes, so damaged revisions are pruned as well.
+    /// Returns the deleted versions.
+    pub async fn remove_least_recent(&self, name: &str, max: usize) -> Result<Vec<i64>> {
+        let history = self.history_meta(name).await?;
+        if history.len() <= max {
+            return Ok(Vec::new());
+        }
+        let deployed = history
+            .iter()
+            .filter(|m| m.status == Status::Deployed)
+            .map(|m| m.version)
+            .max();
+        let excess = history.len() - max;
+        let doomed: Vec<i64> = history
+            .iter()
+            .map(|m| m.version)
+            .filter(|v| Some(*v) != deployed)
+            .take(excess)
+            .collect();
+        // Delete as many as possible; the next call retries whatever failed.
+        let mut first_err = None;
+        let mut deleted = Vec::new();
+        for version in doomed {
+            // Delete without decoding: a damaged old revision must not block pruning.
+            match self.driver.remove(&make_key(name, version)).await {
+                Ok(()) | Err(Error::NotFound(_)) => deleted.push(version),
+                Err(e) => {
+                    first_err.get_or_insert(e);
+                }
+            }
+        }
+        match first_err {
+            Some(e) => Err(e),
+            None => Ok(deleted),
+        }
+    }
+}

@@ -1,0 +1,307 @@
+//! The Secret and ConfigMap drivers and the Lease lock against the embedded API server
+//! (`crates/apiserver`), checking the exact objects written.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use kube::api::{ListParams, PostParams};
+use kube::{Api, Client};
+use release::codec;
+use release::driver::objects::ChunkConfig;
+use release::driver::{selector, ConfigMapDriver, Driver, SecretDriver};
+use release::lock::{lease_name, KubeLocks, LockError, ReleaseLocks};
+use release::{Error, Release, Status, Storage};
+
+const NS: &str = "default";
+
+async fn server() -> (apiserver::Server, Client) {
+    let server = apiserver::Server::start(apiserver::Config::default())
+        .await
+        .expect("start embedded API server");
+    let client = server.client().expect("client");
+    (server, client)
+}
+
+fn rel(name: &str, version: i64, status: Status, manifest: &str) -> Release {
+    let mut r = Release {
+        name: name.into(),
+        version,
+        namespace: NS.into(),
+        manifest: manifest.into(),
+        ..Release::default()
+    };
+    r.set_status(status, "test");
+    r
+}
+
+fn label_keys(labels: &Option<BTreeMap<String, String>>) -> Vec<String> {
+    labels.clone().unwrap_or_default().into_keys().collect()
+}
+
+#[tokio::test]
+async fn secret_driver_writes_helms_exact_layout() {
+    let (server, client) = server().await;
+    let driver = SecretDriver::for_namespace(client.clone(), NS);
+    let mut r = rel("web", 1, Status::Deployed, "kind: A\n");
+    r.labels.insert("team".into(), "x".into());
+    driver
+        .create("sh.helm.release.v1.web.v1", &r)
+        .await
+        .unwrap();
+
+    let secret = Api::<Secret>::namespaced(client.clone(), NS)
+        .get("sh.helm.release.v1.web.v1")
+        .await
+        .unwrap();
+    assert_eq!(secret.type_.as_deref(), Some("helm.sh/release.v1"));
+    assert_eq!(
+        label_keys(&secret.metadata.labels),
+        ["createdAt", "name", "owner", "status", "team", "version"]
+    );
+    let labels = secret.metadata.labels.clone().unwrap();
+    assert_eq!(
+        (
+            labels["name"].as_str(),
+            labels["owner"].as_str(),
+            labels["status"].as_str(),
+            labels["version"].as_str()
+        ),
+        ("web", "helm", "deployed", "1")
+    );
+    assert!(labels["createdAt"].parse::<i64>().unwrap() > 1_600_000_000);
+    let data = secret.data.clone().unwrap();
+    assert_eq!(data.keys().collect::<Vec<_>>(), ["release"]);
+    // The value is Helm's base64 text (so base64 twice on the wire), gzip inside.
+    let decoded = codec::decode_bytes(&data["release"].0).unwrap();
+    assert_eq!(decoded.manifest, "kind: A\n");
+
+    assert_eq!(driver.get("sh.helm.release.v1.web.v1").await.unwrap(), r);
+    assert!(matches!(
+        driver.create("sh.helm.release.v1.web.v1", &r).await,
+        Err(Error::AlreadyExists(_))
+    ));
+    assert!(driver
+        .get("sh.helm.release.v1.web.v9")
+        .await
+        .unwrap_err()
+        .is_not_found());
+
+    let mut r2 = r.clone();
+    r2.set_status(Status::Superseded, "Superseded");
+    driver
+        .update("sh.helm.release.v1.web.v1", &r2)
+        .await
+        .unwrap();
+    let secret = Api::<Secret>::namespaced(client.clone(), NS)
+        .get("sh.helm.release.v1.web.v1")
+        .await
+        .unwrap();
+    assert_eq!(
+        label_keys(&secret.metadata.labels),
+        ["modifiedAt", "name", "owner", "status", "team", "version"]
+    );
+    let metas = driver
+        .query_meta(&selector([("name", "web"), ("owner", "helm")]))
+        .await
+        .unwrap();
+    assert_eq!(metas.len(), 1);
+    assert_eq!(metas[0].status, Status::Superseded);
+
+    assert_eq!(
+        driver.delete("sh.helm.release.v1.web.v1").await.unwrap(),
+        r2
+    );
+    assert!(driver
+        .get("sh.helm.release.v1.web.v1")
+        .await
+        .unwrap_err()
+        .is_not_found());
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn configmap_driver_writes_helms_layout() {
+    let (server, client) = server().await;
+    let driver = ConfigMapDriver::for_namespace(client.clone(), NS);
+    let r = rel("cm", 1, Status::Deployed, "kind: B\n");
+    driver.create("sh.helm.release.v1.cm.v1", &r).await.unwrap();
+    let cm = Api::<ConfigMap>::namespaced(client.clone(), NS)
+        .get("sh.helm.release.v1.cm.v1")
+        .await
+        .unwrap();
+    assert_eq!(
+        label_keys(&cm.metadata.labels),
+        ["createdAt", "name", "owner", "status", "version"]
+    );
+    let data = cm.data.clone().unwrap();
+    assert_eq!(data.keys().collect::<Vec<_>>(), ["release"]);
+    assert_eq!(codec::decode(&data["release"]).unwrap(), r);
+    assert_eq!(driver.get("sh.helm.release.v1.cm.v1").await.unwrap(), r);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn storage_over_secrets_history_and_pruning() {
+    let (server, client) = server().await;
+    let storage =
+        Storage::new(Arc::new(SecretDriver::for_namespace(client.clone(), NS))).with_max_history(3);
+    storage
+        .create(&rel("app", 1, Status::Deployed, "a"))
+        .await
+        .unwrap();
+    for v in 2..=5 {
+        storage
+            .create(&rel("app", v, Status::Failed, "b"))
+            .await
+            .unwrap();
+    }
+    storage
+        .create(&rel("other", 1, Status::Deployed, "c"))
+        .await
+        .unwrap();
+    let versions: Vec<i64> = storage
+        .history_meta("app")
+        .await
+        .unwrap()
+        .iter()
+        .map(|m| m.version)
+        .collect();
+    assert_eq!(versions, [1, 4, 5]);
+    assert_eq!(storage.deployed("app").await.unwrap().unwrap().version, 1);
+    assert_eq!(storage.last("app").await.unwrap().unwrap().version, 5);
+    assert_eq!(storage.history("other").await.unwrap().len(), 1);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn helm_written_secrets_are_read_from_the_cluster() {
+    let (server, client) = server().await;
+    let api = Api::<Secret>::namespaced(client.clone(), NS);
+    let fixture: Vec<serde_json::Value> =
+        serde_json::from_str(include_str!("fixtures/helm-v4-secrets.json")).unwrap();
+    for obj in fixture {
+        let mut secret: Secret = serde_json::from_value(obj).unwrap();
+        secret.metadata.namespace = None;
+        secret.metadata.resource_version = None;
+        api.create(&PostParams::default(), &secret).await.unwrap();
+    }
+    let storage = Storage::new(Arc::new(SecretDriver::for_namespace(client.clone(), NS)));
+    let deployed = storage.deployed("fx").await.unwrap().unwrap();
+    assert_eq!(deployed.version, 1);
+    assert_eq!(deployed.chart.unwrap().metadata.unwrap().name, "tiny");
+    assert_eq!(storage.next_version("fx").await.unwrap(), 3);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn chunked_records_in_the_cluster() {
+    let (server, client) = server().await;
+    let driver = SecretDriver::for_namespace(client.clone(), NS).with_chunking(ChunkConfig {
+        max_object_data: 1500,
+        chunk_size: 600,
+    });
+    // Pseudo-random text that gzip cannot shrink below the small limit.
+    let mut x: u64 = 0x2545f4914f6cdd1d;
+    let manifest: String = (0..6000)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            char::from(b'a' + (x % 26) as u8)
+        })
+        .collect();
+    let r = rel("big", 1, Status::Deployed, &manifest);
+    driver
+        .create("sh.helm.release.v1.big.v1", &r)
+        .await
+        .unwrap();
+    let api = Api::<Secret>::namespaced(client.clone(), NS);
+    let helm_view = api
+        .list(&ListParams::default().labels("owner=helm,name=big"))
+        .await
+        .unwrap();
+    assert_eq!(
+        helm_view.items.len(),
+        1,
+        "Helm's selector must see only the index"
+    );
+    let chunks = api
+        .list(&ListParams::default().labels("owner=rudder,name=big"))
+        .await
+        .unwrap();
+    assert!(chunks.items.len() >= 2);
+    assert_eq!(driver.get("sh.helm.release.v1.big.v1").await.unwrap(), r);
+    // Updates move a record between the two forms (the Secret type never changes).
+    let small = rel("big", 1, Status::Superseded, "small");
+    driver
+        .update("sh.helm.release.v1.big.v1", &small)
+        .await
+        .unwrap();
+    let all = api
+        .list(&ListParams::default().labels("name=big"))
+        .await
+        .unwrap();
+    assert_eq!(all.items.len(), 1, "old chunks must be deleted");
+    assert_eq!(
+        driver.get("sh.helm.release.v1.big.v1").await.unwrap(),
+        small
+    );
+    driver
+        .update("sh.helm.release.v1.big.v1", &r)
+        .await
+        .unwrap();
+    assert_eq!(driver.get("sh.helm.release.v1.big.v1").await.unwrap(), r);
+    driver.delete("sh.helm.release.v1.big.v1").await.unwrap();
+    let left = api
+        .list(&ListParams::default().labels("name=big"))
+        .await
+        .unwrap();
+    assert!(left.items.is_empty());
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn lease_lock_in_the_cluster() {
+    let (server, client) = server().await;
+    let a = ReleaseLocks::new(
+        KubeLocks::new(client.clone(), NS),
+        "pod-a",
+        Duration::from_secs(15),
+    );
+    let b = ReleaseLocks::new(
+        KubeLocks::new(client.clone(), NS),
+        "pod-b",
+        Duration::from_secs(15),
+    );
+    let held = a.try_acquire("web").await.unwrap();
+    let lease = Api::<Lease>::namespaced(client.clone(), NS)
+        .get(&lease_name("web"))
+        .await
+        .unwrap();
+    let spec = lease.spec.unwrap();
+    assert_eq!(spec.holder_identity.as_deref(), Some("pod-a"));
+    assert_eq!(spec.lease_duration_seconds, Some(15));
+    assert!(matches!(
+        b.try_acquire("web").await,
+        Err(LockError::Held { .. })
+    ));
+    let held = a.renew(&held).await.unwrap();
+    // Past expiry the lock is stale and b takes it over.
+    let later = jiff::Timestamp::now()
+        .checked_add(jiff::SignedDuration::from_secs(60))
+        .unwrap();
+    let taken = b.try_acquire_at("web", later).await.unwrap();
+    assert_eq!(taken.state.holder, "pod-b");
+    assert!(matches!(a.renew(&held).await, Err(LockError::Lost(_))));
+    a.release(held).await.unwrap();
+    b.release(taken).await.unwrap();
+    assert!(Api::<Lease>::namespaced(client, NS)
+        .get_opt(&lease_name("web"))
+        .await
+        .unwrap()
+        .is_none());
+    server.stop().await;
+}

@@ -1,0 +1,184 @@
+//! `rudder template`: renders a chart locally exactly as `helm template`
+//! does, as YAML with `# Source:` headers or as the oracle's JSON shape.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use chart::oracle::to_oracle_json;
+use chart::render::{render_templates, ReleaseInfo, RenderOptions};
+use chart::values::strvals::ValueOptions;
+
+/// Value flags shared by every command that takes values (`-f`, `--set`…).
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct ValueArgs {
+    /// Values files (YAML), merged in order; later files win.
+    #[arg(short = 'f', long = "values")]
+    pub values: Vec<PathBuf>,
+    /// Set values on the command line (a.b=c,x[0]=y); numbers become int64.
+    #[arg(long = "set")]
+    pub set: Vec<String>,
+    /// Set STRING values on the command line.
+    #[arg(long = "set-string")]
+    pub set_string: Vec<String>,
+    /// Set JSON values on the command line (a.b={"x":1}).
+    #[arg(long = "set-json")]
+    pub set_json: Vec<String>,
+    /// Set values from files (key=path).
+    #[arg(long = "set-file")]
+    pub set_file: Vec<String>,
+    /// Set a literal STRING value (no escaping or splitting).
+    #[arg(long = "set-literal")]
+    pub set_literal: Vec<String>,
+}
+
+impl ValueArgs {
+    /// Merges every value source in Helm's order.
+    pub fn merged(&self) -> anyhow::Result<chart::loader::Values> {
+        let files = chart::oracle::read_values_files(&self.values).map_err(anyhow::Error::msg)?;
+        let opts = ValueOptions {
+            value_files: vec![files],
+            json_values: self.set_json.clone(),
+            values: self.set.clone(),
+            string_values: self.set_string.clone(),
+            file_values: self.set_file.clone(),
+            literal_values: self.set_literal.clone(),
+        };
+        let read = |p: &str| -> Result<serde_json::Value, String> {
+            std::fs::read_to_string(p)
+                .map(serde_json::Value::String)
+                .map_err(|e| format!("{p}: {e}"))
+        };
+        opts.merge(&read).map_err(|e| anyhow::anyhow!("{e}"))
+    }
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Output {
+    Yaml,
+    Json,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct TemplateArgs {
+    /// `[NAME] CHART`: an optional release name, then the chart directory or .tgz.
+    #[arg(required = true, num_args = 1..=2)]
+    pub args: Vec<String>,
+    /// Release name (default `release-name`).
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Release namespace.
+    #[arg(short = 'n', long, default_value = "default")]
+    pub namespace: String,
+    #[command(flatten)]
+    pub values: ValueArgs,
+    /// Kubernetes version for .Capabilities (e.g. v1.29.0).
+    #[arg(long)]
+    pub kube_version: Option<String>,
+    /// Extra API group/versions for .Capabilities.APIVersions.
+    #[arg(short = 'a', long = "api-versions")]
+    pub api_versions: Vec<String>,
+    /// Include the chart's crds/ in the output.
+    #[arg(long)]
+    pub include_crds: bool,
+    /// Render as an upgrade (.Release.IsUpgrade).
+    #[arg(long)]
+    pub is_upgrade: bool,
+    /// .Release.Revision.
+    #[arg(long, default_value_t = 1)]
+    pub revision: i64,
+    /// Only show manifests rendered from these templates (e.g. templates/svc.yaml).
+    #[arg(short = 's', long = "show-only")]
+    pub show_only: Vec<String>,
+    /// Do not render hooks.
+    #[arg(long)]
+    pub no_hooks: bool,
+    /// Skip values.schema.json validation.
+    #[arg(long)]
+    pub skip_schema_validation: bool,
+    /// Output format.
+    #[arg(short = 'o', long, value_enum, default_value = "yaml")]
+    pub output: Output,
+}
+
+fn show_only_matches(chart: &str, source: &str, patterns: &[String]) -> bool {
+    patterns.is_empty()
+        || patterns.iter().any(|p| {
+            let full = format!("{chart}/{}", p.trim_start_matches("./"));
+            source == full || source == p
+        })
+}
+
+/// Runs `rudder template`; returns the process exit code.
+pub fn run(args: TemplateArgs) -> anyhow::Result<i32> {
+    let (name, chart_path) = match args.args.as_slice() {
+        [chart] => (
+            args.name.clone().unwrap_or_else(|| "release-name".into()),
+            chart.clone(),
+        ),
+        [name, chart] => (name.clone(), chart.clone()),
+        _ => anyhow::bail!("expected [NAME] CHART"),
+    };
+    let opts = RenderOptions {
+        release: ReleaseInfo {
+            name,
+            namespace: args.namespace.clone(),
+            revision: args.revision,
+            is_upgrade: args.is_upgrade,
+        },
+        kube_version: args.kube_version.clone(),
+        api_versions: args.api_versions.clone(),
+        check_kube_version: true,
+        skip_schema_validation: args.skip_schema_validation,
+        lookup: None,
+    };
+    let result = render(&chart_path, &args.values, &opts);
+    if args.output == Output::Json {
+        let json = to_oracle_json(
+            &result.as_ref().map_err(|e| format!("{e:#}")).cloned(),
+            args.include_crds,
+        );
+        println!("{}", serde_json::to_string_pretty(&json)?);
+        return Ok(if result.is_ok() { 0 } else { 1 });
+    }
+    let r = result?;
+    let rendered_chart = r.chart_name.clone();
+    let sorted = chart::manifest::sort_manifests(&r.files, chart::manifest::INSTALL_ORDER)
+        .context("splitting the rendered manifests")?;
+    let mut out = String::new();
+    if args.include_crds {
+        for (n, t) in &r.crds {
+            out.push_str(&format!("---\n# Source: {n}\n{t}\n"));
+        }
+    }
+    for m in &sorted.manifests {
+        if show_only_matches(&rendered_chart, &m.source, &args.show_only) {
+            out.push_str(&format!("---\n# Source: {}\n{}\n", m.source, m.content));
+        }
+    }
+    if !args.no_hooks {
+        for h in &sorted.hooks {
+            if show_only_matches(&rendered_chart, &h.path, &args.show_only) {
+                out.push_str(&format!("---\n# Source: {}\n{}\n", h.path, h.manifest));
+            }
+        }
+    }
+    if !args.show_only.is_empty() && out.is_empty() {
+        anyhow::bail!(
+            "could not find template {} in chart",
+            args.show_only.join(", ")
+        );
+    }
+    print!("{out}");
+    Ok(0)
+}
+
+fn render(
+    chart_path: &str,
+    values: &ValueArgs,
+    opts: &RenderOptions,
+) -> anyhow::Result<chart::render::RenderedFiles> {
+    let chart = chart::loader::load(Path::new(chart_path))
+        .with_context(|| format!("loading chart {chart_path}"))?;
+    let vals = values.merged()?;
+    Ok(render_templates(chart, vals, opts)?)
+}

@@ -75,8 +75,8 @@ impl ApiError {
             422,
             "Invalid",
             format!(
-                "{kind}.{} \"{name}\" is invalid: {field}: {msg}",
-                group_or_core(group)
+                "{} \"{name}\" is invalid: {field}: {msg}",
+                qualified(kind, group)
             ),
         )
         .with_details(group, kind, name);
@@ -117,14 +117,6 @@ impl ApiError {
             s["details"] = d.clone();
         }
         s
-    }
-}
-
-fn group_or_core(group: &str) -> &str {
-    if group.is_empty() {
-        "core"
-    } else {
-        group
     }
 }
 

@@ -1,6 +1,7 @@
 //! Garbage collection: deletes dependents whose owners are gone
 //! (background), drives foreground and orphan deletion finalizers, and
-//! finishes terminating namespaces once they are empty.
+//! finishes terminating namespaces once they are empty. Sweeps run after
+//! deletions (the store wakes this task) and every few seconds.
 
 use crate::objects::{self, DeleteOpts, Target, WriteOpts};
 use crate::registry::ResourceType;
@@ -11,13 +12,14 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Runs until shutdown, sweeping after deletions and once a second.
+/// Runs until shutdown, sweeping after deletions and every 5 seconds.
 pub async fn run(app: Arc<App>) {
     let mut shutdown = app.shutdown.clone();
     loop {
         tokio::select! {
             _ = app.store.gc_wake.notified() => {}
-            _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+            // A slow safety net for owners that never existed.
+            _ = tokio::time::sleep(Duration::from_secs(5)) => {}
             _ = shutdown.changed() => return,
         }
         // Let a burst of deletions settle into one sweep.

@@ -143,6 +143,8 @@ pub struct Server {
     app: Arc<App>,
     shutdown_tx: tokio::sync::watch::Sender<bool>,
     task: tokio::task::JoinHandle<()>,
+    /// A temporary directory we created for the kubeconfig, removed on stop.
+    temp_dir: Option<PathBuf>,
 }
 
 impl Server {
@@ -179,15 +181,18 @@ impl Server {
             addr: config.listen.to_string(),
             source,
         })?;
-        let kubeconfig_path = config.kubeconfig_out.clone().unwrap_or_else(|| {
-            std::env::temp_dir()
-                .join(format!(
-                    "rudder-apiserver-{}-{}",
-                    std::process::id(),
-                    addr.port()
-                ))
-                .join("kubeconfig")
+        let temp_dir = config.kubeconfig_out.is_none().then(|| {
+            std::env::temp_dir().join(format!(
+                "rudder-apiserver-{}-{}",
+                std::process::id(),
+                addr.port()
+            ))
         });
+        let kubeconfig_path = match (&config.kubeconfig_out, &temp_dir) {
+            (Some(p), _) => p.clone(),
+            (None, Some(d)) => d.join("kubeconfig"),
+            (None, None) => std::env::temp_dir().join("kubeconfig"),
+        };
         write_kubeconfig(&kubeconfig_path, &kubeconfig_yaml(addr))?;
         app.spawn_tasks();
         let router = handlers::router(app.clone());
@@ -208,6 +213,7 @@ impl Server {
             app,
             shutdown_tx,
             task,
+            temp_dir,
         })
     }
 
@@ -242,10 +248,14 @@ impl Server {
         kube::Client::try_from(config).map_err(|e| ServerError::Client(e.to_string()))
     }
 
-    /// Stops serving, ends open watches and waits for the server task.
+    /// Stops serving, ends open watches, waits for the server task and
+    /// removes the temporary kubeconfig directory (if one was created).
     pub async fn stop(self) {
         let _ = self.shutdown_tx.send(true);
         let _ = self.task.await;
+        if let Some(d) = &self.temp_dir {
+            let _ = std::fs::remove_dir_all(d);
+        }
     }
 
     /// Serves until the process is stopped (for the CLI).

@@ -382,6 +382,37 @@ const BUILTINS: &[Row] = &[
         false,
         NONE,
     ),
+    // Reviews are answered (always allowed), never stored.
+    (
+        "authorization.k8s.io",
+        "v1",
+        "SelfSubjectAccessReview",
+        "selfsubjectaccessreviews",
+        NONE,
+        false,
+        false,
+        NONE,
+    ),
+    (
+        "authorization.k8s.io",
+        "v1",
+        "SubjectAccessReview",
+        "subjectaccessreviews",
+        NONE,
+        false,
+        false,
+        NONE,
+    ),
+    (
+        "authorization.k8s.io",
+        "v1",
+        "SelfSubjectRulesReview",
+        "selfsubjectrulesreviews",
+        NONE,
+        false,
+        false,
+        NONE,
+    ),
 ];
 
 fn builtins() -> Vec<Arc<ResourceType>> {

@@ -119,6 +119,8 @@ pub struct Event {
     pub key: String,
     pub object: Value,
     pub old: Option<Value>,
+    /// Approximate memory held by this event.
+    pub bytes: usize,
 }
 
 impl Event {
@@ -142,6 +144,7 @@ struct Inner {
     log: VecDeque<Arc<Event>>,
     /// Watches may start from any rv >= this.
     log_floor: u64,
+    log_bytes: usize,
     backend: Box<dyn Backend>,
 }
 
@@ -154,6 +157,8 @@ pub struct Store {
 }
 
 pub const LOG_CAP: usize = 20_000;
+/// The event log also stays under this many bytes of (serialized) objects.
+pub const LOG_BYTES: usize = 256 * 1024 * 1024;
 
 /// The backlog after a resourceVersion plus a live receiver.
 pub type WatchStart = (Vec<Arc<Event>>, broadcast::Receiver<Arc<Event>>);
@@ -168,6 +173,7 @@ impl Store {
                 objects: objs.into_iter().collect(),
                 log: VecDeque::new(),
                 log_floor: rv,
+                log_bytes: 0,
                 backend,
             }),
             events: tx,
@@ -273,17 +279,22 @@ impl Store {
         object: Value,
         old: Option<Value>,
     ) {
+        let size = |v: &Value| serde_json::to_vec(v).map(|b| b.len()).unwrap_or(0);
+        let bytes = size(&object) + old.as_ref().map(size).unwrap_or(0);
         let ev = Arc::new(Event {
             rv: g.rv,
             kind,
             key: key.to_string(),
             object,
             old,
+            bytes,
         });
         g.log.push_back(ev.clone());
-        while g.log.len() > self.log_cap {
+        g.log_bytes += bytes;
+        while g.log.len() > self.log_cap || (g.log_bytes > LOG_BYTES && g.log.len() > 1) {
             if let Some(e) = g.log.pop_front() {
                 g.log_floor = e.rv;
+                g.log_bytes = g.log_bytes.saturating_sub(e.bytes);
             }
         }
         // No receivers is fine: nobody is watching.

@@ -103,6 +103,19 @@ pub async fn serve(
                 "invalid resourceVersion {rv_param:?}: must be a decimal number"
             ))
         })?;
+        let current = app.store.current_rv();
+        if from > current {
+            // A resourceVersion from a previous (memory-only) server run:
+            // make the client list again rather than silently skip events.
+            let status = ApiError::gone(format!(
+                "resource version {from} is newer than the server's current {current}; list again"
+            ))
+            .to_status();
+            let body = line(&json!({"type": "ERROR", "object": status}));
+            return Ok(
+                (StatusCode::OK, [("content-type", "application/json")], body).into_response(),
+            );
+        }
         match app.store.watch_from(from) {
             Ok((backlog, recv)) => {
                 last_rv = backlog.last().map(|e| e.rv).unwrap_or(from);

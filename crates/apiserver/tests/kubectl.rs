@@ -288,6 +288,9 @@ async fn kubectl_end_to_end() {
             "{res}"
         );
 
+        let out = k.ok(&["auth", "can-i", "delete", "pods"], None);
+        assert_eq!(out.trim(), "yes");
+
         // explain either answers or fails with a message (no crash).
         let (_, out, err) = k.run(&["explain", "deployment"], None);
         assert!(!out.is_empty() || !err.is_empty());

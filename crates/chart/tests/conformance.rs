@@ -10,22 +10,46 @@ use chart::render::{render_templates, ReleaseInfo, RenderOptions};
 
 /// Minimum pass rate (percent) per group. Ratchets: raise, never lower.
 const THRESHOLDS: &[(&str, f64)] = &[
-    ("syntax", 0.0),
-    ("pipeline", 0.0),
-    ("variables", 0.0),
-    ("range", 0.0),
-    ("conditionals", 0.0),
-    ("define", 0.0),
-    ("fields", 0.0),
-    ("literals", 0.0),
-    ("compare", 0.0),
-    ("logic", 0.0),
-    ("builtins", 0.0),
-    ("printf", 0.0),
+    ("syntax", 100.0),
+    ("pipeline", 100.0),
+    ("variables", 100.0),
+    ("range", 100.0),
+    ("conditionals", 100.0),
+    ("define", 100.0),
+    ("fields", 100.0),
+    ("literals", 100.0),
+    ("compare", 100.0),
+    ("logic", 100.0),
+    ("builtins", 100.0),
+    ("printf", 100.0),
+    ("sprig_regex", 100.0),
+    ("sprig_lists_strings", 100.0),
+    ("sprig_conv", 100.0),
+    ("sprig_math", 100.0),
+    ("sprig_lists", 100.0),
+    ("sprig_dicts", 100.0),
+    ("sprig_defaults", 100.0),
+    ("required_fail", 100.0),
+    ("json", 100.0),
+    ("semver", 100.0),
+    ("dates", 100.0),
+    ("reflect", 100.0),
+    ("paths_url", 100.0),
+    ("yaml", 100.0),
+    ("toml", 100.0),
+    ("include", 100.0),
+    ("tpl", 100.0),
+    ("objects", 100.0),
+    ("files", 100.0),
+    ("values", 100.0),
+    // Go strings are bytes; ours are UTF-8, so a string holding half of a
+    // multi-byte character (or `"\xff"`) cannot be represented yet.
+    ("sprig_strings", 97.6),
+    ("encoding_hash", 96.9),
 ];
 
-/// Threshold for groups not listed above.
-const DEFAULT_THRESHOLD: f64 = 0.0;
+/// Threshold for groups not listed above (new groups in a newer cases file).
+const DEFAULT_THRESHOLD: f64 = 95.0;
 
 fn cases_path() -> Option<PathBuf> {
     if let Ok(p) = std::env::var("RUDDER_CONFORMANCE_CASES") {

@@ -909,7 +909,7 @@ impl<'a> State<'a, '_> {
         }
         if let Some(f) = fin {
             let t = match variadic {
-                Some(vt) if num_in - 1 >= num_fixed => vt,
+                Some(vt) if num_in > num_fixed => vt,
                 _ => params[num_in - 1],
             };
             argv.push(self.validate_type(f, t)?);

@@ -96,7 +96,10 @@ pub fn format_float(f: f64, fmt: u8, prec: i32) -> String {
             }
             prec
         };
-        parse_exp_form(&format!("{:.*e}", (digits - 1).max(0) as usize, a))
+        // An f64 has at most 767 significant decimal digits; later digits
+        // are zeros, which the formatters pad. Rust's formatter also rejects
+        // precisions above u16::MAX.
+        parse_exp_form(&format!("{:.*e}", (digits - 1).clamp(0, 800) as usize, a))
     };
     let mut out = String::new();
     match fmt {
@@ -1357,6 +1360,9 @@ fn parse_exp_form(s: &str) -> Digits {
 
 /// Correctly rounded digits of `a` with `prec` digits after the point.
 fn fixed_point_digits(a: f64, prec: usize) -> Digits {
+    // Exact binary fractions end within 1074 decimal places; beyond that
+    // only zeros follow, which the formatter pads.
+    let prec = prec.min(1100);
     let s = format!("{a:.prec$}");
     let (int_part, frac) = s.split_once('.').unwrap_or((&s, ""));
     let d: Vec<u8> = int_part.bytes().chain(frac.bytes()).collect();

@@ -2,6 +2,8 @@
 //! `text/template/parse` lexer does (same trim-marker, comment, number and
 //! quoting rules, so parse errors read the same).
 
+use std::rc::Rc;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ItemType {
     Error,
@@ -46,7 +48,7 @@ pub struct Item {
     pub typ: ItemType,
     /// Byte offset of the item in the input.
     pub pos: usize,
-    pub val: String,
+    pub val: Rc<str>,
     /// 1-based line of the item's start.
     pub line: usize,
 }
@@ -56,7 +58,7 @@ impl Item {
     pub fn describe(&self) -> String {
         match self.typ {
             ItemType::Eof => "EOF".to_string(),
-            ItemType::Error => self.val.clone(),
+            ItemType::Error => self.val.to_string(),
             ItemType::Text | ItemType::String | ItemType::RawString
                 if self.val.chars().count() > 10 =>
             {
@@ -173,7 +175,7 @@ impl<'a> Lexer<'a> {
     }
 
     fn emit(&mut self, typ: ItemType) {
-        let val = self.input[self.start..self.pos].to_string();
+        let val: Rc<str> = Rc::from(&self.input[self.start..self.pos]);
         self.items.push(Item {
             typ,
             pos: self.start,
@@ -199,7 +201,7 @@ impl<'a> Lexer<'a> {
         self.items.push(Item {
             typ: ItemType::Error,
             pos: self.start,
-            val: msg,
+            val: Rc::from(msg),
             line: self.start_line,
         });
         State::Done
@@ -268,7 +270,7 @@ impl<'a> Lexer<'a> {
                     self.items.push(Item {
                         typ: ItemType::Text,
                         pos: self.start,
-                        val: self.input[self.start..self.pos].to_string(),
+                        val: Rc::from(&self.input[self.start..self.pos]),
                         line,
                     });
                 }
@@ -285,7 +287,7 @@ impl<'a> Lexer<'a> {
         self.items.push(Item {
             typ: ItemType::Eof,
             pos: self.pos,
-            val: String::new(),
+            val: Rc::from(""),
             line: self.line,
         });
         State::Done
@@ -620,10 +622,10 @@ mod tests {
     #[test]
     fn trims_and_fields() {
         let items = lex("a  {{- .x.y -}}  b");
-        assert_eq!(items[0].val, "a");
-        assert_eq!(items[2].val, ".x");
-        assert_eq!(items[3].val, ".y");
-        assert_eq!(items[5].val, "b");
+        assert_eq!(&*items[0].val, "a");
+        assert_eq!(&*items[2].val, ".x");
+        assert_eq!(&*items[3].val, ".y");
+        assert_eq!(&*items[5].val, "b");
     }
 
     #[test]
@@ -648,7 +650,7 @@ mod tests {
         let text: Vec<_> = items
             .iter()
             .filter(|i| i.typ == ItemType::Text)
-            .map(|i| i.val.as_str())
+            .map(|i| &*i.val)
             .collect();
         assert_eq!(text, vec!["a", "b"]);
     }

@@ -489,7 +489,7 @@ impl Parser<'_> {
     fn text_or_action(&mut self) -> PResult<Parsed> {
         let tok = self.next_non_space();
         match tok.typ {
-            ItemType::Text => Ok(Parsed::Node(Node::Text(Rc::from(tok.val.as_str())))),
+            ItemType::Text => Ok(Parsed::Node(Node::Text(tok.val.clone()))),
             ItemType::LeftDelim => {
                 self.action_line = tok.line;
                 let r = self.action();
@@ -660,14 +660,14 @@ impl Parser<'_> {
                 ItemType::Assign | ItemType::Declare => {
                     pipe.is_assign = next.typ == ItemType::Assign;
                     self.next_non_space();
-                    pipe.decl.push(v.val.clone());
-                    self.vars.push(v.val.clone());
+                    pipe.decl.push(v.val.to_string());
+                    self.vars.push(v.val.to_string());
                     break;
                 }
-                ItemType::Char if next.val == "," => {
+                ItemType::Char if &*next.val == "," => {
                     self.next_non_space();
-                    pipe.decl.push(v.val.clone());
-                    self.vars.push(v.val.clone());
+                    pipe.decl.push(v.val.to_string());
+                    self.vars.push(v.val.to_string());
                     if context == "range" && pipe.decl.len() < 2 {
                         match self.peek_non_space().typ {
                             ItemType::Variable | ItemType::RightDelim | ItemType::RightParen => {
@@ -803,25 +803,25 @@ impl Parser<'_> {
                 }
                 Arg::Identifier {
                     pos: tok.pos,
-                    name: tok.val,
+                    name: tok.val.to_string(),
                 }
             }
             ItemType::Dot => Arg::Dot(tok.pos),
             ItemType::Nil => Arg::Nil(tok.pos),
             ItemType::Variable => {
-                if !self.vars.iter().any(|v| *v == tok.val) {
+                if !self.vars.iter().any(|v| **v == *tok.val) {
                     return self.err(format!("undefined variable {:?}", tok.val));
                 }
                 Arg::Variable {
                     pos: tok.pos,
-                    idents: vec![tok.val],
+                    idents: vec![tok.val.to_string()],
                 }
             }
             ItemType::Field => Arg::Field {
                 pos: tok.pos,
                 idents: vec![tok.val[1..].to_string()],
             },
-            ItemType::Bool => Arg::Bool(tok.pos, tok.val == "true"),
+            ItemType::Bool => Arg::Bool(tok.pos, &*tok.val == "true"),
             ItemType::CharConstant | ItemType::Complex | ItemType::Number => {
                 let n = parse_number(&tok.val, tok.typ).or_else(|e| self.err(e))?;
                 Arg::Number(tok.pos, Rc::new(n))
@@ -836,7 +836,7 @@ impl Parser<'_> {
                 let s = unquote(&tok.val).or_else(|e| self.err(e))?;
                 Arg::String {
                     pos: tok.pos,
-                    quoted: Rc::from(tok.val.as_str()),
+                    quoted: tok.val.clone(),
                     text: Rc::from(s.as_str()),
                 }
             }

@@ -194,3 +194,11 @@ fn deeply_nested_parentheses_do_not_overflow() {
     let src = format!("{{{{ {}1{} }}}}", "(".repeat(5000), ")".repeat(5000));
     assert_eq!(run(&src).as_deref(), Ok("1"));
 }
+
+#[test]
+fn huge_printf_precision_does_not_panic() {
+    let out = run(r#"{{ printf "%.70000f|%.70000e" -1.5 2.5 }}"#).expect("renders");
+    assert!(out.starts_with("-1.5000"), "{}", &out[..10]);
+    assert!(out.ends_with("e+00"));
+    assert_eq!(out.len(), 70003 + 1 + 70006);
+}

@@ -751,6 +751,10 @@ fn list(args: &[Value], i: usize) -> Vec<Value> {
     }
 }
 
+/// The parameter type of Sprig's `certificate` parameters (checked by
+/// [`cert_arg`] while the engine cannot check host types itself).
+pub const CERT_TY: Ty = Ty::Any;
+
 fn cert_arg(args: &[Value], i: usize) -> Result<Certificate, FuncError> {
     let v = args.get(i).unwrap_or(&Value::Nil);
     match v {
@@ -846,7 +850,7 @@ pub fn register(m: &mut FuncMap) {
     );
     m.insert(
         "genSignedCert",
-        Func::new(&[Ty::String, LIST, LIST, INT, Ty::Any], |_, a| {
+        Func::new(&[Ty::String, LIST, LIST, INT, CERT_TY], |_, a| {
             let ca = cert_arg(&a, 4)?;
             done(
                 template(&a, false).and_then(|t| signed_certificate(&t, &ca, &generate_rsa(2048)?)),
@@ -856,7 +860,7 @@ pub fn register(m: &mut FuncMap) {
     m.insert(
         "genSignedCertWithKey",
         Func::new(
-            &[Ty::String, LIST, LIST, INT, Ty::Any, Ty::String],
+            &[Ty::String, LIST, LIST, INT, CERT_TY, Ty::String],
             |_, a| {
                 let ca = cert_arg(&a, 4)?;
                 done(

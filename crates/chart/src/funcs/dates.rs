@@ -79,10 +79,9 @@ impl Location {
 fn numeric_abbreviation(offset: i32) -> String {
     let sign = if offset < 0 { '-' } else { '+' };
     let m = offset.unsigned_abs() / 60;
-    if m % 60 == 0 {
-        format!("{sign}{:02}", m / 60)
-    } else {
-        format!("{sign}{:02}{:02}", m / 60, m % 60)
+    match m % 60 {
+        0 => format!("{sign}{:02}", m / 60),
+        rem => format!("{sign}{:02}{rem:02}", m / 60),
     }
 }
 
@@ -665,10 +664,6 @@ fn parse_error(
     } else {
         format!("parsing time {}{}", go_quote(value), msg)
     }
-}
-
-fn cut_space(s: &str) -> &str {
-    s.trim_start_matches(' ')
 }
 
 /// The rest of `s` from byte `i`, backing up to a character boundary
@@ -1654,13 +1649,13 @@ impl Object for GoTime {
                 let d = duration_arg(args.first().unwrap_or(&Value::Nil))?;
                 Ok(t.add(d).value())
             })),
-            "Sub" => Some(Func::new(&[Ty::Any], move |_, args| {
+            "Sub" => Some(Func::new(&[TIME_TY], move |_, args| {
                 let o = time_arg(args.first().unwrap_or(&Value::Nil))?;
                 Ok(duration_value(t.sub(&o)))
             })),
             "Before" | "After" | "Equal" | "Compare" => {
                 let name = name.to_string();
-                Some(Func::new(&[Ty::Any], move |_, args| {
+                Some(Func::new(&[TIME_TY], move |_, args| {
                     let o = time_arg(args.first().unwrap_or(&Value::Nil))?;
                     let ord = t.unix_nanos().cmp(&o.unix_nanos());
                     Ok(match name.as_str() {
@@ -1728,6 +1723,12 @@ impl Object for GoTime {
         self
     }
 }
+
+/// The parameter type of a Go `time.Time` parameter. Until the engine can
+/// check host types itself this is `interface {}` and [`time_arg`] checks
+/// it, with Go's message for non-constant arguments; for constants Go says
+/// `can't handle "x" for arg of type time.Time` instead.
+pub const TIME_TY: Ty = Ty::Any;
 
 /// Sprig's date argument: a `time.Time`, or Unix seconds as int, int64 or
 /// int32; anything else means "now".
@@ -1836,10 +1837,10 @@ pub fn register(m: &mut FuncMap) {
             )))
         }),
     );
-    let modify = Func::new(&[Ty::String, Ty::Any], |_, args| date_modify(&args, false));
+    let modify = Func::new(&[Ty::String, TIME_TY], |_, args| date_modify(&args, false));
     m.insert("dateModify", modify.clone());
     m.insert("date_modify", modify);
-    let must_modify = Func::new(&[Ty::String, Ty::Any], |_, args| date_modify(&args, true));
+    let must_modify = Func::new(&[Ty::String, TIME_TY], |_, args| date_modify(&args, true));
     m.insert("mustDateModify", must_modify.clone());
     m.insert("must_date_modify", must_modify);
     m.insert(
@@ -1894,7 +1895,7 @@ pub fn register(m: &mut FuncMap) {
     );
     m.insert(
         "unixEpoch",
-        Func::new(&[Ty::Any], |_, args| {
+        Func::new(&[TIME_TY], |_, args| {
             let t = time_arg(nil_arg(&args, 0))?;
             Ok(Value::string(t.unix.to_string()))
         }),

@@ -33,7 +33,8 @@ impl Decimal {
                 "Cannot create a Decimal from {shown}"
             )));
         }
-        let text = format!("{f:e}");
+        // Go's shortest digits (strconv 'e', -1), which NewFromFloat uses.
+        let text = gotmpl::gofmt::format_float(f, b'e', -1);
         let (mant, exp) = text.split_once('e').unwrap_or((&text, "0"));
         let exp: i64 = exp.parse().unwrap_or(0);
         let frac_len = mant.split_once('.').map(|(_, f)| f.len()).unwrap_or(0) as i64;

@@ -162,6 +162,12 @@ fn translate(pat: &str) -> Result<String, String> {
                 Some((set, neg)) => {
                     if in_class && !neg {
                         out.push_str(set);
+                        // Go reads a '-' right after a class escape as a
+                        // literal ("[\w-.]"); Rust would read a range.
+                        if chars.get(k) == Some(&'-') && chars.get(k + 1) != Some(&']') {
+                            out.push_str("\\-");
+                            k += 1;
+                        }
                     } else {
                         out.push('[');
                         if neg {
@@ -509,6 +515,14 @@ mod tests {
         register(&mut m);
         let f = m.get(name).expect("registered");
         (f.imp)(&mut CallCtx::detached(), args)
+    }
+
+    #[test]
+    fn dash_after_class_escape_is_literal() {
+        // redis-ha's masterGroupName check: `[\w-\.]` is word chars, '-' and '.'.
+        let m = |s: &str| out("regexMatch", vec![Value::str(r"^[\w-\.]+$"), Value::str(s)]);
+        assert_eq!(m("my-master.1"), "true");
+        assert_eq!(m("a b"), "false");
     }
 
     fn out(name: &str, args: Vec<Value>) -> String {

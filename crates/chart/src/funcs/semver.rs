@@ -502,6 +502,10 @@ impl SemverObject {
     }
 }
 
+/// The parameter type of `*semver.Version` method parameters (checked by
+/// [`version_arg`] while the engine cannot check host types itself).
+pub const VERSION_TY: Ty = Ty::Any;
+
 fn version_arg(v: &Value) -> Result<Option<Version>, FuncError> {
     match v {
         Value::Invalid | Value::Nil => Ok(None),
@@ -526,7 +530,7 @@ fn compare_method(
     f: impl Fn(Ordering) -> bool + 'static,
     nil_result: Option<bool>,
 ) -> Func {
-    Func::new(&[Ty::Any], move |_, args| {
+    Func::new(&[VERSION_TY], move |_, args| {
         match version_arg(args.first().unwrap_or(&Value::Nil))? {
             Some(o) => Ok(Value::Bool(f(me.compare(&o)))),
             None => nil_result
@@ -605,7 +609,7 @@ impl Object for SemverObject {
             "GreaterThan" => compare_method(v, |o| o == Ordering::Greater, None),
             "GreaterThanEqual" => compare_method(v, |o| o != Ordering::Less, None),
             "Equal" => compare_method(v, |o| o == Ordering::Equal, Some(false)),
-            "Compare" => Func::new(&[Ty::Any], move |_, args| {
+            "Compare" => Func::new(&[VERSION_TY], move |_, args| {
                 match version_arg(args.first().unwrap_or(&Value::Nil))? {
                     Some(o) => Ok(Value::int(match v.compare(&o) {
                         Ordering::Less => -1,

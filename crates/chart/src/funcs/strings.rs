@@ -300,6 +300,10 @@ fn indent(spaces: i64, st: &str) -> Result<String, FuncError> {
     if spaces < 0 {
         return Err(FuncError::new("strings: negative Repeat count"));
     }
+    let lines = st.matches('\n').count() as u128 + 1;
+    if spaces as u128 * lines > MAX_REPEAT_BYTES as u128 {
+        return Err(FuncError::new("strings: Repeat output length overflow"));
+    }
     let pad = " ".repeat(spaces as usize);
     Ok(format!("{pad}{}", st.replace('\n', &format!("\n{pad}"))))
 }

@@ -488,6 +488,28 @@ mod tests {
     }
 
     #[test]
+    fn v1_charts_take_dependencies_from_requirements() {
+        let c = load_files(vec![
+            bf("Chart.yaml", "name: old\nversion: 1.0.0\n"),
+            bf(
+                "requirements.yaml",
+                "dependencies:\n- name: sub\n  version: 0.1.0\n  condition: sub.on\n",
+            ),
+            bf(
+                "requirements.lock",
+                "dependencies:\n- name: sub\n  version: 0.1.0\ndigest: x\n",
+            ),
+            bf("charts/sub/Chart.yaml", "name: sub\nversion: 0.1.0\n"),
+        ])
+        .unwrap();
+        assert_eq!(c.metadata.api_version, "v1");
+        assert_eq!(c.metadata.deps().next().unwrap().condition, "sub.on");
+        assert_eq!(c.lock.as_ref().unwrap().digest, "x");
+        let names: Vec<&str> = c.files.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(names, vec!["requirements.yaml", "requirements.lock"]);
+    }
+
+    #[test]
     fn clean() {
         assert_eq!(clean_path("a/./b/../c"), "a/c");
         assert_eq!(clean_path(""), ".");

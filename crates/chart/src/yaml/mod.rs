@@ -124,3 +124,149 @@ pub fn to_yaml_pretty(v: &Value) -> Result<String, YamlError> {
     }
     Ok(s)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn j(text: &str) -> serde_json::Value {
+        parse_yaml_to_json(text).unwrap()
+    }
+
+    fn err(text: &str) -> String {
+        parse_yaml_to_json(text).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn yaml_1_1_typing() {
+        assert_eq!(
+            j("a: yes\nb: No\nc: on\nd: OFF\ne: y\nf: n\ng: ~\nh:\ni: 2021-01-01\nj: 12:30"),
+            json!({"a": true, "b": false, "c": true, "d": false, "e": true, "f": false,
+                   "g": null, "h": null, "i": "2021-01-01", "j": "12:30"})
+        );
+        assert_eq!(
+            j("a: 0777\nb: 0x1F\nc: 0o17\nd: 0b11\ne: +12\nf: -0x1F\ng: 1_000\nh: 1e3\ni: .5"),
+            json!({"a": 511, "b": 31, "c": 15, "d": 3, "e": 12, "f": -31, "g": 1000, "h": 1000.0, "i": 0.5})
+        );
+        assert_eq!(
+            j("a: 'yes'\nb: \"1\"\nc: !!str 2"),
+            json!({"a": "yes", "b": "1", "c": "2"})
+        );
+    }
+
+    #[test]
+    fn keys_become_strings() {
+        assert_eq!(
+            j("on: 1\nn: 2\n1: one\n1.5: x\n3.14159265358979: pi\ntrue: t"),
+            json!({"true": "t", "false": 2, "1": "one", "1.5": "x", "3.1415927": "pi"})
+        );
+        assert!(err("~: 1").contains("unsupported map key"));
+    }
+
+    #[test]
+    fn anchors_merges_duplicates() {
+        assert_eq!(
+            j("base: &b\n  x: 1\n  w: 0\nd:\n  <<: *b\n  w: 2\ne: *b\nf: 1\nf: 2"),
+            json!({"base": {"x": 1, "w": 0}, "d": {"x": 1, "w": 2}, "e": {"x": 1, "w": 0}, "f": 2})
+        );
+        assert_eq!(
+            j("a: &a {p: 1}\nb: &b {p: 2, q: 2}\nc:\n  <<: [*a, *b]"),
+            json!({"a": {"p": 1}, "b": {"p": 2, "q": 2}, "c": {"p": 1, "q": 2}})
+        );
+        assert_eq!(
+            err("a: *nope"),
+            "error converting YAML to JSON: yaml: unknown anchor 'nope' referenced"
+        );
+    }
+
+    #[test]
+    fn block_scalars() {
+        assert_eq!(
+            j("a: |\n  x\n  y\nb: >\n  x\n  y\nc: |-\n  x\nd: |+\n  x\n\ne: 1"),
+            json!({"a": "x\ny\n", "b": "x y\n", "c": "x", "d": "x\n\n", "e": 1})
+        );
+    }
+
+    #[test]
+    fn errors_read_like_go_yaml() {
+        assert_eq!(
+            err("a: [bad"),
+            "error converting YAML to JSON: yaml: line 1: did not find expected ',' or ']'"
+        );
+        assert_eq!(
+            err("a: b: c"),
+            "error converting YAML to JSON: yaml: mapping values are not allowed in this context"
+        );
+        assert_eq!(
+            err("key:\n\tvalue"),
+            "error converting YAML to JSON: yaml: line 2: found character that cannot start any token"
+        );
+        assert_eq!(
+            err("a: .inf"),
+            "error converting YAML to JSON: json: unsupported value: +Inf"
+        );
+        assert_eq!(
+            err("a: !!int x"),
+            "error converting YAML to JSON: yaml: cannot decode !!str `x` as a !!int"
+        );
+        assert_eq!(
+            parse_yaml_map("just a string").unwrap_err().to_string(),
+            "error unmarshaling JSON: while decoding JSON: json: cannot unmarshal string into Go value of type map[string]interface {}"
+        );
+    }
+
+    #[test]
+    fn documents() {
+        assert_eq!(j(""), serde_json::Value::Null);
+        assert!(parse_yaml_map("# nothing\n").unwrap().is_empty());
+        assert_eq!(j("a: 1\n---\nb: 2"), json!({"a": 1}));
+        assert_eq!(
+            parse_yaml_documents("---\na: 1\n---\n---\nb: 2\n").unwrap(),
+            vec![json!({"a": 1}), json!({"b": 2})]
+        );
+    }
+
+    fn to(v: serde_json::Value) -> String {
+        to_yaml(&Value::from_json(&v)).unwrap()
+    }
+
+    #[test]
+    fn to_yaml_layout_and_quoting() {
+        assert_eq!(
+            to(json!({"list": ["a", {"b": 1, "c": [1, 2]}], "m": {"n": {}}, "e": [], "s": "yes"})),
+            "e: []\nlist:\n- a\n- b: 1\n  c:\n  - 1\n  - 2\nm:\n  \"n\": {}\ns: \"yes\""
+        );
+        assert_eq!(to(json!({"k": "a\nb\n"})), "k: |\n  a\n  b");
+        assert_eq!(to(json!({"k": " lead\nx"})), "k: |2-\n   lead\n  x");
+        assert_eq!(to(json!({"k": "trail \nx"})), "k: \"trail \\nx\"");
+        assert_eq!(
+            to(json!({"k": "a: b", "l": "#c", "m": "x, y", "n": "😀"})),
+            "k: 'a: b'\nl: '#c'\nm: x, y\n\"n\": \"\\U0001F600\""
+        );
+        assert_eq!(
+            to(json!({"k": 1e6, "f": 1.5, "g": 1e21, "h": 1e-7})),
+            "f: 1.5\ng: 1e+21\nh: 1e-07\nk: 1000000"
+        );
+        assert_eq!(
+            to(json!({"k": "word ".repeat(20).trim_end()})),
+            "k: word word word word word word word word word word word word word word word word\n  word word word word"
+        );
+        assert_eq!(to(json!("plain")), "plain");
+        assert_eq!(to(json!(null)), "null");
+    }
+
+    #[test]
+    fn to_yaml_pretty_indents_lists() {
+        let v = Value::from_json(
+            &json!({"a": [1, 2], "b": {"c": [{"d": 1e6}]}, "w": "word ".repeat(20)}),
+        );
+        assert_eq!(
+            to_yaml_pretty(&v).unwrap(),
+            format!(
+                "a:\n  - 1\n  - 2\nb:\n  c:\n    - d: 1e+06\nw: '{}'",
+                "word ".repeat(20)
+            )
+        );
+    }
+}

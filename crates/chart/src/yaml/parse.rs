@@ -192,7 +192,7 @@ impl<'a> Builder<'a> {
                 Ok(n)
             }
             Event::MappingStart(anchor, _tag) => {
-                let mut entries: Vec<(Node, Node)> = Vec::new();
+                let mut entries = Entries::default();
                 loop {
                     let (ev, m) = self.next()?;
                     if matches!(ev, Event::MappingEnd) {
@@ -212,10 +212,10 @@ impl<'a> Builder<'a> {
                                 go_sharp_v(&key)
                             )));
                         }
-                        set_entry(&mut entries, key, value);
+                        entries.set(key, value);
                     }
                 }
-                let n = Node::Map(entries);
+                let n = Node::Map(entries.list);
                 if anchor > 0 {
                     self.anchors.insert(anchor, n.clone());
                 }
@@ -234,12 +234,32 @@ fn approx_size(n: &Node) -> usize {
     }
 }
 
-/// Same key set twice: the later value wins, as it does in a Go map.
-fn set_entry(entries: &mut Vec<(Node, Node)>, key: Node, value: Node) {
-    if let Some(slot) = entries.iter_mut().find(|(k, _)| same_key(k, &key)) {
-        slot.1 = value;
-    } else {
-        entries.push((key, value));
+/// A mapping being built. The same key set twice keeps its first position
+/// and takes the later value, as a Go map does; string keys are indexed so
+/// large mappings stay linear.
+#[derive(Default)]
+struct Entries {
+    list: Vec<(Node, Node)>,
+    by_str: HashMap<String, usize>,
+}
+
+impl Entries {
+    fn set(&mut self, key: Node, value: Node) {
+        if let Node::Str(k) = &key {
+            match self.by_str.get(k) {
+                Some(&i) => self.list[i].1 = value,
+                None => {
+                    self.by_str.insert(k.clone(), self.list.len());
+                    self.list.push((key, value));
+                }
+            }
+            return;
+        }
+        if let Some(slot) = self.list.iter_mut().find(|(k, _)| same_key(k, &key)) {
+            slot.1 = value;
+        } else {
+            self.list.push((key, value));
+        }
     }
 }
 
@@ -255,16 +275,12 @@ fn same_key(a: &Node, b: &Node) -> bool {
     }
 }
 
-fn merge_into(
-    entries: &mut Vec<(Node, Node)>,
-    value: Node,
-    mark: &Marker,
-) -> Result<(), YamlError> {
+fn merge_into(entries: &mut Entries, value: Node, mark: &Marker) -> Result<(), YamlError> {
     const WANT_MAP: &str = "map merge requires map or sequence of maps as the value";
     match value {
         Node::Map(m) => {
             for (k, v) in m {
-                set_entry(entries, k, v);
+                entries.set(k, v);
             }
             Ok(())
         }
@@ -274,7 +290,7 @@ fn merge_into(
                 match item {
                     Node::Map(m) => {
                         for (k, v) in m {
-                            set_entry(entries, k, v);
+                            entries.set(k, v);
                         }
                     }
                     _ => return Err(syntax(mark, WANT_MAP)),

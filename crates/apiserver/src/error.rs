@@ -153,4 +153,6 @@ pub enum ServerError {
     Storage { path: String, message: String },
     #[error("cannot build a client for the server: {0}")]
     Client(String),
+    #[error(transparent)]
+    Tls(#[from] crate::tls::TlsError),
 }

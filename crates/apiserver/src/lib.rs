@@ -3,8 +3,9 @@
 //! It stores objects of any kind as JSON, implements the API machinery
 //! clients depend on (resourceVersions, watches, selectors, patches,
 //! server-side apply, finalizers, garbage collection, CRDs, discovery) and
-//! serves plain HTTP on loopback. Nothing schedules Pods: it is not a
-//! cluster, only its API. With `simulate_readiness` workloads report ready.
+//! serves HTTP, or HTTPS with its own CA when `tls` is set. Nothing
+//! schedules Pods: it is not a cluster, only its API. With
+//! `simulate_readiness` workloads report ready.
 
 pub mod discovery;
 pub mod error;
@@ -18,6 +19,7 @@ pub mod protobuf;
 pub mod readiness;
 pub mod registry;
 pub mod store;
+pub mod tls;
 pub mod watch;
 
 pub use error::{ApiError, ServerError};
@@ -122,6 +124,9 @@ pub struct Config {
     pub kubeconfig_out: Option<PathBuf>,
     /// Make workloads and jobs report ready/complete shortly after changes.
     pub simulate_readiness: bool,
+    /// Serve HTTPS with a CA generated at start (kept in `data_dir` when
+    /// set); the kubeconfig then carries that CA.
+    pub tls: bool,
 }
 
 impl Default for Config {
@@ -131,6 +136,7 @@ impl Default for Config {
             data_dir: None,
             kubeconfig_out: None,
             simulate_readiness: false,
+            tls: false,
         }
     }
 }
@@ -145,11 +151,23 @@ pub struct Server {
     task: tokio::task::JoinHandle<()>,
     /// A temporary directory we created for the kubeconfig, removed on stop.
     temp_dir: Option<PathBuf>,
+    /// The CA clients must trust (PEM, DER) when serving HTTPS.
+    ca: Option<(String, Vec<u8>)>,
 }
 
 impl Server {
     /// Binds, loads state and starts serving in the background.
     pub async fn start(config: Config) -> Result<Server, ServerError> {
+        // Certificates first: a bad persisted CA should fail before we
+        // open storage or bind.
+        let tls = if config.tls {
+            Some(tls::material(
+                config.data_dir.as_deref(),
+                config.listen.ip(),
+            )?)
+        } else {
+            None
+        };
         let backend: Box<dyn store::Backend> =
             match &config.data_dir {
                 Some(dir) => Box::new(store::RedbBackend::open(dir).map_err(|message| {
@@ -193,20 +211,43 @@ impl Server {
             (None, Some(d)) => d.join("kubeconfig"),
             (None, None) => std::env::temp_dir().join("kubeconfig"),
         };
-        write_kubeconfig(&kubeconfig_path, &kubeconfig_yaml(addr))?;
+        let ca = tls.as_ref().map(|t| (t.ca_pem.clone(), t.ca_der.clone()));
+        write_kubeconfig(
+            &kubeconfig_path,
+            &kubeconfig_yaml(addr, ca.as_ref().map(|c| c.0.as_str())),
+        )?;
         app.spawn_tasks();
         let router = handlers::router(app.clone());
         let mut rx = shutdown_rx;
-        let task = tokio::spawn(async move {
-            let res = axum::serve(listener, router)
-                .with_graceful_shutdown(async move {
-                    let _ = rx.wait_for(|s| *s).await;
+        let shutdown = async move {
+            let _ = rx.wait_for(|s| *s).await;
+        };
+        let task = match tls {
+            Some(t) => {
+                let listener = tls::TlsListener::new(listener, t.server_config).map_err(
+                    |source| ServerError::Bind {
+                        addr: config.listen.to_string(),
+                        source,
+                    },
+                )?;
+                tokio::spawn(async move {
+                    let res = axum::serve(listener, router)
+                        .with_graceful_shutdown(shutdown)
+                        .await;
+                    if let Err(e) = res {
+                        tracing::error!("apiserver stopped: {e}");
+                    }
                 })
-                .await;
-            if let Err(e) = res {
-                tracing::error!("apiserver stopped: {e}");
             }
-        });
+            None => tokio::spawn(async move {
+                let res = axum::serve(listener, router)
+                    .with_graceful_shutdown(shutdown)
+                    .await;
+                if let Err(e) = res {
+                    tracing::error!("apiserver stopped: {e}");
+                }
+            }),
+        };
         Ok(Server {
             addr,
             kubeconfig_path,
@@ -214,6 +255,7 @@ impl Server {
             shutdown_tx,
             task,
             temp_dir,
+            ca,
         })
     }
 
@@ -221,8 +263,15 @@ impl Server {
         self.addr
     }
 
+    /// The URL clients use: `https` when serving TLS, and loopback when
+    /// listening on every interface.
     pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        server_url(self.addr, self.ca.is_some())
+    }
+
+    /// The CA certificate (PEM) clients must trust, when serving HTTPS.
+    pub fn ca_pem(&self) -> Option<&str> {
+        self.ca.as_ref().map(|c| c.0.as_str())
     }
 
     pub fn kubeconfig_path(&self) -> &Path {
@@ -230,7 +279,7 @@ impl Server {
     }
 
     pub fn kubeconfig_yaml(&self) -> String {
-        kubeconfig_yaml(self.addr)
+        kubeconfig_yaml(self.addr, self.ca_pem())
     }
 
     /// Shared state, for tests that want to look inside.
@@ -244,7 +293,10 @@ impl Server {
             .url()
             .parse()
             .map_err(|e| ServerError::Client(format!("{e}")))?;
-        let config = kube::Config::new(url);
+        let mut config = kube::Config::new(url);
+        if let Some((_, der)) = &self.ca {
+            config.root_cert = Some(vec![der.clone()]);
+        }
         kube::Client::try_from(config).map_err(|e| ServerError::Client(e.to_string()))
     }
 
@@ -264,9 +316,34 @@ impl Server {
     }
 }
 
-fn kubeconfig_yaml(addr: SocketAddr) -> String {
+fn server_url(addr: SocketAddr, tls: bool) -> String {
+    let scheme = if tls { "https" } else { "http" };
+    // 0.0.0.0 is not an address to connect to, nor one a certificate names.
+    let addr = match addr.ip() {
+        std::net::IpAddr::V4(ip) if ip.is_unspecified() => {
+            SocketAddr::from(([127, 0, 0, 1], addr.port()))
+        }
+        std::net::IpAddr::V6(ip) if ip.is_unspecified() => {
+            SocketAddr::from((std::net::Ipv6Addr::LOCALHOST, addr.port()))
+        }
+        _ => addr,
+    };
+    format!("{scheme}://{addr}")
+}
+
+fn kubeconfig_yaml(addr: SocketAddr, ca_pem: Option<&str>) -> String {
+    use base64::Engine as _;
+    let server = server_url(addr, ca_pem.is_some());
+    let ca = ca_pem
+        .map(|pem| {
+            format!(
+                "\n    certificate-authority-data: {}",
+                base64::engine::general_purpose::STANDARD.encode(pem)
+            )
+        })
+        .unwrap_or_default();
     format!(
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: rudder\n  cluster:\n    server: http://{addr}\ncontexts:\n- name: rudder\n  context:\n    cluster: rudder\n    user: rudder\n    namespace: default\ncurrent-context: rudder\nusers:\n- name: rudder\n  user: {{}}\npreferences: {{}}\n"
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: rudder\n  cluster:\n    server: {server}{ca}\ncontexts:\n- name: rudder\n  context:\n    cluster: rudder\n    user: rudder\n    namespace: default\ncurrent-context: rudder\nusers:\n- name: rudder\n  user: {{}}\npreferences: {{}}\n"
     )
 }
 

@@ -48,7 +48,9 @@ fn median(v: &mut [f64]) -> f64 {
 
 fn main() {
     let shared = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared"));
-    let corpus = std::env::var("RUDDER_CORPUS").map(PathBuf::from).unwrap_or_else(|_| shared.join("corpus"));
+    let corpus = std::env::var("RUDDER_CORPUS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| shared.join("corpus"));
     let oracle = shared.join("tools/helm-oracle");
     if !corpus.join("charts").exists() {
         eprintln!("SKIP: no corpus at {}", corpus.display());
@@ -74,7 +76,10 @@ fn main() {
             times.push(t.elapsed().as_secs_f64() * 1000.0);
             if i == 0 {
                 let peak = PEAK.load(Ordering::Relaxed).saturating_sub(base);
-                out_bytes = r.as_ref().map(|r| r.files.values().map(|f| f.len()).sum()).unwrap_or(0);
+                out_bytes = r
+                    .as_ref()
+                    .map(|r| r.files.values().map(|f| f.len()).sum())
+                    .unwrap_or(0);
                 if out_bytes > largest.0 {
                     largest = (out_bytes, format!("{chart}/{scenario}"), peak);
                 }
@@ -91,7 +96,13 @@ fn main() {
                 .arg(&dir)
                 .arg("-f")
                 .arg(&values)
-                .args(["--name", &opts.name, "--namespace", &opts.namespace, "--revision"])
+                .args([
+                    "--name",
+                    &opts.name,
+                    "--namespace",
+                    &opts.namespace,
+                    "--revision",
+                ])
                 .arg(opts.revision.to_string())
                 .arg("--out")
                 .arg(&out);
@@ -127,7 +138,10 @@ fn main() {
         println!("{chart:30} rudder {mo:8.2} ms   helm {mh:8.2} ms   ratio {ratio:6.1}x");
     }
     println!();
-    println!("median speed-up over Helm across charts: {:.1}x", median(&mut ratios));
+    println!(
+        "median speed-up over Helm across charts: {:.1}x",
+        median(&mut ratios)
+    );
     println!(
         "largest output: {} ({} bytes rendered), rudder peak heap during that render: {:.1} MiB",
         largest.1,

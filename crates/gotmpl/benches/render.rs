@@ -95,7 +95,10 @@ fn main() {
     let d = data();
     let out = set.execute("deploy.yaml", &d).expect("renders");
 
-    let (b0, a0) = (ALLOCATED.load(Ordering::Relaxed), ALLOCS.load(Ordering::Relaxed));
+    let (b0, a0) = (
+        ALLOCATED.load(Ordering::Relaxed),
+        ALLOCS.load(Ordering::Relaxed),
+    );
     let t1 = Instant::now();
     for _ in 0..iters {
         let o = set.execute("deploy.yaml", &d).expect("renders");
@@ -112,7 +115,10 @@ fn main() {
         m.len(),
         out.len()
     );
-    println!("parse:   {:>10.1} µs per parse of both files", parse.as_secs_f64() * 1e6);
+    println!(
+        "parse:   {:>10.1} µs per parse of both files",
+        parse.as_secs_f64() * 1e6
+    );
     println!("execute: {:>10.1} µs per render", exec.as_secs_f64() * 1e6);
     println!("alloc:   {bytes} bytes in {allocs} allocations per render");
 }

@@ -70,7 +70,15 @@ async fn server_wait(server: apiserver::Server) {
     server.wait().await
 }
 
-fn main() -> anyhow::Result<()> {
+fn main() {
+    // Errors are printed as one readable chain, never as a backtrace.
+    if let Err(e) = run() {
+        eprintln!("Error: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+fn run() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
         Command::Version => {

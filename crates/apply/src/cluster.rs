@@ -1,0 +1,413 @@
+//! The object layer: turns manifest documents into `DynamicObject`s, finds each kind's
+//! API resource through discovery, and applies, reads, deletes and waits for objects.
+//! Every write of a release object carries Helm's ownership metadata, and objects that
+//! belong to another release are refused before anything is written.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams};
+use kube::core::{ApiResource, GroupVersionKind};
+use kube::discovery::{self, Scope};
+use kube::Client;
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+
+/// The field manager of every server-side apply rudder makes.
+pub const FIELD_MANAGER: &str = "rudder";
+/// Helm's annotation naming the release that owns an object.
+pub const RELEASE_NAME_ANNOTATION: &str = "meta.helm.sh/release-name";
+/// Helm's annotation naming the namespace of the release that owns an object.
+pub const RELEASE_NAMESPACE_ANNOTATION: &str = "meta.helm.sh/release-namespace";
+/// The label Helm sets on every object it manages.
+pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
+/// The annotation that keeps an object when the release drops it.
+pub const RESOURCE_POLICY_ANNOTATION: &str = "helm.sh/resource-policy";
+/// The value of [`RESOURCE_POLICY_ANNOTATION`] that keeps an object.
+pub const KEEP_POLICY: &str = "keep";
+
+const POLL: Duration = Duration::from_millis(100);
+
+/// Names one object: `Kind namespace/name` (or `Kind name` when cluster-scoped).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ObjectRef {
+    pub api_version: String,
+    pub kind: String,
+    pub namespace: Option<String>,
+    pub name: String,
+}
+
+impl ObjectRef {
+    /// The API group (empty for the core group).
+    pub fn group(&self) -> &str {
+        match self.api_version.split_once('/') {
+            Some((g, _)) => g,
+            None => "",
+        }
+    }
+
+    /// Identity across API versions: an object keeps its identity when a chart moves
+    /// it from one version of its group to another.
+    pub fn identity(&self) -> (String, String, Option<String>, String) {
+        (
+            self.group().to_string(),
+            self.kind.clone(),
+            self.namespace.clone(),
+            self.name.clone(),
+        )
+    }
+}
+
+impl fmt::Display for ObjectRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.namespace {
+            Some(ns) => write!(f, "{} {}/{}", self.kind, ns, self.name),
+            None => write!(f, "{} {}", self.kind, self.name),
+        }
+    }
+}
+
+/// The release objects belong to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Owner {
+    pub name: String,
+    pub namespace: String,
+}
+
+/// How objects are applied.
+#[derive(Debug, Clone, Default)]
+pub struct ApplyOptions {
+    /// Adopt existing objects even when they belong to another release or to none.
+    pub take_ownership: bool,
+}
+
+/// A parsed object whose API resource and namespace are known.
+#[derive(Debug, Clone)]
+pub struct Object {
+    pub object: DynamicObject,
+    pub resource: ApiResource,
+    pub reference: ObjectRef,
+    /// Where the document came from (`chart/templates/x.yaml`), for messages.
+    pub source: String,
+}
+
+/// A kube client with a discovery cache.
+pub struct Kube {
+    client: Client,
+    cache: Mutex<HashMap<(String, String), (ApiResource, bool)>>,
+}
+
+impl Kube {
+    pub fn new(client: Client) -> Kube {
+        Kube {
+            client,
+            cache: Mutex::new(HashMap::new()),
+        }
+    }
+
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// Parses one YAML document; `None` for an empty (comment-only) document.
+    pub fn parse_document(
+        release: &str,
+        source: &str,
+        doc: &str,
+    ) -> Result<Option<DynamicObject>> {
+        let invalid = |message: String| Error::InvalidDocument {
+            release: release.to_string(),
+            source_path: source.to_string(),
+            message,
+        };
+        let json = chart::yaml::parse_yaml_to_json(doc).map_err(|e| invalid(e.to_string()))?;
+        if json.is_null() {
+            return Ok(None);
+        }
+        let obj: DynamicObject = serde_json::from_value(json).map_err(|e| invalid(e.to_string()))?;
+        let types_ok = obj
+            .types
+            .as_ref()
+            .is_some_and(|t| !t.api_version.is_empty() && !t.kind.is_empty());
+        if !types_ok {
+            return Err(invalid("the object has no apiVersion or kind".into()));
+        }
+        if obj.metadata.name.as_deref().unwrap_or("").is_empty() {
+            return Err(invalid("the object has no metadata.name".into()));
+        }
+        Ok(Some(obj))
+    }
+
+    /// Parses a document and resolves its kind and namespace; namespaced objects
+    /// without a namespace go to the release namespace.
+    pub async fn prepare(&self, owner: &Owner, source: &str, doc: &str) -> Result<Option<Object>> {
+        let Some(mut object) = Self::parse_document(&owner.name, source, doc)? else {
+            return Ok(None);
+        };
+        let (api_version, kind) = object
+            .types
+            .as_ref()
+            .map(|t| (t.api_version.clone(), t.kind.clone()))
+            .unwrap_or_default();
+        let mut reference = ObjectRef {
+            api_version: api_version.clone(),
+            kind: kind.clone(),
+            namespace: object.metadata.namespace.clone(),
+            name: object.metadata.name.clone().unwrap_or_default(),
+        };
+        let (resource, namespaced) = self
+            .resolve(&api_version, &kind)
+            .await
+            .map_err(|source| Error::UnknownKind {
+                release: owner.name.clone(),
+                object: reference.clone(),
+                api_version: api_version.clone(),
+                kind: kind.clone(),
+                source: Box::new(source),
+            })?;
+        if namespaced {
+            let ns = object
+                .metadata
+                .namespace
+                .clone()
+                .filter(|n| !n.is_empty())
+                .unwrap_or_else(|| owner.namespace.clone());
+            object.metadata.namespace = Some(ns.clone());
+            reference.namespace = Some(ns);
+        } else {
+            object.metadata.namespace = None;
+            reference.namespace = None;
+        }
+        Ok(Some(Object {
+            object,
+            resource,
+            reference,
+            source: source.to_string(),
+        }))
+    }
+
+    async fn resolve(&self, api_version: &str, kind: &str) -> Result<(ApiResource, bool), kube::Error> {
+        let key = (api_version.to_string(), kind.to_string());
+        if let Some(hit) = self.cache.lock().ok().and_then(|c| c.get(&key).cloned()) {
+            return Ok(hit);
+        }
+        let (group, version) = match api_version.split_once('/') {
+            Some((g, v)) => (g, v),
+            None => ("", api_version),
+        };
+        let gvk = GroupVersionKind::gvk(group, version, kind);
+        let (resource, caps) = discovery::pinned_kind(&self.client, &gvk).await?;
+        let hit = (resource, caps.scope == Scope::Namespaced);
+        if let Ok(mut c) = self.cache.lock() {
+            c.insert(key, hit.clone());
+        }
+        Ok(hit)
+    }
+
+    fn api(&self, o: &Object) -> Api<DynamicObject> {
+        match &o.reference.namespace {
+            Some(ns) => Api::namespaced_with(self.client.clone(), ns, &o.resource),
+            None => Api::all_with(self.client.clone(), &o.resource),
+        }
+    }
+
+    /// The live object, if it exists.
+    pub async fn get(&self, owner: &Owner, o: &Object) -> Result<Option<DynamicObject>> {
+        self.api(o)
+            .get_opt(&o.reference.name)
+            .await
+            .map_err(|e| Error::api(&owner.name, "read", &o.reference, e))
+    }
+
+    /// Refuses an existing object that carries another release's ownership (or none),
+    /// unless `take_ownership` is set; objects already owned by `owner` are adopted.
+    pub async fn check_ownership(&self, owner: &Owner, o: &Object, opts: &ApplyOptions) -> Result<()> {
+        let Some(live) = self.get(owner, o).await? else {
+            return Ok(());
+        };
+        if opts.take_ownership {
+            return Ok(());
+        }
+        let ann = live.metadata.annotations.unwrap_or_default();
+        let name = ann.get(RELEASE_NAME_ANNOTATION);
+        let ns = ann.get(RELEASE_NAMESPACE_ANNOTATION);
+        if name == Some(&owner.name) && ns == Some(&owner.namespace) {
+            return Ok(());
+        }
+        let phrase = match (name, ns) {
+            (Some(n), Some(ns)) => format!("is owned by release {ns}/{n}"),
+            (Some(n), None) => format!("is owned by release {n:?}"),
+            _ => format!(
+                "is not managed by Helm (no {RELEASE_NAME_ANNOTATION} annotation)"
+            ),
+        };
+        Err(Error::Conflict {
+            release: owner.name.clone(),
+            object: o.reference.clone(),
+            owner: phrase,
+        })
+    }
+
+    /// Server-side applies the object, forcing conflicts, as field manager `rudder`;
+    /// with `mark_owner` it first adds Helm's ownership annotations and label.
+    pub async fn apply(&self, owner: &Owner, o: &Object, mark_owner: bool) -> Result<DynamicObject> {
+        let mut obj = o.object.clone();
+        if mark_owner {
+            let ann = obj.metadata.annotations.get_or_insert_with(Default::default);
+            ann.insert(RELEASE_NAME_ANNOTATION.into(), owner.name.clone());
+            ann.insert(RELEASE_NAMESPACE_ANNOTATION.into(), owner.namespace.clone());
+            let labels = obj.metadata.labels.get_or_insert_with(Default::default);
+            labels.insert(MANAGED_BY_LABEL.into(), "Helm".into());
+        }
+        // Server-side apply rejects these fields in the request body.
+        obj.metadata.resource_version = None;
+        obj.metadata.managed_fields = None;
+        let params = PatchParams::apply(FIELD_MANAGER).force();
+        self.api(o)
+            .patch(&o.reference.name, &params, &Patch::Apply(&obj))
+            .await
+            .map_err(|e| Error::api(&owner.name, "apply", &o.reference, e))
+    }
+
+    /// Deletes the object with background propagation; `false` when it was already gone.
+    pub async fn delete(&self, owner: &Owner, o: &Object) -> Result<bool> {
+        match self
+            .api(o)
+            .delete(&o.reference.name, &DeleteParams::background())
+            .await
+        {
+            Ok(_) => Ok(true),
+            Err(kube::Error::Api(s)) if s.code == 404 => Ok(false),
+            Err(e) => Err(Error::api(&owner.name, "delete", &o.reference, e)),
+        }
+    }
+
+    /// Deletes the object and waits until the API server no longer returns it.
+    pub async fn delete_and_wait(&self, owner: &Owner, o: &Object, timeout: Duration) -> Result<()> {
+        if !self.delete(owner, o).await? {
+            return Ok(());
+        }
+        let start = Instant::now();
+        loop {
+            if self.get(owner, o).await?.is_none() {
+                return Ok(());
+            }
+            if start.elapsed() >= timeout {
+                return Err(Error::Timeout {
+                    release: owner.name.clone(),
+                    object: o.reference.clone(),
+                    what: "disappear after deletion",
+                    timeout,
+                });
+            }
+            tokio::time::sleep(POLL).await;
+        }
+    }
+
+    /// Polls the object until `check` says it is done (`Ok(true)`) or failed (`Err`).
+    pub async fn wait_for<F>(
+        &self,
+        owner: &Owner,
+        o: &Object,
+        what: &'static str,
+        timeout: Duration,
+        check: F,
+    ) -> Result<Result<(), String>>
+    where
+        F: Fn(&DynamicObject) -> Result<bool, String>,
+    {
+        let start = Instant::now();
+        loop {
+            if let Some(live) = self.get(owner, o).await? {
+                match check(&live) {
+                    Ok(true) => return Ok(Ok(())),
+                    Ok(false) => {}
+                    Err(reason) => return Ok(Err(reason)),
+                }
+            }
+            if start.elapsed() >= timeout {
+                return Err(Error::Timeout {
+                    release: owner.name.clone(),
+                    object: o.reference.clone(),
+                    what,
+                    timeout,
+                });
+            }
+            tokio::time::sleep(POLL).await;
+        }
+    }
+}
+
+/// The `status` of condition `type_` in `status.conditions`, if present.
+pub fn condition<'a>(obj: &'a DynamicObject, type_: &str) -> Option<(&'a str, &'a Value)> {
+    obj.data
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)?
+        .iter()
+        .find(|c| c.get("type").and_then(Value::as_str) == Some(type_))
+        .and_then(|c| Some((c.get("status")?.as_str()?, c)))
+}
+
+/// Whether the object carries `helm.sh/resource-policy: keep`.
+pub fn is_kept(obj: &DynamicObject) -> bool {
+    obj.metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(RESOURCE_POLICY_ANNOTATION))
+        .is_some_and(|v| v.trim() == KEEP_POLICY)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_documents_and_rejects_bad_ones() {
+        let doc = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  k: v\n";
+        let obj = Kube::parse_document("r", "t.yaml", doc).unwrap().unwrap();
+        assert_eq!(obj.metadata.name.as_deref(), Some("a"));
+        assert!(Kube::parse_document("r", "t.yaml", "# only a comment\n")
+            .unwrap()
+            .is_none());
+        let err = Kube::parse_document("r", "t.yaml", "kind: ConfigMap\nmetadata:\n  name: a\n")
+            .unwrap_err();
+        assert!(err.to_string().contains("t.yaml"), "{err}");
+        let err = Kube::parse_document("r", "t.yaml", "apiVersion: v1\nkind: ConfigMap\n")
+            .unwrap_err();
+        assert!(err.to_string().contains("metadata.name"), "{err}");
+    }
+
+    #[test]
+    fn object_ref_display_and_identity() {
+        let a = ObjectRef {
+            api_version: "apps/v1".into(),
+            kind: "Deployment".into(),
+            namespace: Some("ns".into()),
+            name: "web".into(),
+        };
+        assert_eq!(a.to_string(), "Deployment ns/web");
+        let b = ObjectRef {
+            api_version: "apps/v1beta1".into(),
+            ..a.clone()
+        };
+        assert_eq!(a.identity(), b.identity());
+        let c = ObjectRef {
+            api_version: "v1".into(),
+            kind: "Namespace".into(),
+            namespace: None,
+            name: "x".into(),
+        };
+        assert_eq!(c.to_string(), "Namespace x");
+        assert_eq!(c.group(), "");
+    }
+
+    #[test]
+    fn keep_policy() {
+        let doc = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  annotations:\n    helm.sh/resource-policy: keep\n";
+        let obj = Kube::parse_document("r", "t", doc).unwrap().unwrap();
+        assert!(is_kept(&obj));
+    }
+}

@@ -1,0 +1,114 @@
+//! The errors of release actions; every message names the release and, where one is
+//! involved, the object (`Kind namespace/name`) and the cause.
+
+use std::time::Duration;
+
+use crate::cluster::ObjectRef;
+
+/// Result alias for this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// What went wrong during a release action.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A manifest document is not a Kubernetes object.
+    #[error("release {release:?}: invalid manifest document from {source_path}: {message}")]
+    InvalidDocument {
+        release: String,
+        source_path: String,
+        message: String,
+    },
+    /// The cluster does not serve the object's kind (missing CRD or API group).
+    #[error(
+        "release {release:?}: {object}: the cluster does not serve {api_version} {kind}: {source}"
+    )]
+    UnknownKind {
+        release: String,
+        object: ObjectRef,
+        api_version: String,
+        kind: String,
+        #[source]
+        source: Box<kube::Error>,
+    },
+    /// The object exists and belongs to another release (or to no Helm release).
+    #[error(
+        "release {release:?}: {object} exists and {owner}; refusing to take it over (set take_ownership to adopt it)"
+    )]
+    Conflict {
+        release: String,
+        object: ObjectRef,
+        /// Who owns it, as a phrase ("is owned by release ns/name").
+        owner: String,
+    },
+    /// A Kubernetes API call on an object failed.
+    #[error("release {release:?}: cannot {action} {object}: {source}")]
+    Api {
+        release: String,
+        action: &'static str,
+        object: ObjectRef,
+        #[source]
+        source: Box<kube::Error>,
+    },
+    /// An object did not reach the awaited state in time.
+    #[error("release {release:?}: {object} did not {what} within {timeout:?}")]
+    Timeout {
+        release: String,
+        object: ObjectRef,
+        what: &'static str,
+        timeout: Duration,
+    },
+    /// A hook Job or Pod failed.
+    #[error("release {release:?}: {event} hook {object} failed: {reason}")]
+    HookFailed {
+        release: String,
+        event: String,
+        object: ObjectRef,
+        reason: String,
+    },
+    /// The chart could not be rendered.
+    #[error("release {release:?}: cannot render chart: {message}")]
+    Render { release: String, message: String },
+    /// Reading or writing the release records failed.
+    #[error("release {release:?}: release storage: {source}")]
+    Storage {
+        release: String,
+        #[source]
+        source: release::Error,
+    },
+    /// `install` found a release of this name that is deployed (or being changed).
+    #[error("release {release:?}: cannot re-use a name that is still in use (revision {version} is {status})")]
+    InUse {
+        release: String,
+        version: i64,
+        status: String,
+    },
+    /// `upgrade`/`uninstall` found no release of this name.
+    #[error("release {release:?}: has no deployed revision")]
+    NotDeployed { release: String },
+    /// `rollback` to a revision that is not stored.
+    #[error("release {release:?}: revision {version} not found")]
+    RevisionNotFound { release: String, version: i64 },
+}
+
+impl Error {
+    pub(crate) fn storage(release: &str, source: release::Error) -> Error {
+        Error::Storage {
+            release: release.to_string(),
+            source,
+        }
+    }
+
+    pub(crate) fn api(
+        release: &str,
+        action: &'static str,
+        object: &ObjectRef,
+        source: kube::Error,
+    ) -> Error {
+        Error::Api {
+            release: release.to_string(),
+            action,
+            object: object.clone(),
+            source: Box::new(source),
+        }
+    }
+}

@@ -1,0 +1,14 @@
+//! Helm release actions (install, upgrade, uninstall, rollback) against any Kubernetes
+//! API through kube-rs: objects are applied with server-side apply under the `rudder`
+//! field manager, carry Helm's ownership metadata, and the release records are written
+//! in Helm's Secret format so the real `helm` CLI sees the same releases.
+
+pub mod action;
+pub mod cluster;
+pub mod error;
+pub mod hooks;
+pub mod record;
+
+pub use action::{install, rollback, uninstall, upgrade, ActionOptions, UninstallOptions};
+pub use cluster::{ApplyOptions, Kube, ObjectRef, Owner, FIELD_MANAGER};
+pub use error::{Error, Result};

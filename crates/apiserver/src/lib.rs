@@ -224,12 +224,13 @@ impl Server {
         };
         let task = match tls {
             Some(t) => {
-                let listener = tls::TlsListener::new(listener, t.server_config).map_err(
-                    |source| ServerError::Bind {
-                        addr: config.listen.to_string(),
-                        source,
-                    },
-                )?;
+                let listener =
+                    tls::TlsListener::new(listener, t.server_config).map_err(|source| {
+                        ServerError::Bind {
+                            addr: config.listen.to_string(),
+                            source,
+                        }
+                    })?;
                 tokio::spawn(async move {
                     let res = axum::serve(listener, router)
                         .with_graceful_shutdown(shutdown)
@@ -342,8 +343,15 @@ fn kubeconfig_yaml(addr: SocketAddr, ca_pem: Option<&str>) -> String {
             )
         })
         .unwrap_or_default();
+    // kubectl asks for a username on a terminal when an HTTPS cluster's
+    // user has no credentials at all; the server accepts any token.
+    let user = if ca_pem.is_some() {
+        "{token: rudder}"
+    } else {
+        "{}"
+    };
     format!(
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: rudder\n  cluster:\n    server: {server}{ca}\ncontexts:\n- name: rudder\n  context:\n    cluster: rudder\n    user: rudder\n    namespace: default\ncurrent-context: rudder\nusers:\n- name: rudder\n  user: {{}}\npreferences: {{}}\n"
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: rudder\n  cluster:\n    server: {server}{ca}\ncontexts:\n- name: rudder\n  context:\n    cluster: rudder\n    user: rudder\n    namespace: default\ncurrent-context: rudder\nusers:\n- name: rudder\n  user: {user}\npreferences: {{}}\n"
     )
 }
 

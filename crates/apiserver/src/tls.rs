@@ -92,7 +92,10 @@ fn server_names(listen: IpAddr) -> Vec<SanType> {
     names
 }
 
-fn io_err<'a>(action: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> TlsError + 'a {
+fn io_err<'a>(
+    action: &'static str,
+    path: &'a Path,
+) -> impl FnOnce(std::io::Error) -> TlsError + 'a {
     move |source| TlsError::Io {
         action,
         path: path.display().to_string(),
@@ -169,7 +172,9 @@ pub fn material(data_dir: Option<&Path>, listen: IpAddr) -> Result<TlsMaterial, 
     let (ca_pem, ca_key) = load_or_create_ca(data_dir)?;
     let ca_der = CertificateDer::from_pem_slice(ca_pem.as_bytes())
         .map_err(|e| TlsError::BadCa {
-            path: data_dir.map(|d| d.display().to_string()).unwrap_or_default(),
+            path: data_dir
+                .map(|d| d.display().to_string())
+                .unwrap_or_default(),
             what: "certificate",
             message: e.to_string(),
         })?

@@ -1,6 +1,6 @@
 //! Real Helm (v4, through the helm-python-sdk wheel, which embeds Helm's
 //! Go code and client-go) installing, upgrading, listing and uninstalling a
-//! small chart against the embedded server. Skipped with a message when
+//! small chart against the embedded server over HTTPS. Skipped with a message when
 //! Python or the wheel is missing (install it with
 //! `/work/shared/tools/install-oracle.sh`).
 
@@ -94,8 +94,11 @@ async fn helm_install_upgrade_uninstall() {
         eprintln!("SKIPPED helm_install_upgrade_uninstall: python module helm_python not found (run /work/shared/tools/install-oracle.sh)");
         return;
     }
+    // Over HTTPS: Helm (client-go) must verify the server through the CA
+    // in the kubeconfig.
     let server = Server::start(Config {
         simulate_readiness: true,
+        tls: true,
         ..Config::default()
     })
     .await

@@ -82,8 +82,11 @@ impl UninstallOptions {
 }
 
 fn storage(client: &Client, namespace: &str, max_history: usize) -> Storage {
-    Storage::new(Arc::new(SecretDriver::for_namespace(client.clone(), namespace)))
-        .with_max_history(max_history)
+    Storage::new(Arc::new(SecretDriver::for_namespace(
+        client.clone(),
+        namespace,
+    )))
+    .with_max_history(max_history)
 }
 
 async fn render(
@@ -132,7 +135,12 @@ async fn prepare_all(kube: &Kube, owner: &Owner, docs: &[(String, String)]) -> R
 
 /// Checks ownership of all objects first, so a conflict leaves the cluster untouched,
 /// then applies them in order.
-async fn apply_all(kube: &Kube, owner: &Owner, objects: &[Object], opts: &ApplyOptions) -> Result<()> {
+async fn apply_all(
+    kube: &Kube,
+    owner: &Owner,
+    objects: &[Object],
+    opts: &ApplyOptions,
+) -> Result<()> {
     for o in objects {
         kube.check_ownership(owner, o, opts).await?;
     }
@@ -144,7 +152,12 @@ async fn apply_all(kube: &Kube, owner: &Owner, objects: &[Object], opts: &ApplyO
 
 /// Installs CRDs that do not exist yet (Helm never updates CRDs) and waits until
 /// each is Established.
-async fn install_crds(kube: &Kube, owner: &Owner, crds: &[(String, String)], timeout: Duration) -> Result<()> {
+async fn install_crds(
+    kube: &Kube,
+    owner: &Owner,
+    crds: &[(String, String)],
+    timeout: Duration,
+) -> Result<()> {
     let mut docs = Vec::new();
     for (source, text) in crds {
         for doc in chart::manifest::split_documents(text) {
@@ -167,7 +180,7 @@ async fn install_crds(kube: &Kube, owner: &Owner, crds: &[(String, String)], tim
                 .map_err(|reason| Error::HookFailed {
                     release: owner.name.clone(),
                     event: "crd".into(),
-                    object: o.reference.clone(),
+                    object: Box::new(o.reference.clone()),
                     reason,
                 })?;
         }
@@ -238,10 +251,19 @@ async fn fail(store: &Storage, mut rel: Release, description: String, err: Error
 /// `helm install`: renders revision 1 (or the next one after an uninstalled or failed
 /// history), records `pending-install`, installs CRDs, pre-install hooks, the manifest in
 /// install order and post-install hooks, then records `deployed`.
-pub async fn install(client: Client, chart: LoadedChart, values: Values, opts: &ActionOptions) -> Result<Release> {
+pub async fn install(
+    client: Client,
+    chart: LoadedChart,
+    values: Values,
+    opts: &ActionOptions,
+) -> Result<Release> {
     let store = storage(&client, &opts.namespace, opts.max_history);
     let name = &opts.name;
-    if let Some(last) = store.last(name).await.map_err(|e| Error::storage(name, e))? {
+    if let Some(last) = store
+        .last(name)
+        .await
+        .map_err(|e| Error::storage(name, e))?
+    {
         let st = last.status();
         if !matches!(st, Status::Uninstalled | Status::Failed) {
             return Err(Error::InUse {
@@ -269,7 +291,10 @@ pub async fn install(client: Client, chart: LoadedChart, values: Values, opts: &
         Status::PendingInstall,
         "Initial install underway",
     );
-    store.create(&rel).await.map_err(|e| Error::storage(name, e))?;
+    store
+        .create(&rel)
+        .await
+        .map_err(|e| Error::storage(name, e))?;
 
     let kube = Kube::new(client);
     let owner = opts.owner();
@@ -297,7 +322,10 @@ pub async fn install(client: Client, chart: LoadedChart, values: Values, opts: &
 
 /// Marks every deployed revision other than `keep` superseded.
 async fn supersede_others(store: &Storage, name: &str, keep: i64) -> Result<()> {
-    let history = store.history(name).await.map_err(|e| Error::storage(name, e))?;
+    let history = store
+        .history(name)
+        .await
+        .map_err(|e| Error::storage(name, e))?;
     for mut old in history {
         if old.version != keep && old.status() == Status::Deployed {
             old.set_status(Status::Superseded, "Superseded");
@@ -329,7 +357,12 @@ async fn current(store: &Storage, name: &str) -> Result<Release> {
 /// `helm upgrade`: renders the next revision, records `pending-upgrade`, runs
 /// pre-upgrade hooks, applies the new manifest, deletes what it dropped (unless kept),
 /// runs post-upgrade hooks, supersedes the previous revision and records `deployed`.
-pub async fn upgrade(client: Client, chart: LoadedChart, values: Values, opts: &ActionOptions) -> Result<Release> {
+pub async fn upgrade(
+    client: Client,
+    chart: LoadedChart,
+    values: Values,
+    opts: &ActionOptions,
+) -> Result<Release> {
     let store = storage(&client, &opts.namespace, opts.max_history);
     let name = &opts.name;
     let last = current(&store, name).await?;
@@ -356,9 +389,15 @@ pub async fn upgrade(client: Client, chart: LoadedChart, values: Values, opts: &
         "Preparing upgrade",
     );
     if let Some(info) = rel.info.as_mut() {
-        info.first_deployed = previous.info.as_ref().and_then(|i| i.first_deployed.clone());
+        info.first_deployed = previous
+            .info
+            .as_ref()
+            .and_then(|i| i.first_deployed);
     }
-    store.create(&rel).await.map_err(|e| Error::storage(name, e))?;
+    store
+        .create(&rel)
+        .await
+        .map_err(|e| Error::storage(name, e))?;
 
     let kube = Kube::new(client);
     let owner = opts.owner();
@@ -415,7 +454,7 @@ pub async fn rollback(client: Client, to: i64, opts: &ActionOptions) -> Result<R
     let mut rel = target.clone();
     rel.version = version;
     rel.labels = Default::default();
-    let first = last.info.as_ref().and_then(|i| i.first_deployed.clone());
+    let first = last.info.as_ref().and_then(|i| i.first_deployed);
     if let Some(info) = rel.info.as_mut() {
         info.first_deployed = first;
         info.last_deployed = Some(Time::now());
@@ -426,7 +465,10 @@ pub async fn rollback(client: Client, to: i64, opts: &ActionOptions) -> Result<R
     }
     let description = format!("Rollback to {to}");
     rel.set_status(Status::PendingRollback, description.clone());
-    store.create(&rel).await.map_err(|e| Error::storage(name, e))?;
+    store
+        .create(&rel)
+        .await
+        .map_err(|e| Error::storage(name, e))?;
 
     let kube = Kube::new(client);
     let owner = opts.owner();
@@ -463,7 +505,10 @@ pub async fn uninstall(client: Client, opts: &UninstallOptions) -> Result<Releas
         .ok_or_else(|| Error::NotDeployed {
             release: name.clone(),
         })?;
-    rel.set_status(Status::Uninstalling, "Deletion in progress (or silently failed)");
+    rel.set_status(
+        Status::Uninstalling,
+        "Deletion in progress (or silently failed)",
+    );
     if let Some(info) = rel.info.as_mut() {
         info.deleted = Some(Time::now());
     }
@@ -493,7 +538,10 @@ pub async fn uninstall(client: Client, opts: &UninstallOptions) -> Result<Releas
         save(&store, &rel).await?;
         return Ok(rel);
     }
-    let history = store.history_meta(name).await.map_err(|e| Error::storage(name, e))?;
+    let history = store
+        .history_meta(name)
+        .await
+        .map_err(|e| Error::storage(name, e))?;
     for meta in history {
         store
             .delete(name, meta.version)

@@ -113,11 +113,7 @@ impl Kube {
     }
 
     /// Parses one YAML document; `None` for an empty (comment-only) document.
-    pub fn parse_document(
-        release: &str,
-        source: &str,
-        doc: &str,
-    ) -> Result<Option<DynamicObject>> {
+    pub fn parse_document(release: &str, source: &str, doc: &str) -> Result<Option<DynamicObject>> {
         let invalid = |message: String| Error::InvalidDocument {
             release: release.to_string(),
             source_path: source.to_string(),
@@ -127,7 +123,8 @@ impl Kube {
         if json.is_null() {
             return Ok(None);
         }
-        let obj: DynamicObject = serde_json::from_value(json).map_err(|e| invalid(e.to_string()))?;
+        let obj: DynamicObject =
+            serde_json::from_value(json).map_err(|e| invalid(e.to_string()))?;
         let types_ok = obj
             .types
             .as_ref()
@@ -158,16 +155,14 @@ impl Kube {
             namespace: object.metadata.namespace.clone(),
             name: object.metadata.name.clone().unwrap_or_default(),
         };
-        let (resource, namespaced) = self
-            .resolve(&api_version, &kind)
-            .await
-            .map_err(|source| Error::UnknownKind {
-                release: owner.name.clone(),
-                object: reference.clone(),
-                api_version: api_version.clone(),
-                kind: kind.clone(),
-                source: Box::new(source),
-            })?;
+        let (resource, namespaced) =
+            self.resolve(&api_version, &kind)
+                .await
+                .map_err(|source| Error::UnknownKind {
+                    release: owner.name.clone(),
+                    object: Box::new(reference.clone()),
+                    source: Box::new(source),
+                })?;
         if namespaced {
             let ns = object
                 .metadata
@@ -189,7 +184,11 @@ impl Kube {
         }))
     }
 
-    async fn resolve(&self, api_version: &str, kind: &str) -> Result<(ApiResource, bool), kube::Error> {
+    async fn resolve(
+        &self,
+        api_version: &str,
+        kind: &str,
+    ) -> Result<(ApiResource, bool), kube::Error> {
         let key = (api_version.to_string(), kind.to_string());
         if let Some(hit) = self.cache.lock().ok().and_then(|c| c.get(&key).cloned()) {
             return Ok(hit);
@@ -224,7 +223,12 @@ impl Kube {
 
     /// Refuses an existing object that carries another release's ownership (or none),
     /// unless `take_ownership` is set; objects already owned by `owner` are adopted.
-    pub async fn check_ownership(&self, owner: &Owner, o: &Object, opts: &ApplyOptions) -> Result<()> {
+    pub async fn check_ownership(
+        &self,
+        owner: &Owner,
+        o: &Object,
+        opts: &ApplyOptions,
+    ) -> Result<()> {
         let Some(live) = self.get(owner, o).await? else {
             return Ok(());
         };
@@ -240,23 +244,29 @@ impl Kube {
         let phrase = match (name, ns) {
             (Some(n), Some(ns)) => format!("is owned by release {ns}/{n}"),
             (Some(n), None) => format!("is owned by release {n:?}"),
-            _ => format!(
-                "is not managed by Helm (no {RELEASE_NAME_ANNOTATION} annotation)"
-            ),
+            _ => format!("is not managed by Helm (no {RELEASE_NAME_ANNOTATION} annotation)"),
         };
         Err(Error::Conflict {
             release: owner.name.clone(),
-            object: o.reference.clone(),
+            object: Box::new(o.reference.clone()),
             owner: phrase,
         })
     }
 
     /// Server-side applies the object, forcing conflicts, as field manager `rudder`;
     /// with `mark_owner` it first adds Helm's ownership annotations and label.
-    pub async fn apply(&self, owner: &Owner, o: &Object, mark_owner: bool) -> Result<DynamicObject> {
+    pub async fn apply(
+        &self,
+        owner: &Owner,
+        o: &Object,
+        mark_owner: bool,
+    ) -> Result<DynamicObject> {
         let mut obj = o.object.clone();
         if mark_owner {
-            let ann = obj.metadata.annotations.get_or_insert_with(Default::default);
+            let ann = obj
+                .metadata
+                .annotations
+                .get_or_insert_with(Default::default);
             ann.insert(RELEASE_NAME_ANNOTATION.into(), owner.name.clone());
             ann.insert(RELEASE_NAMESPACE_ANNOTATION.into(), owner.namespace.clone());
             let labels = obj.metadata.labels.get_or_insert_with(Default::default);
@@ -286,7 +296,12 @@ impl Kube {
     }
 
     /// Deletes the object and waits until the API server no longer returns it.
-    pub async fn delete_and_wait(&self, owner: &Owner, o: &Object, timeout: Duration) -> Result<()> {
+    pub async fn delete_and_wait(
+        &self,
+        owner: &Owner,
+        o: &Object,
+        timeout: Duration,
+    ) -> Result<()> {
         if !self.delete(owner, o).await? {
             return Ok(());
         }
@@ -298,7 +313,7 @@ impl Kube {
             if start.elapsed() >= timeout {
                 return Err(Error::Timeout {
                     release: owner.name.clone(),
-                    object: o.reference.clone(),
+                    object: Box::new(o.reference.clone()),
                     what: "disappear after deletion",
                     timeout,
                 });
@@ -331,7 +346,7 @@ impl Kube {
             if start.elapsed() >= timeout {
                 return Err(Error::Timeout {
                     release: owner.name.clone(),
-                    object: o.reference.clone(),
+                    object: Box::new(o.reference.clone()),
                     what,
                     timeout,
                 });
@@ -375,8 +390,8 @@ mod tests {
         let err = Kube::parse_document("r", "t.yaml", "kind: ConfigMap\nmetadata:\n  name: a\n")
             .unwrap_err();
         assert!(err.to_string().contains("t.yaml"), "{err}");
-        let err = Kube::parse_document("r", "t.yaml", "apiVersion: v1\nkind: ConfigMap\n")
-            .unwrap_err();
+        let err =
+            Kube::parse_document("r", "t.yaml", "apiVersion: v1\nkind: ConfigMap\n").unwrap_err();
         assert!(err.to_string().contains("metadata.name"), "{err}");
     }
 

@@ -20,13 +20,13 @@ pub enum Error {
     },
     /// The cluster does not serve the object's kind (missing CRD or API group).
     #[error(
-        "release {release:?}: {object}: the cluster does not serve {api_version} {kind}: {source}"
+        "release {release:?}: {object}: the cluster does not serve {api_version} {kind}: {source}",
+        api_version = object.api_version,
+        kind = object.kind
     )]
     UnknownKind {
         release: String,
-        object: ObjectRef,
-        api_version: String,
-        kind: String,
+        object: Box<ObjectRef>,
         #[source]
         source: Box<kube::Error>,
     },
@@ -36,7 +36,7 @@ pub enum Error {
     )]
     Conflict {
         release: String,
-        object: ObjectRef,
+        object: Box<ObjectRef>,
         /// Who owns it, as a phrase ("is owned by release ns/name").
         owner: String,
     },
@@ -45,7 +45,7 @@ pub enum Error {
     Api {
         release: String,
         action: &'static str,
-        object: ObjectRef,
+        object: Box<ObjectRef>,
         #[source]
         source: Box<kube::Error>,
     },
@@ -53,7 +53,7 @@ pub enum Error {
     #[error("release {release:?}: {object} did not {what} within {timeout:?}")]
     Timeout {
         release: String,
-        object: ObjectRef,
+        object: Box<ObjectRef>,
         what: &'static str,
         timeout: Duration,
     },
@@ -62,7 +62,7 @@ pub enum Error {
     HookFailed {
         release: String,
         event: String,
-        object: ObjectRef,
+        object: Box<ObjectRef>,
         reason: String,
     },
     /// The chart could not be rendered.
@@ -107,7 +107,7 @@ impl Error {
         Error::Api {
             release: release.to_string(),
             action,
-            object: object.clone(),
+            object: Box::new(object.clone()),
             source: Box::new(source),
         }
     }

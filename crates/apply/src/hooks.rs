@@ -80,7 +80,7 @@ async fn run_one(
             Err(Error::HookFailed {
                 release: owner.name.clone(),
                 event: event.to_string(),
-                object: obj.reference.clone(),
+                object: Box::new(obj.reference.clone()),
                 reason,
             })
         }
@@ -107,7 +107,10 @@ async fn wait_done(
             kube.wait_for(owner, obj, "complete", timeout, job_done)
                 .await
         }
-        ("", "Pod") => kube.wait_for(owner, obj, "succeed", timeout, pod_done).await,
+        ("", "Pod") => {
+            kube.wait_for(owner, obj, "succeed", timeout, pod_done)
+                .await
+        }
         _ => Ok(Ok(())),
     }
 }
@@ -157,6 +160,8 @@ mod tests {
         assert_eq!(job_done(&obj(done)), Ok(true));
         let mut failed = base;
         failed["status"] = json!({"conditions": [{"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded"}]});
-        assert!(job_done(&obj(failed)).unwrap_err().contains("BackoffLimitExceeded"));
+        assert!(job_done(&obj(failed))
+            .unwrap_err()
+            .contains("BackoffLimitExceeded"));
     }
 }

@@ -80,7 +80,7 @@ pub fn new_release(
     Release {
         name: name.to_string(),
         info: Some(Info {
-            first_deployed: Some(now.clone()),
+            first_deployed: Some(now),
             last_deployed: Some(now),
             description: description.to_string(),
             status: Some(status),

@@ -168,7 +168,7 @@ impl Metadata {
         if self.version.is_empty() {
             return Err(v("chart.metadata.version is required"));
         }
-        if crate::dependencies::version::Version::parse(&self.version).is_none() {
+        if crate::funcs::semver::parse_version(&self.version).is_err() {
             return Err(v(&format!(
                 "chart.metadata.version {:?} is invalid",
                 self.version

@@ -41,6 +41,10 @@ struct ApiserverArgs {
     /// Pods report ready/complete shortly after they change.
     #[arg(long)]
     simulate_readiness: bool,
+    /// Serve HTTPS with a generated CA (kept in --data-dir when given); the
+    /// kubeconfig carries the CA so clients verify the server.
+    #[arg(long)]
+    tls: bool,
 }
 
 fn run_apiserver(args: ApiserverArgs) -> anyhow::Result<()> {
@@ -51,6 +55,7 @@ fn run_apiserver(args: ApiserverArgs) -> anyhow::Result<()> {
             data_dir: args.data_dir,
             kubeconfig_out: args.kubeconfig_out,
             simulate_readiness: args.simulate_readiness,
+            tls: args.tls,
         })
         .await?;
         println!("apiserver listening on {}", server.url());

@@ -6,8 +6,6 @@
 //! values become the merge of its own and its subcharts' values plus the
 //! imported ones.
 
-pub mod version;
-
 use crate::chartfile::Dependency;
 use crate::loader::{Chart, Values};
 use crate::values::{self, Warnings};

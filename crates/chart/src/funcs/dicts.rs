@@ -264,13 +264,9 @@ pub fn register(m: &mut FuncMap) {
 mod tests {
     use super::*;
     use crate::funcs::conv::fmt_v;
-    use gotmpl::CallCtx;
 
     fn call(name: &str, args: Vec<Value>) -> Result<Value, FuncError> {
-        let mut m = FuncMap::new();
-        register(&mut m);
-        let f = m.get(name).expect("registered");
-        (f.imp)(&mut CallCtx::detached(), args)
+        crate::funcs::call_registered(register, name, args)
     }
 
     fn out(name: &str, args: Vec<Value>) -> String {

@@ -427,13 +427,9 @@ fn go_min(x: f64, y: f64) -> f64 {
 mod tests {
     use super::*;
     use crate::funcs::conv::fmt_v;
-    use gotmpl::CallCtx;
 
     fn call(name: &str, args: Vec<Value>) -> Result<Value, FuncError> {
-        let mut m = FuncMap::new();
-        register(&mut m);
-        let f = m.get(name).expect("registered");
-        (f.imp)(&mut CallCtx::detached(), args)
+        crate::funcs::call_registered(register, name, args)
     }
 
     fn out(name: &str, args: Vec<Value>) -> String {

@@ -17,6 +17,8 @@ pub mod serialization;
 pub mod strings;
 
 use gotmpl::FuncMap;
+#[cfg(test)]
+use gotmpl::{FuncError, Value};
 
 /// Every Sprig function Helm keeps, plus Helm's serialization functions.
 /// (`include`, `tpl`, `required`, `lookup` need the render and are added there.)
@@ -36,4 +38,20 @@ pub fn register_all(m: &mut FuncMap) {
     paths::register(m);
     random::register(m);
     serialization::register(m);
+}
+
+/// Calls one function of a family directly, with arguments already of the
+/// declared types (what the engine hands over), for unit tests.
+#[cfg(test)]
+pub(crate) fn call_registered(
+    register: fn(&mut FuncMap),
+    name: &str,
+    args: Vec<Value>,
+) -> Result<Value, FuncError> {
+    let mut m = FuncMap::new();
+    register(&mut m);
+    let f = m
+        .get(name)
+        .unwrap_or_else(|| panic!("{name} is not registered"));
+    (f.imp)(&mut gotmpl::CallCtx::detached(), args)
 }

@@ -116,12 +116,9 @@ pub fn register(m: &mut FuncMap) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use gotmpl::CallCtx;
 
     fn call(name: &str, args: Vec<Value>) -> Result<Value, FuncError> {
-        let mut m = FuncMap::new();
-        register(&mut m);
-        (m.get(name).unwrap().imp)(&mut CallCtx::detached(), args)
+        crate::funcs::call_registered(register, name, args)
     }
 
     fn text(name: &str, args: Vec<Value>) -> String {

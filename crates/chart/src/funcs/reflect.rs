@@ -44,13 +44,10 @@ pub fn register(m: &mut FuncMap) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use gotmpl::{CallCtx, FuncError, ListKind};
+    use gotmpl::{FuncError, ListKind};
 
     fn call(name: &str, args: Vec<Value>) -> Result<Value, FuncError> {
-        let mut m = FuncMap::new();
-        register(&mut m);
-        let f = m.get(name).expect("registered");
-        (f.imp)(&mut CallCtx::detached(), args)
+        crate::funcs::call_registered(register, name, args)
     }
 
     fn out(name: &str, args: Vec<Value>) -> String {

@@ -1,0 +1,504 @@
+//! Install, upgrade, rollback and uninstall against the embedded API server: objects
+//! carry Helm's ownership metadata, release Secrets have Helm's names and statuses,
+//! dropped objects are deleted, and another release's objects are refused.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use apiserver::{Config, Server};
+use apply::{ActionOptions, Error, UninstallOptions};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
+use kube::api::{Api, PostParams};
+use kube::Client;
+use serde_json::{json, Map, Value};
+
+const NS: &str = "default";
+
+const TEMPLATES: &str = r#"apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}-cfg
+data:
+  greeting: {{ .Values.greeting | quote }}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ .Release.Name }}-web
+spec:
+  replicas: {{ .Values.replicas }}
+  selector: {matchLabels: {app: {{ .Release.Name }}}}
+  template:
+    metadata: {labels: {app: {{ .Release.Name }}}}
+    spec:
+      containers:
+      - name: web
+        image: nginx:1.25
+{{- if .Values.service }}
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: {{ .Release.Name }}-svc
+spec:
+  selector: {app: {{ .Release.Name }}}
+  ports: [{port: 80, targetPort: 8080}]
+{{- end }}
+"#;
+
+const HOOK: &str = r#"apiVersion: batch/v1
+kind: Job
+metadata:
+  name: {{ .Release.Name }}-migrate
+  annotations:
+    helm.sh/hook: pre-install,pre-upgrade
+    helm.sh/hook-weight: "-1"
+    helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: migrate
+        image: busybox
+        command: ["true"]
+"#;
+
+async fn start() -> (Server, Client) {
+    let server = Server::start(Config {
+        simulate_readiness: true,
+        ..Config::default()
+    })
+    .await
+    .expect("server starts");
+    let client = server.client().expect("client");
+    (server, client)
+}
+
+fn write_chart(dir: &Path) -> PathBuf {
+    let chart = dir.join("demo");
+    std::fs::create_dir_all(chart.join("templates")).expect("chart dir");
+    std::fs::write(
+        chart.join("Chart.yaml"),
+        "apiVersion: v2\nname: demo\nversion: 0.1.0\nappVersion: \"1.0\"\n",
+    )
+    .expect("Chart.yaml");
+    std::fs::write(
+        chart.join("values.yaml"),
+        "greeting: hello\nreplicas: 1\nservice: true\n",
+    )
+    .expect("values.yaml");
+    std::fs::write(chart.join("templates/app.yaml"), TEMPLATES).expect("template");
+    std::fs::write(chart.join("templates/hook.yaml"), HOOK).expect("hook");
+    chart
+}
+
+fn values(v: Value) -> Map<String, Value> {
+    match v {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    }
+}
+
+fn opts(name: &str) -> ActionOptions {
+    let mut o = ActionOptions::new(name, NS);
+    o.timeout = Duration::from_secs(20);
+    o
+}
+
+async fn record_status(client: &Client, name: &str, version: i64) -> Option<String> {
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), NS);
+    let s = secrets
+        .get_opt(&format!("sh.helm.release.v1.{name}.v{version}"))
+        .await
+        .expect("read secret")?;
+    assert_eq!(s.type_.as_deref(), Some("helm.sh/release.v1"));
+    s.metadata.labels.and_then(|l| l.get("status").cloned())
+}
+
+fn assert_owned(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta, release: &str) {
+    let ann = meta.annotations.clone().unwrap_or_default();
+    assert_eq!(
+        ann.get("meta.helm.sh/release-name").map(String::as_str),
+        Some(release)
+    );
+    assert_eq!(
+        ann.get("meta.helm.sh/release-namespace")
+            .map(String::as_str),
+        Some(NS)
+    );
+    let labels = meta.labels.clone().unwrap_or_default();
+    assert_eq!(
+        labels
+            .get("app.kubernetes.io/managed-by")
+            .map(String::as_str),
+        Some("Helm")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn install_upgrade_rollback_uninstall() {
+    let (server, client) = start().await;
+    let dir = server
+        .kubeconfig_path()
+        .parent()
+        .expect("dir")
+        .to_path_buf();
+    let chart_dir = write_chart(&dir);
+    let load = || chart::loader::load(&chart_dir).expect("chart loads");
+
+    // Install.
+    let rel = apply::install(client.clone(), load(), Map::new(), &opts("demo"))
+        .await
+        .expect("install");
+    assert_eq!(rel.version, 1);
+    assert_eq!(rel.apply_method, "ssa");
+    assert_eq!(
+        rel.info.as_ref().map(|i| i.description.as_str()),
+        Some("Install complete")
+    );
+    let hook = rel
+        .hooks
+        .iter()
+        .find(|h| h.name == "demo-migrate")
+        .expect("hook recorded");
+    assert_eq!(hook.last_run.phase, "Succeeded");
+    assert_eq!(
+        record_status(&client, "demo", 1).await.as_deref(),
+        Some("deployed")
+    );
+
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), NS);
+    let deps: Api<Deployment> = Api::namespaced(client.clone(), NS);
+    let svcs: Api<Service> = Api::namespaced(client.clone(), NS);
+    let jobs: Api<Job> = Api::namespaced(client.clone(), NS);
+    let cm = cms.get("demo-cfg").await.expect("configmap");
+    assert_owned(&cm.metadata, "demo");
+    assert_eq!(
+        cm.data
+            .unwrap_or_default()
+            .get("greeting")
+            .map(String::as_str),
+        Some("hello")
+    );
+    let mf = cm.metadata.managed_fields.unwrap_or_default();
+    assert!(
+        mf.iter().any(|m| m.manager.as_deref() == Some("rudder")),
+        "{mf:?}"
+    );
+    assert_owned(
+        &deps.get("demo-web").await.expect("deployment").metadata,
+        "demo",
+    );
+    assert_owned(
+        &svcs.get("demo-svc").await.expect("service").metadata,
+        "demo",
+    );
+    // hook-succeeded deleted the hook Job.
+    assert!(jobs
+        .get_opt("demo-migrate")
+        .await
+        .expect("read job")
+        .is_none());
+
+    // A second install of the same name is refused.
+    let err = apply::install(client.clone(), load(), Map::new(), &opts("demo"))
+        .await
+        .expect_err("name in use");
+    assert!(matches!(err, Error::InUse { .. }), "{err}");
+
+    // Upgrade: changed values, Service dropped.
+    let v2 = values(json!({"greeting": "bonjour", "replicas": 2, "service": false}));
+    let rel = apply::upgrade(client.clone(), load(), v2, &opts("demo"))
+        .await
+        .expect("upgrade");
+    assert_eq!(rel.version, 2);
+    assert_eq!(
+        rel.info.as_ref().map(|i| i.description.as_str()),
+        Some("Upgrade complete")
+    );
+    assert_eq!(
+        record_status(&client, "demo", 1).await.as_deref(),
+        Some("superseded")
+    );
+    assert_eq!(
+        record_status(&client, "demo", 2).await.as_deref(),
+        Some("deployed")
+    );
+    let cm = cms.get("demo-cfg").await.expect("configmap");
+    assert_eq!(
+        cm.data
+            .unwrap_or_default()
+            .get("greeting")
+            .map(String::as_str),
+        Some("bonjour")
+    );
+    let replicas = deps
+        .get("demo-web")
+        .await
+        .expect("deployment")
+        .spec
+        .replicas;
+    assert_eq!(replicas, Some(2));
+    assert!(
+        svcs.get_opt("demo-svc").await.expect("read svc").is_none(),
+        "dropped Service is deleted"
+    );
+
+    // Rollback to revision 1 brings back the Service and the old value.
+    let rel = apply::rollback(client.clone(), 1, &opts("demo"))
+        .await
+        .expect("rollback");
+    assert_eq!(rel.version, 3);
+    assert_eq!(
+        record_status(&client, "demo", 2).await.as_deref(),
+        Some("superseded")
+    );
+    assert_eq!(
+        record_status(&client, "demo", 3).await.as_deref(),
+        Some("deployed")
+    );
+    let cm = cms.get("demo-cfg").await.expect("configmap");
+    assert_eq!(
+        cm.data
+            .unwrap_or_default()
+            .get("greeting")
+            .map(String::as_str),
+        Some("hello")
+    );
+    assert!(svcs.get_opt("demo-svc").await.expect("read svc").is_some());
+
+    // Uninstall removes the objects and every record.
+    let rel = apply::uninstall(client.clone(), &UninstallOptions::new("demo", NS))
+        .await
+        .expect("uninstall");
+    assert_eq!(rel.status(), release::Status::Uninstalled);
+    assert!(cms.get_opt("demo-cfg").await.expect("read").is_none());
+    assert!(deps.get_opt("demo-web").await.expect("read").is_none());
+    assert!(svcs.get_opt("demo-svc").await.expect("read").is_none());
+    for v in 1..=3 {
+        assert_eq!(
+            record_status(&client, "demo", v).await,
+            None,
+            "record v{v} deleted"
+        );
+    }
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refuses_objects_of_another_release() {
+    let (server, client) = start().await;
+    let dir = server
+        .kubeconfig_path()
+        .parent()
+        .expect("dir")
+        .to_path_buf();
+    let chart_dir = write_chart(&dir);
+    let load = || chart::loader::load(&chart_dir).expect("chart loads");
+
+    // A ConfigMap named as our release's, owned by release "other".
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), NS);
+    let foreign: ConfigMap = serde_json::from_value(json!({
+        "metadata": {
+            "name": "demo-cfg",
+            "annotations": {
+                "meta.helm.sh/release-name": "other",
+                "meta.helm.sh/release-namespace": NS,
+            },
+            "labels": {"app.kubernetes.io/managed-by": "Helm"},
+        },
+        "data": {"greeting": "theirs"},
+    }))
+    .expect("configmap");
+    cms.create(&PostParams::default(), &foreign)
+        .await
+        .expect("create");
+
+    let err = apply::install(client.clone(), load(), Map::new(), &opts("demo"))
+        .await
+        .expect_err("conflict");
+    let msg = err.to_string();
+    assert!(matches!(err, Error::Conflict { .. }), "{msg}");
+    assert!(msg.contains("ConfigMap default/demo-cfg"), "{msg}");
+    assert!(msg.contains("release default/other"), "{msg}");
+    // Nothing was written and the record says why.
+    let cm = cms.get("demo-cfg").await.expect("configmap");
+    assert_eq!(
+        cm.data
+            .unwrap_or_default()
+            .get("greeting")
+            .map(String::as_str),
+        Some("theirs")
+    );
+    assert_eq!(
+        record_status(&client, "demo", 1).await.as_deref(),
+        Some("failed")
+    );
+
+    // With take_ownership the failed release can be installed again, adopting it.
+    let mut o = opts("demo");
+    o.take_ownership = true;
+    let rel = apply::install(client.clone(), load(), Map::new(), &o)
+        .await
+        .expect("install with take_ownership");
+    assert_eq!(rel.version, 2);
+    let cm = cms.get("demo-cfg").await.expect("configmap");
+    assert_owned(&cm.metadata, "demo");
+    assert_eq!(
+        cm.data
+            .unwrap_or_default()
+            .get("greeting")
+            .map(String::as_str),
+        Some("hello")
+    );
+    server.stop().await;
+}
+
+const CRD: &str = r#"apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.example.com
+spec:
+  group: example.com
+  names: {kind: Widget, plural: widgets, singular: widget, listKind: WidgetList}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        x-kubernetes-preserve-unknown-fields: true
+"#;
+
+const CR_AND_KEPT: &str = r#"apiVersion: example.com/v1
+kind: Widget
+metadata:
+  name: {{ .Release.Name }}-widget
+spec:
+  size: {{ .Values.size }}
+{{- if .Values.kept }}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}-kept
+  annotations:
+    helm.sh/resource-policy: keep
+data: {a: b}
+{{- end }}
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn crds_keep_policy_and_keep_history() {
+    let (server, client) = start().await;
+    let dir = server
+        .kubeconfig_path()
+        .parent()
+        .expect("dir")
+        .to_path_buf();
+    let chart_dir = dir.join("widgets");
+    std::fs::create_dir_all(chart_dir.join("templates")).expect("dir");
+    std::fs::create_dir_all(chart_dir.join("crds")).expect("dir");
+    std::fs::write(
+        chart_dir.join("Chart.yaml"),
+        "apiVersion: v2\nname: widgets\nversion: 1.0.0\n",
+    )
+    .expect("Chart.yaml");
+    std::fs::write(chart_dir.join("values.yaml"), "size: 1\nkept: true\n").expect("values");
+    std::fs::write(chart_dir.join("crds/widget.yaml"), CRD).expect("crd");
+    std::fs::write(chart_dir.join("templates/all.yaml"), CR_AND_KEPT).expect("template");
+    let load = || chart::loader::load(&chart_dir).expect("chart loads");
+
+    apply::install(client.clone(), load(), Map::new(), &opts("w"))
+        .await
+        .expect("install with CRD");
+    let ar = kube::core::ApiResource::from_gvk_with_plural(
+        &kube::core::GroupVersionKind::gvk("example.com", "v1", "Widget"),
+        "widgets",
+    );
+    let widgets: Api<kube::api::DynamicObject> = Api::namespaced_with(client.clone(), NS, &ar);
+    let w = widgets.get("w-widget").await.expect("custom resource");
+    assert_eq!(w.data.pointer("/spec/size"), Some(&json!(1)));
+    assert_owned(&w.metadata, "w");
+
+    // The kept ConfigMap survives being dropped by an upgrade.
+    let v2 = values(json!({"size": 2, "kept": false}));
+    apply::upgrade(client.clone(), load(), v2, &opts("w"))
+        .await
+        .expect("upgrade");
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), NS);
+    assert!(cms.get_opt("w-kept").await.expect("read").is_some());
+    let w = widgets.get("w-widget").await.expect("custom resource");
+    assert_eq!(w.data.pointer("/spec/size"), Some(&json!(2)));
+
+    // keep_history leaves the records, the newest marked uninstalled.
+    let mut u = UninstallOptions::new("w", NS);
+    u.keep_history = true;
+    apply::uninstall(client.clone(), &u)
+        .await
+        .expect("uninstall");
+    assert!(widgets.get_opt("w-widget").await.expect("read").is_none());
+    assert_eq!(
+        record_status(&client, "w", 1).await.as_deref(),
+        Some("superseded")
+    );
+    assert_eq!(
+        record_status(&client, "w", 2).await.as_deref(),
+        Some("uninstalled")
+    );
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_kind_fails_the_release() {
+    let (server, client) = start().await;
+    let dir = server
+        .kubeconfig_path()
+        .parent()
+        .expect("dir")
+        .to_path_buf();
+    let chart_dir = dir.join("bad");
+    std::fs::create_dir_all(chart_dir.join("templates")).expect("dir");
+    std::fs::write(
+        chart_dir.join("Chart.yaml"),
+        "apiVersion: v2\nname: bad\nversion: 1.0.0\n",
+    )
+    .expect("Chart.yaml");
+    std::fs::write(
+        chart_dir.join("templates/x.yaml"),
+        "apiVersion: nowhere.example.com/v1\nkind: Gadget\nmetadata:\n  name: g\n",
+    )
+    .expect("template");
+    let chart = chart::loader::load(&chart_dir).expect("chart loads");
+    let err = apply::install(client.clone(), chart, Map::new(), &opts("bad"))
+        .await
+        .expect_err("unknown kind");
+    let msg = err.to_string();
+    assert!(matches!(err, Error::UnknownKind { .. }), "{msg}");
+    assert!(
+        msg.contains("Gadget default/g") && msg.contains("\"bad\""),
+        "{msg}"
+    );
+    assert_eq!(
+        record_status(&client, "bad", 1).await.as_deref(),
+        Some("failed")
+    );
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), NS);
+    let storage = release::Storage::new(std::sync::Arc::new(release::SecretDriver::for_namespace(
+        client.clone(),
+        NS,
+    )));
+    let rel = storage.get("bad", 1).await.expect("record");
+    let description = rel.info.map(|i| i.description).unwrap_or_default();
+    assert!(
+        description.starts_with("Release \"bad\" failed:"),
+        "{description}"
+    );
+    drop(secrets);
+    server.stop().await;
+}

@@ -389,10 +389,7 @@ pub async fn upgrade(
         "Preparing upgrade",
     );
     if let Some(info) = rel.info.as_mut() {
-        info.first_deployed = previous
-            .info
-            .as_ref()
-            .and_then(|i| i.first_deployed);
+        info.first_deployed = previous.info.as_ref().and_then(|i| i.first_deployed);
     }
     store
         .create(&rel)
@@ -505,6 +502,17 @@ pub async fn uninstall(client: Client, opts: &UninstallOptions) -> Result<Releas
         .ok_or_else(|| Error::NotDeployed {
             release: name.clone(),
         })?;
+    // As Helm: uninstalling an uninstalled release only purges its kept history.
+    if rel.status() == Status::Uninstalled {
+        if opts.keep_history {
+            return Err(Error::AlreadyUninstalled {
+                release: name.clone(),
+                version: rel.version,
+            });
+        }
+        purge(&store, name).await?;
+        return Ok(rel);
+    }
     rel.set_status(
         Status::Uninstalling,
         "Deletion in progress (or silently failed)",
@@ -538,6 +546,12 @@ pub async fn uninstall(client: Client, opts: &UninstallOptions) -> Result<Releas
         save(&store, &rel).await?;
         return Ok(rel);
     }
+    purge(&store, name).await?;
+    Ok(rel)
+}
+
+/// Deletes every record of the release.
+async fn purge(store: &Storage, name: &str) -> Result<()> {
     let history = store
         .history_meta(name)
         .await
@@ -548,5 +562,5 @@ pub async fn uninstall(client: Client, opts: &UninstallOptions) -> Result<Releas
             .await
             .map_err(|e| Error::storage(name, e))?;
     }
-    Ok(rel)
+    Ok(())
 }

@@ -20,9 +20,10 @@ pub enum Error {
     },
     /// The cluster does not serve the object's kind (missing CRD or API group).
     #[error(
-        "release {release:?}: {object}: the cluster does not serve {api_version} {kind}: {source}",
+        "release {release:?}: {object}: the cluster does not serve {api_version} {kind}: {cause}",
         api_version = object.api_version,
-        kind = object.kind
+        kind = object.kind,
+        cause = discovery_cause(source)
     )]
     UnknownKind {
         release: String,
@@ -85,9 +86,23 @@ pub enum Error {
     /// `upgrade`/`uninstall` found no release of this name.
     #[error("release {release:?}: has no deployed revision")]
     NotDeployed { release: String },
+    /// `uninstall` with `keep_history` of a release that is already uninstalled.
+    #[error("release {release:?}: is already uninstalled (revision {version})")]
+    AlreadyUninstalled { release: String, version: i64 },
     /// `rollback` to a revision that is not stored.
     #[error("release {release:?}: revision {version} not found")]
     RevisionNotFound { release: String, version: i64 },
+}
+
+/// A short cause for a failed discovery; a 404 means the group, version or kind is
+/// not served, which usually means a CRD is missing.
+fn discovery_cause(e: &kube::Error) -> String {
+    match e {
+        kube::Error::Api(s) if s.code == 404 => {
+            "no such resource type (is its CustomResourceDefinition installed?)".to_string()
+        }
+        other => other.to_string(),
+    }
 }
 
 impl Error {
@@ -110,5 +125,39 @@ impl Error {
             object: Box::new(object.clone()),
             source: Box::new(source),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_name_release_object_and_cause() {
+        let object = Box::new(ObjectRef {
+            api_version: "example.com/v1".into(),
+            kind: "Widget".into(),
+            namespace: Some("apps".into()),
+            name: "w".into(),
+        });
+        let e = Error::Conflict {
+            release: "web".into(),
+            object: object.clone(),
+            owner: "is owned by release apps/other".into(),
+        };
+        assert_eq!(
+            e.to_string(),
+            "release \"web\": Widget apps/w exists and is owned by release apps/other; refusing to take it over (set take_ownership to adopt it)"
+        );
+        let e = Error::Timeout {
+            release: "web".into(),
+            object,
+            what: "complete",
+            timeout: Duration::from_secs(5),
+        };
+        assert_eq!(
+            e.to_string(),
+            "release \"web\": Widget apps/w did not complete within 5s"
+        );
     }
 }

@@ -451,6 +451,15 @@ async fn crds_keep_policy_and_keep_history() {
         record_status(&client, "w", 2).await.as_deref(),
         Some("uninstalled")
     );
+    // Again with keep_history: refused; without: the kept history is purged.
+    let err = apply::uninstall(client.clone(), &u)
+        .await
+        .expect_err("already uninstalled");
+    assert!(matches!(err, Error::AlreadyUninstalled { .. }), "{err}");
+    apply::uninstall(client.clone(), &UninstallOptions::new("w", NS))
+        .await
+        .expect("purge");
+    assert_eq!(record_status(&client, "w", 2).await, None);
     server.stop().await;
 }
 
@@ -481,14 +490,13 @@ async fn unknown_kind_fails_the_release() {
     let msg = err.to_string();
     assert!(matches!(err, Error::UnknownKind { .. }), "{msg}");
     assert!(
-        msg.contains("Gadget default/g") && msg.contains("\"bad\""),
+        msg.contains("Gadget g:") && msg.contains("\"bad\""),
         "{msg}"
     );
     assert_eq!(
         record_status(&client, "bad", 1).await.as_deref(),
         Some("failed")
     );
-    let secrets: Api<Secret> = Api::namespaced(client.clone(), NS);
     let storage = release::Storage::new(std::sync::Arc::new(release::SecretDriver::for_namespace(
         client.clone(),
         NS,
@@ -499,6 +507,40 @@ async fn unknown_kind_fails_the_release() {
         description.starts_with("Release \"bad\" failed:"),
         "{description}"
     );
-    drop(secrets);
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upgrades_prune_history_to_max_history() {
+    let (server, client) = start().await;
+    let dir = server
+        .kubeconfig_path()
+        .parent()
+        .expect("dir")
+        .to_path_buf();
+    let chart_dir = write_chart(&dir);
+    let load = || chart::loader::load(&chart_dir).expect("chart loads");
+    let mut o = opts("p");
+    o.max_history = 2;
+    apply::install(client.clone(), load(), Map::new(), &o)
+        .await
+        .expect("install");
+    for i in 0..3 {
+        let v = values(json!({"greeting": format!("v{i}")}));
+        apply::upgrade(client.clone(), load(), v, &o)
+            .await
+            .expect("upgrade");
+    }
+    for v in 1..=2 {
+        assert_eq!(record_status(&client, "p", v).await, None, "v{v} pruned");
+    }
+    assert_eq!(
+        record_status(&client, "p", 3).await.as_deref(),
+        Some("superseded")
+    );
+    assert_eq!(
+        record_status(&client, "p", 4).await.as_deref(),
+        Some("deployed")
+    );
     server.stop().await;
 }

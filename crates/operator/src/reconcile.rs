@@ -1,0 +1,1 @@
+//! Reconciles one custom resource into its Helm release.

@@ -132,7 +132,23 @@ async fn route(
         }
     };
     let rr = parse_resource(app, group, version, rest)?;
-    resource(app, method, rr, params, headers, body).await
+    let watch = rr.watch_path || params.flag("watch");
+    let fault = app.faults.on_request(
+        method,
+        &rr.rt.group,
+        &rr.rt.plural,
+        rr.ns.as_deref(),
+        rr.name.as_deref(),
+        watch,
+    );
+    if let Some(f) = fault.as_ref().filter(|f| f.is_before()) {
+        return Err(f.error());
+    }
+    let res = resource(app, method, rr, params, headers, body).await;
+    match fault {
+        Some(f) => res.and(Err(f.error())),
+        None => res,
+    }
 }
 
 fn parse_resource(

@@ -9,6 +9,7 @@
 
 pub mod discovery;
 pub mod error;
+pub mod faults;
 pub mod gc;
 pub mod handlers;
 pub mod meta;
@@ -40,6 +41,8 @@ pub struct App {
     pub registry: registry::Registry,
     pub simulate_readiness: bool,
     pub shutdown: tokio::sync::watch::Receiver<bool>,
+    /// Injected API errors for tests; inactive unless a rule is added.
+    pub faults: faults::Faults,
     ip_counter: AtomicU32,
     readiness_tx: tokio::sync::mpsc::UnboundedSender<String>,
     readiness_rx: std::sync::Mutex<Option<tokio::sync::mpsc::UnboundedReceiver<String>>>,
@@ -57,6 +60,7 @@ impl App {
             registry: registry::Registry::default(),
             simulate_readiness,
             shutdown,
+            faults: faults::Faults::default(),
             ip_counter: AtomicU32::new(10),
             readiness_tx,
             readiness_rx: std::sync::Mutex::new(Some(readiness_rx)),
@@ -281,6 +285,11 @@ impl Server {
 
     pub fn kubeconfig_yaml(&self) -> String {
         kubeconfig_yaml(self.addr, self.ca_pem())
+    }
+
+    /// The fault injector: tests add rules to make chosen requests fail.
+    pub fn faults(&self) -> faults::Faults {
+        self.app.faults.clone()
     }
 
     /// Shared state, for tests that want to look inside.

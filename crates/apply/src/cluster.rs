@@ -98,6 +98,9 @@ pub struct Object {
 pub struct Kube {
     client: Client,
     cache: Mutex<HashMap<(String, String), (ApiResource, bool)>>,
+    /// Kinds the chart's CRDs will define, for resolving objects before those CRDs
+    /// are installed (so the whole release is checked before anything is written).
+    planned: Mutex<HashMap<(String, String), (ApiResource, bool)>>,
 }
 
 impl Kube {
@@ -105,6 +108,40 @@ impl Kube {
         Kube {
             client,
             cache: Mutex::new(HashMap::new()),
+            planned: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Remembers the kinds a CustomResourceDefinition object defines; objects of those
+    /// kinds resolve through it while the cluster does not serve them yet.
+    pub fn plan_crd(&self, crd: &DynamicObject) {
+        let Some(spec) = crd.data.get("spec") else {
+            return;
+        };
+        let s = |p: &str| spec.pointer(p).and_then(Value::as_str).unwrap_or("");
+        let (group, kind, plural) = (s("/group"), s("/names/kind"), s("/names/plural"));
+        if group.is_empty() || kind.is_empty() || plural.is_empty() {
+            return;
+        }
+        let namespaced = s("/scope") != "Cluster";
+        let versions = spec
+            .get("versions")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        let Ok(mut planned) = self.planned.lock() else {
+            return;
+        };
+        for v in versions {
+            let Some(version) = v.get("name").and_then(Value::as_str) else {
+                continue;
+            };
+            let gvk = GroupVersionKind::gvk(group, version, kind);
+            let resource = ApiResource::from_gvk_with_plural(&gvk, plural);
+            planned.insert(
+                (resource.api_version.clone(), kind.to_string()),
+                (resource, namespaced),
+            );
         }
     }
 
@@ -198,8 +235,14 @@ impl Kube {
             None => ("", api_version),
         };
         let gvk = GroupVersionKind::gvk(group, version, kind);
-        let (resource, caps) = discovery::pinned_kind(&self.client, &gvk).await?;
-        let hit = (resource, caps.scope == Scope::Namespaced);
+        let hit = match discovery::pinned_kind(&self.client, &gvk).await {
+            Ok((resource, caps)) => (resource, caps.scope == Scope::Namespaced),
+            Err(e) => {
+                let planned = self.planned.lock().ok().and_then(|p| p.get(&key).cloned());
+                // Not cached: the CRD gets installed later and discovery then answers.
+                return planned.ok_or(e);
+            }
+        };
         if let Ok(mut c) = self.cache.lock() {
             c.insert(key, hit.clone());
         }
@@ -229,28 +272,10 @@ impl Kube {
         o: &Object,
         opts: &ApplyOptions,
     ) -> Result<()> {
-        let Some(live) = self.get(owner, o).await? else {
-            return Ok(());
-        };
-        if opts.take_ownership {
-            return Ok(());
+        match self.get(owner, o).await? {
+            Some(live) => check_live_ownership(owner, o, &live, opts),
+            None => Ok(()),
         }
-        let ann = live.metadata.annotations.unwrap_or_default();
-        let name = ann.get(RELEASE_NAME_ANNOTATION);
-        let ns = ann.get(RELEASE_NAMESPACE_ANNOTATION);
-        if name == Some(&owner.name) && ns == Some(&owner.namespace) {
-            return Ok(());
-        }
-        let phrase = match (name, ns) {
-            (Some(n), Some(ns)) => format!("is owned by release {ns}/{n}"),
-            (Some(n), None) => format!("is owned by release {n:?}"),
-            _ => format!("is not managed by Helm (no {RELEASE_NAME_ANNOTATION} annotation)"),
-        };
-        Err(Error::Conflict {
-            release: owner.name.clone(),
-            object: Box::new(o.reference.clone()),
-            owner: phrase,
-        })
     }
 
     /// Server-side applies the object, forcing conflicts, as field manager `rudder`;
@@ -280,6 +305,26 @@ impl Kube {
             .patch(&o.reference.name, &params, &Patch::Apply(&obj))
             .await
             .map_err(|e| Error::api(&owner.name, "apply", &o.reference, e))
+    }
+
+    /// Like [`Kube::apply`], but with `replace` an object the API server refuses to
+    /// change in place (an immutable field, a conflict) is deleted and created again,
+    /// as Helm's `--force` does.
+    pub async fn apply_or_replace(
+        &self,
+        owner: &Owner,
+        o: &Object,
+        replace: bool,
+        timeout: Duration,
+    ) -> Result<DynamicObject> {
+        match self.apply(owner, o, true).await {
+            Err(Error::Api { source, .. }) if replace && needs_replace(&source) => {
+                tracing::info!(release = %owner.name, object = %o.reference, error = %source, "replacing an object that cannot be changed in place");
+                self.delete_and_wait(owner, o, timeout).await?;
+                self.apply(owner, o, true).await
+            }
+            other => other,
+        }
     }
 
     /// Deletes the object with background propagation; `false` when it was already gone.
@@ -354,6 +399,49 @@ impl Kube {
             tokio::time::sleep(POLL).await;
         }
     }
+}
+
+/// [`Kube::check_ownership`] against an already read live object.
+pub fn check_live_ownership(
+    owner: &Owner,
+    o: &Object,
+    live: &DynamicObject,
+    opts: &ApplyOptions,
+) -> Result<()> {
+    if opts.take_ownership {
+        return Ok(());
+    }
+    let ann = live.metadata.annotations.clone().unwrap_or_default();
+    let name = ann.get(RELEASE_NAME_ANNOTATION);
+    let ns = ann.get(RELEASE_NAMESPACE_ANNOTATION);
+    if name == Some(&owner.name) && ns == Some(&owner.namespace) {
+        return Ok(());
+    }
+    let phrase = match (name, ns) {
+        (Some(n), Some(ns)) => format!("is owned by release {ns}/{n}"),
+        (Some(n), None) => format!("is owned by release {n:?}"),
+        _ => format!("is not managed by Helm (no {RELEASE_NAME_ANNOTATION} annotation)"),
+    };
+    Err(Error::Conflict {
+        release: owner.name.clone(),
+        object: Box::new(o.reference.clone()),
+        owner: phrase,
+    })
+}
+
+/// Whether an apply error means the object must be recreated to change: a conflict,
+/// or a 422 about fields that cannot change (other invalid values would fail a
+/// re-create too, so those never delete anything).
+pub fn needs_replace(e: &kube::Error) -> bool {
+    let kube::Error::Api(s) = e else {
+        return false;
+    };
+    if s.code == 409 {
+        return true;
+    }
+    let m = s.message.to_ascii_lowercase();
+    s.code == 422
+        && (m.contains("immutable") || m.contains("forbidden") || m.contains("may not change"))
 }
 
 /// The `status` of condition `type_` in `status.conditions`, if present.

@@ -92,6 +92,56 @@ pub enum Error {
     /// `rollback` to a revision that is not stored.
     #[error("release {release:?}: revision {version} not found")]
     RevisionNotFound { release: String, version: i64 },
+    /// Another action holds the release's lock.
+    #[error(
+        "another operation (holder {holder}, since {since}) is in progress on release {release:?}; retry after {retry_after}"
+    )]
+    Locked {
+        release: String,
+        holder: String,
+        since: String,
+        retry_after: String,
+    },
+    /// The release's lock could not be read, taken or kept.
+    #[error("release {release:?}: lock: {source}")]
+    Lock {
+        release: String,
+        #[source]
+        source: release::lock::LockError,
+    },
+    /// The caller's transform refused (or failed on) an object; nothing was applied.
+    #[error("release {release:?}: {object} (from {source_path}) was refused: {message}")]
+    Transform {
+        release: String,
+        object: Box<ObjectRef>,
+        source_path: String,
+        message: String,
+    },
+    /// `wait` gave up: these objects were still not ready when the timeout passed.
+    #[error("release {release:?}: timed out after {timeout:?} waiting for {}", not_ready.join("; "))]
+    NotReady {
+        release: String,
+        timeout: Duration,
+        /// One line per object: `Kind ns/name: why it is not ready`.
+        not_ready: Vec<String>,
+    },
+    /// The action failed and `rollback_on_failure` undid it (`outcome` says how).
+    #[error("release {release:?}: {action} failed and {outcome} (rollback_on_failure): {cause}")]
+    RolledBack {
+        release: String,
+        action: &'static str,
+        outcome: String,
+        #[source]
+        cause: Box<Error>,
+    },
+    /// The action failed and undoing it with `rollback_on_failure` failed too.
+    #[error("release {release:?}: {action} failed: {cause}; undoing it failed too: {undo}")]
+    RollbackFailed {
+        release: String,
+        action: &'static str,
+        cause: Box<Error>,
+        undo: Box<Error>,
+    },
 }
 
 /// A short cause for a failed discovery; a 404 means the group, version or kind is
@@ -108,6 +158,13 @@ fn discovery_cause(e: &kube::Error) -> String {
 impl Error {
     pub(crate) fn storage(release: &str, source: release::Error) -> Error {
         Error::Storage {
+            release: release.to_string(),
+            source,
+        }
+    }
+
+    pub(crate) fn lock(release: &str, source: release::lock::LockError) -> Error {
+        Error::Lock {
             release: release.to_string(),
             source,
         }

@@ -16,11 +16,19 @@ pub const BEFORE_HOOK_CREATION: &str = "before-hook-creation";
 pub const HOOK_SUCCEEDED: &str = "hook-succeeded";
 pub const HOOK_FAILED: &str = "hook-failed";
 
+/// Whether any hook runs on `event`.
+pub fn has_event(hooks: &[Hook], event: &str) -> bool {
+    hooks.iter().any(|h| h.events.iter().any(|e| e == event))
+}
+
 /// Runs every hook of `event`, recording each one's `last_run` in `hooks`.
+/// `objects[i]` is the prepared (parsed, resolved, transformed) object of `hooks[i]`;
+/// `None` for an empty document.
 pub async fn run(
     kube: &Kube,
     owner: &Owner,
     hooks: &mut [Hook],
+    objects: &[Option<Object>],
     event: &str,
     timeout: Duration,
 ) -> Result<()> {
@@ -31,7 +39,10 @@ pub async fn run(
         (hooks[a].weight, &hooks[a].name).cmp(&(hooks[b].weight, &hooks[b].name))
     });
     for i in selected {
-        run_one(kube, owner, &mut hooks[i], event, timeout).await?;
+        let Some(Some(obj)) = objects.get(i) else {
+            continue;
+        };
+        run_one(kube, owner, &mut hooks[i], obj, event, timeout).await?;
     }
     Ok(())
 }
@@ -47,20 +58,18 @@ async fn run_one(
     kube: &Kube,
     owner: &Owner,
     hook: &mut Hook,
+    obj: &Object,
     event: &str,
     timeout: Duration,
 ) -> Result<()> {
-    let Some(obj) = kube.prepare(owner, &hook.path, &hook.manifest).await? else {
-        return Ok(());
-    };
     if has_policy(hook, BEFORE_HOOK_CREATION) {
-        kube.delete_and_wait(owner, &obj, timeout).await?;
+        kube.delete_and_wait(owner, obj, timeout).await?;
     }
     hook.last_run.started_at = Some(Time::now());
     hook.last_run.completed_at = None;
     hook.last_run.phase = hook_phase::RUNNING.to_string();
-    let outcome = match kube.apply(owner, &obj, false).await {
-        Ok(_) => wait_done(kube, owner, &obj, timeout).await,
+    let outcome = match kube.apply(owner, obj, false).await {
+        Ok(_) => wait_done(kube, owner, obj, timeout).await,
         Err(e) => Err(e),
     };
     hook.last_run.completed_at = Some(Time::now());
@@ -68,14 +77,14 @@ async fn run_one(
         Ok(Ok(())) => {
             hook.last_run.phase = hook_phase::SUCCEEDED.to_string();
             if has_policy(hook, HOOK_SUCCEEDED) {
-                kube.delete(owner, &obj).await?;
+                kube.delete(owner, obj).await?;
             }
             Ok(())
         }
         Ok(Err(reason)) => {
             hook.last_run.phase = hook_phase::FAILED.to_string();
             if has_policy(hook, HOOK_FAILED) {
-                kube.delete(owner, &obj).await?;
+                kube.delete(owner, obj).await?;
             }
             Err(Error::HookFailed {
                 release: owner.name.clone(),
@@ -88,7 +97,7 @@ async fn run_one(
             hook.last_run.phase = hook_phase::FAILED.to_string();
             if has_policy(hook, HOOK_FAILED) {
                 // The hook already failed; a failing cleanup must not hide why.
-                let _ = kube.delete(owner, &obj).await;
+                let _ = kube.delete(owner, obj).await;
             }
             Err(e)
         }

@@ -7,11 +7,14 @@ pub mod action;
 pub mod cluster;
 pub mod error;
 pub mod hooks;
+pub mod lock;
 pub mod record;
+pub mod wait;
 
 pub use action::{
-    diff_upgrade, install, recover_pending, render, repair, rollback, uninstall, upgrade,
-    ActionOptions, RepairReport, Transform, UninstallOptions, UpgradeDiff,
+    diff_upgrade, install, recover_pending, render, repair, rollback, same_manifest, test,
+    uninstall, upgrade, ActionOptions, RepairReport, Transform, TransformFn, UninstallOptions,
+    UpgradeDiff,
 };
 pub use cluster::{ApplyOptions, Kube, ObjectRef, Owner, FIELD_MANAGER};
 pub use error::{Error, Result};

@@ -400,7 +400,21 @@ impl Lock {
 }
 
 fn parse_yaml(text: &str, file: &str) -> Result<Json, ChartfileError> {
-    crate::yaml::parse_yaml_to_json(text).map_err(|e| ChartfileError::Decode {
+    use std::cell::RefCell;
+    type Parsed = Result<Json, crate::yaml::YamlError>;
+    // Every load of a chart reads the same `Chart.yaml` of each subchart.
+    thread_local! {
+        static MEMO: RefCell<crate::memo::Memo<Parsed>> = RefCell::new(crate::memo::Memo::new(4 << 20));
+    }
+    let parsed = match MEMO.with(|m| m.borrow().get(text.as_bytes())) {
+        Some(p) => p,
+        None => {
+            let p = crate::yaml::parse_yaml_to_json(text);
+            MEMO.with(|m| m.borrow_mut().put(text.as_bytes(), p.clone()));
+            p
+        }
+    };
+    parsed.map_err(|e| ChartfileError::Decode {
         file: file.to_string(),
         message: format!("error converting YAML to JSON: {e}"),
     })

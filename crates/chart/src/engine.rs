@@ -9,7 +9,9 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 
-use gotmpl::{Func, FuncError, FuncMap, MapKind, MapRef, MissingKey, Templates, Ty, Value};
+use gotmpl::{
+    Func, FuncError, FuncMap, MapKind, MapRef, MissingKey, ParseCache, Templates, Ty, Value,
+};
 
 /// Helm's limit on how often one template may be included recursively.
 const INCLUDE_RECURSION_MAX: usize = 1000;
@@ -51,12 +53,28 @@ impl Default for Engine {
     }
 }
 
+/// How much template text the per-thread parse cache holds.
+const PARSE_CACHE_BYTES: usize = 64 << 20;
+
 thread_local! {
     static BASE_FUNCS: Rc<FuncMap> = {
         let mut m = FuncMap::new();
         crate::funcs::register_all(&mut m);
         Rc::new(m)
     };
+    // Charts are rendered again and again (every reconcile, every `tpl`
+    // call with the same text); every render's set has the same function
+    // names, so parses can be shared between renders on a thread.
+    static PARSE_CACHE: Rc<RefCell<ParseCache>> =
+        Rc::new(RefCell::new(ParseCache::new(PARSE_CACHE_BYTES)));
+}
+
+/// Forgets what this thread remembers between renders (parsed templates,
+/// values files, schemas, `fromYaml` input): to measure a first render, or
+/// to free memory once charts are gone.
+pub fn clear_caches() {
+    PARSE_CACHE.with(|c| *c.borrow_mut() = ParseCache::new(PARSE_CACHE_BYTES));
+    crate::memo::clear_all();
 }
 
 impl Engine {
@@ -173,6 +191,7 @@ impl Engine {
     pub fn render(&self, tpls: &[Renderable]) -> Result<BTreeMap<String, String>, RenderError> {
         let mut set = Templates::new(self.render_funcs());
         set.set_root_name("gotpl");
+        PARSE_CACHE.with(|c| set.set_parse_cache(c.clone()));
         let mut opts = set.options();
         opts.missing_key = if self.strict {
             MissingKey::Error
@@ -182,7 +201,13 @@ impl Engine {
         set.set_options(opts);
 
         let mut order: Vec<&Renderable> = tpls.iter().collect();
-        order.sort_by(|a, b| helm_template_order(&a.name, &b.name));
+        // Same order as `helm_template_order`, with each key computed once.
+        order.sort_by_cached_key(|t| {
+            (
+                std::cmp::Reverse(t.name.matches('/').count()),
+                std::cmp::Reverse(t.name.as_str()),
+            )
+        });
         for t in &order {
             set.parse(&t.name, &t.text)
                 .map_err(|e| parse_error(&t.name, e.message()))?;

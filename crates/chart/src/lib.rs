@@ -8,6 +8,7 @@ pub mod funcs;
 pub mod json;
 pub mod loader;
 pub mod manifest;
+mod memo;
 pub mod objects;
 pub mod oracle;
 pub mod render;

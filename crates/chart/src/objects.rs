@@ -134,7 +134,7 @@ impl Object for Files {
                 Ok(Value::string(
                     me.files
                         .get(p)
-                        .map(|b| String::from_utf8_lossy(b).into_owned())
+                        .map(|b| crate::loader::utf8_lossy(b).into_owned())
                         .unwrap_or_default(),
                 ))
             }),
@@ -155,7 +155,7 @@ impl Object for Files {
                 let Some(b) = me.files.get(p) else {
                     return Ok(Value::List(List::with_kind(vec![], ListKind::String)));
                 };
-                let mut s = String::from_utf8_lossy(b).into_owned();
+                let mut s = crate::loader::utf8_lossy(b).into_owned();
                 if s.ends_with('\n') {
                     s.pop();
                 }
@@ -164,7 +164,7 @@ impl Object for Files {
                 ))
             }),
             "AsConfig" => Func::new(&[], move |_, _| {
-                let m = me.base_name_map(|b| String::from_utf8_lossy(b).into_owned());
+                let m = me.base_name_map(|b| crate::loader::utf8_lossy(b).into_owned());
                 crate::yaml::to_yaml(&m)
                     .map(Value::string)
                     .or_else(|_| Ok(Value::str("")))

@@ -160,7 +160,7 @@ fn renderables(p: &PreparedChart, opts: &RenderOptions, caps: Value) -> Vec<Rend
             let vals = contexts.get(t.chart).cloned().flatten()?;
             Some(Renderable {
                 name: t.name.clone(),
-                text: String::from_utf8_lossy(&t.data).into_owned(),
+                text: crate::loader::utf8_lossy(&t.data).into_owned(),
                 vals,
                 base_path: t.base_path.clone(),
             })
@@ -222,7 +222,7 @@ pub fn render_templates(
         crds: prepared
             .crds
             .iter()
-            .map(|(n, f)| (n.clone(), String::from_utf8_lossy(&f.data).into_owned()))
+            .map(|(n, f)| (n.clone(), crate::loader::utf8_lossy(&f.data).into_owned()))
             .collect(),
         files,
         values: prepared.values,

@@ -11,7 +11,11 @@
 //! schema(s) in the following chart(s):\n` (see [`SchemaError`]). Remote
 //! `$ref`s are not fetched.
 
+use std::cell::RefCell;
+use std::rc::Rc;
+
 use crate::loader::{Chart, Values};
+use crate::memo::Memo;
 use serde_json::Value as Json;
 
 /// Values that do not meet a chart's schema, or a schema that is not usable.
@@ -65,10 +69,11 @@ fn go_type(v: &Json) -> &'static str {
 /// Validates against one schema document; the error text is one `- at
 /// '<pointer>': <message>` line per violation, ending with a newline.
 pub fn validate_single(values: &Values, schema: &[u8]) -> Result<(), String> {
-    let schema: Json = serde_json::from_slice(schema).map_err(|e| format!("{e}\n"))?;
-    let validator = jsonschema::validator_for(&schema)
-        .map_err(|e| format!("jsonschema: invalid schema 'file:///values.schema.json': {e}\n"))?;
+    let validator = compile(schema)?;
     let instance = Json::Object(values.clone());
+    if validator.is_valid(&instance) {
+        return Ok(());
+    }
     let mut lines: Vec<(String, String)> = validator
         .iter_errors(&instance)
         .map(|e| (e.instance_path().to_string(), message(&e)))
@@ -83,6 +88,29 @@ pub fn validate_single(values: &Values, schema: &[u8]) -> Result<(), String> {
         out.push_str(&format!("- at '{path}': {msg}\n"));
     }
     Err(out)
+}
+
+/// The validator of a schema document; compiling one (with the check of
+/// the schema against its meta-schema) costs more than validating, and a
+/// chart's schema is the same on every render.
+fn compile(schema: &[u8]) -> Result<Rc<jsonschema::Validator>, String> {
+    thread_local! {
+        static MEMO: RefCell<Memo<Result<Rc<jsonschema::Validator>, String>>> =
+            RefCell::new(Memo::new(16 << 20));
+    }
+    if let Some(v) = MEMO.with(|m| m.borrow().get(schema)) {
+        return v;
+    }
+    let v = serde_json::from_slice::<Json>(schema)
+        .map_err(|e| format!("{e}\n"))
+        .and_then(|schema| {
+            jsonschema::validator_for(&schema).map_err(|e| {
+                format!("jsonschema: invalid schema 'file:///values.schema.json': {e}\n")
+            })
+        })
+        .map(Rc::new);
+    MEMO.with(|m| m.borrow_mut().put(schema, v.clone()));
+    v
 }
 
 fn type_name(t: jsonschema::JsonType) -> String {

@@ -2,6 +2,7 @@
 //! the same truthiness, nil/missing-key semantics, argument conversion and
 //! error messages (`template: NAME:LINE:COL: executing "NAME" at <NODE>: ...`).
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
 
@@ -66,6 +67,62 @@ impl From<parse::ParseError> for Error {
     }
 }
 
+/// Parsed trees by template name and text, so a host that parses the same
+/// templates again (Helm re-parses every chart on every render) does it
+/// once. Parsing depends only on the name, the text and which function
+/// names exist: a cache must only be shared by sets whose functions have
+/// the same names. Bounded by the total size of the cached texts; when
+/// full it starts over.
+pub struct ParseCache {
+    entries: HashMap<(String, u64), Rc<[Rc<Tree>]>>,
+    bytes: usize,
+    limit: usize,
+}
+
+impl ParseCache {
+    /// A cache holding parses of up to `limit_bytes` of template text.
+    pub fn new(limit_bytes: usize) -> Self {
+        ParseCache {
+            entries: HashMap::new(),
+            bytes: 0,
+            limit: limit_bytes,
+        }
+    }
+
+    fn key(name: &str, text: &str) -> (String, u64) {
+        use std::hash::BuildHasher;
+        // Fast rather than DoS-resistant: a hit is confirmed on the text.
+        let h = foldhash::quality::FixedState::default().hash_one(text);
+        (name.to_string(), h)
+    }
+
+    fn get(&self, key: &(String, u64), text: &str) -> Option<Rc<[Rc<Tree>]>> {
+        let trees = self.entries.get(key)?;
+        // A hash match is not proof: the main tree keeps the whole text.
+        (trees.first().map(|t| &*t.text) == Some(text)).then(|| trees.clone())
+    }
+
+    fn put(&mut self, key: (String, u64), text_len: usize, trees: Rc<[Rc<Tree>]>) {
+        if self.bytes + text_len > self.limit {
+            self.entries.clear();
+            self.bytes = 0;
+        }
+        if text_len <= self.limit {
+            self.bytes += text_len;
+            self.entries.insert(key, trees);
+        }
+    }
+
+    /// Number of cached parses.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
 /// A set of named templates that can call each other, with the functions
 /// they may use. A set can be layered over another (cheaply, for Helm's
 /// `tpl`): lookups fall through to the base.
@@ -75,6 +132,7 @@ pub struct Templates {
     base: Option<Rc<Templates>>,
     funcs: Rc<FuncMap>,
     options: Options,
+    cache: Option<Rc<RefCell<ParseCache>>>,
 }
 
 impl Templates {
@@ -85,7 +143,15 @@ impl Templates {
             base: None,
             funcs,
             options: Options::default(),
+            cache: None,
         }
+    }
+
+    /// Reuses parses from (and adds them to) `cache`; layers made with
+    /// [`Templates::layered`] share it. See [`ParseCache`] for when sharing
+    /// is sound.
+    pub fn set_parse_cache(&mut self, cache: Rc<RefCell<ParseCache>>) {
+        self.cache = Some(cache);
     }
 
     /// A new, empty layer over `base`, sharing its functions and options.
@@ -95,6 +161,7 @@ impl Templates {
             own: HashMap::new(),
             funcs: base.funcs.clone(),
             options: base.options,
+            cache: base.cache.clone(),
             base: Some(base),
         }
     }
@@ -125,15 +192,30 @@ impl Templates {
     /// defines. Like Go's `Template.New(name).Parse(text)`: a later definition
     /// of a name replaces an earlier one unless the later one is empty.
     pub fn parse(&mut self, name: &str, text: &str) -> Result<(), Error> {
-        let funcs = self.funcs.clone();
-        let trees = stacker::maybe_grow(64 * 1024, 2 * 1024 * 1024, || {
-            parse::parse(name, text, &|n| funcs.contains(n))
-        })?;
-        for t in trees {
+        let key = self.cache.as_ref().map(|_| ParseCache::key(name, text));
+        let cached = match (&self.cache, &key) {
+            (Some(c), Some(k)) => c.borrow().get(k, text),
+            _ => None,
+        };
+        let trees = match cached {
+            Some(t) => t,
+            None => {
+                let funcs = self.funcs.clone();
+                let parsed = stacker::maybe_grow(64 * 1024, 2 * 1024 * 1024, || {
+                    parse::parse(name, text, &|n| funcs.contains(n))
+                })?;
+                let trees: Rc<[Rc<Tree>]> = parsed.into_iter().map(Rc::new).collect();
+                if let (Some(c), Some(k)) = (&self.cache, key) {
+                    c.borrow_mut().put(k, text.len(), trees.clone());
+                }
+                trees
+            }
+        };
+        for t in trees.iter() {
             if t.is_empty() && self.lookup(&t.name).is_some() {
                 continue;
             }
-            self.own.insert(t.name.clone(), Rc::new(t));
+            self.own.insert(t.name.clone(), t.clone());
         }
         Ok(())
     }
@@ -1247,4 +1329,63 @@ fn builtin_sig(name: &str) -> Option<(&'static [Ty], Option<Ty>)> {
         "ne" | "lt" | "le" | "gt" | "ge" => (R2, None),
         _ => return None,
     })
+}
+
+#[cfg(test)]
+mod parse_cache_tests {
+    use super::*;
+
+    fn set_with(cache: &Rc<RefCell<ParseCache>>) -> Templates {
+        let mut set = Templates::new(Rc::new(FuncMap::new()));
+        set.set_parse_cache(cache.clone());
+        set
+    }
+
+    #[test]
+    fn same_name_and_text_reuse_the_parse() {
+        let cache = Rc::new(RefCell::new(ParseCache::new(1 << 20)));
+        let src = r#"{{ define "d" }}D{{ end }}a{{ template "d" }}"#;
+        let mut one = set_with(&cache);
+        one.parse("t", src).unwrap();
+        assert_eq!(cache.borrow().len(), 1);
+        let mut two = set_with(&cache);
+        two.parse("t", src).unwrap();
+        assert_eq!(cache.borrow().len(), 1);
+        assert!(Rc::ptr_eq(
+            one.lookup("d").unwrap(),
+            two.lookup("d").unwrap()
+        ));
+        assert_eq!(Rc::new(two).execute("t", &Value::Nil).unwrap(), "aD");
+        // Another name or another text is another parse.
+        let mut three = set_with(&cache);
+        three.parse("u", src).unwrap();
+        three.parse("t", "b").unwrap();
+        assert_eq!(cache.borrow().len(), 3);
+        assert_eq!(Rc::new(three).execute("t", &Value::Nil).unwrap(), "b");
+    }
+
+    #[test]
+    fn errors_are_not_cached_and_layers_share_the_cache() {
+        let cache = Rc::new(RefCell::new(ParseCache::new(1 << 20)));
+        let mut set = set_with(&cache);
+        assert!(set.parse("bad", "{{ if }}").is_err());
+        assert!(cache.borrow().is_empty());
+        set.parse("t", "x").unwrap();
+        let mut child = Templates::layered(Rc::new(set));
+        child.parse("c", "{{ template \"t\" }}y").unwrap();
+        assert_eq!(cache.borrow().len(), 2);
+        assert_eq!(Rc::new(child).execute("c", &Value::Nil).unwrap(), "xy");
+    }
+
+    #[test]
+    fn a_full_cache_starts_over() {
+        let cache = Rc::new(RefCell::new(ParseCache::new(4)));
+        let mut set = set_with(&cache);
+        set.parse("a", "abc").unwrap();
+        set.parse("b", "def").unwrap();
+        assert_eq!(cache.borrow().len(), 1);
+        set.parse("c", "too long").unwrap();
+        assert_eq!(cache.borrow().len(), 0);
+        assert_eq!(Rc::new(set).execute("c", &Value::Nil).unwrap(), "too long");
+    }
 }

@@ -2,7 +2,7 @@
 //! `text/template/parse` lexer does (same trim-marker, comment, number and
 //! quoting rules, so parse errors read the same).
 
-use std::rc::Rc;
+use std::borrow::Cow;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ItemType {
@@ -44,16 +44,18 @@ pub enum ItemType {
 }
 
 #[derive(Clone, Debug)]
-pub struct Item {
+pub struct Item<'a> {
     pub typ: ItemType,
     /// Byte offset of the item in the input.
     pub pos: usize,
-    pub val: Rc<str>,
+    /// A slice of the input; only error messages are owned, so lexing
+    /// allocates nothing per token.
+    pub val: Cow<'a, str>,
     /// 1-based line of the item's start.
     pub line: usize,
 }
 
-impl Item {
+impl Item<'_> {
     /// How Go's parser names an item in "unexpected X" errors.
     pub fn describe(&self) -> String {
         match self.typ {
@@ -114,10 +116,12 @@ fn keyword(s: &str) -> Option<ItemType> {
 }
 
 /// Lexes the whole input. The last item is `Eof` or `Error`.
-pub fn lex(input: &str) -> Vec<Item> {
+pub fn lex(input: &str) -> Vec<Item<'_>> {
     let mut l = Lexer {
         input,
-        items: Vec::new(),
+        // Roughly one item per 8 bytes of template text; growing the
+        // vector as it fills copies it several times over.
+        items: Vec::with_capacity(input.len() / 8 + 4),
         start: 0,
         pos: 0,
         line: 1,
@@ -130,7 +134,7 @@ pub fn lex(input: &str) -> Vec<Item> {
 
 struct Lexer<'a> {
     input: &'a str,
-    items: Vec<Item>,
+    items: Vec<Item<'a>>,
     start: usize,
     pos: usize,
     line: usize,
@@ -175,7 +179,7 @@ impl<'a> Lexer<'a> {
     }
 
     fn emit(&mut self, typ: ItemType) {
-        let val: Rc<str> = Rc::from(&self.input[self.start..self.pos]);
+        let val = Cow::Borrowed(&self.input[self.start..self.pos]);
         self.items.push(Item {
             typ,
             pos: self.start,
@@ -201,7 +205,7 @@ impl<'a> Lexer<'a> {
         self.items.push(Item {
             typ: ItemType::Error,
             pos: self.start,
-            val: Rc::from(msg),
+            val: Cow::Owned(msg),
             line: self.start_line,
         });
         State::Done
@@ -270,7 +274,7 @@ impl<'a> Lexer<'a> {
                     self.items.push(Item {
                         typ: ItemType::Text,
                         pos: self.start,
-                        val: Rc::from(&self.input[self.start..self.pos]),
+                        val: Cow::Borrowed(&self.input[self.start..self.pos]),
                         line,
                     });
                 }
@@ -287,7 +291,7 @@ impl<'a> Lexer<'a> {
         self.items.push(Item {
             typ: ItemType::Eof,
             pos: self.pos,
-            val: Rc::from(""),
+            val: Cow::Borrowed(""),
             line: self.line,
         });
         State::Done

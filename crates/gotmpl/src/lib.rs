@@ -11,7 +11,7 @@ pub mod lex;
 pub mod parse;
 pub mod value;
 
-pub use exec::{CallCtx, Error, MissingKey, Options, Templates};
+pub use exec::{CallCtx, Error, MissingKey, Options, ParseCache, Templates};
 pub use funcs::FuncMap;
 pub use value::{
     Func, FuncError, IntKind, Kind, List, ListKind, Map, MapKind, MapRef, Object, Ty, UintKind,

@@ -323,8 +323,8 @@ pub fn parse(
     Ok(out)
 }
 
-struct Parser<'a> {
-    items: Vec<Item>,
+struct Parser<'a, 's> {
+    items: Vec<Item<'s>>,
     idx: usize,
     last_line: usize,
     vars: Vec<String>,
@@ -343,8 +343,8 @@ enum ListEnd {
     Else,
 }
 
-impl Parser<'_> {
-    fn next(&mut self) -> Item {
+impl<'s> Parser<'_, 's> {
+    fn next(&mut self) -> Item<'s> {
         let it = self.items[self.idx.min(self.items.len() - 1)].clone();
         if self.idx < self.items.len() {
             self.idx += 1;
@@ -355,12 +355,12 @@ impl Parser<'_> {
     fn backup(&mut self) {
         self.idx -= 1;
     }
-    fn peek(&mut self) -> Item {
+    fn peek(&mut self) -> Item<'s> {
         let it = self.items[self.idx.min(self.items.len() - 1)].clone();
         self.last_line = it.line;
         it
     }
-    fn next_non_space(&mut self) -> Item {
+    fn next_non_space(&mut self) -> Item<'s> {
         loop {
             let it = self.next();
             if it.typ != ItemType::Space {
@@ -368,7 +368,7 @@ impl Parser<'_> {
             }
         }
     }
-    fn peek_non_space(&mut self) -> Item {
+    fn peek_non_space(&mut self) -> Item<'s> {
         let it = self.next_non_space();
         self.backup();
         it
@@ -400,7 +400,7 @@ impl Parser<'_> {
         self.err(format!("unexpected {} in {}", token.describe(), context))
     }
 
-    fn expect(&mut self, typ: ItemType, context: &str) -> PResult<Item> {
+    fn expect(&mut self, typ: ItemType, context: &str) -> PResult<Item<'s>> {
         let t = self.next_non_space();
         if t.typ != typ {
             return self.unexpected(&t, context);
@@ -489,7 +489,7 @@ impl Parser<'_> {
     fn text_or_action(&mut self) -> PResult<Parsed> {
         let tok = self.next_non_space();
         match tok.typ {
-            ItemType::Text => Ok(Parsed::Node(Node::Text(tok.val.clone()))),
+            ItemType::Text => Ok(Parsed::Node(Node::Text(Rc::from(&*tok.val)))),
             ItemType::LeftDelim => {
                 self.action_line = tok.line;
                 let r = self.action();
@@ -531,7 +531,7 @@ impl Parser<'_> {
         Ok(Parsed::Node(Node::Action { pos, pipe }))
     }
 
-    fn break_continue(&mut self, tok: Item, is_break: bool) -> PResult<Node> {
+    fn break_continue(&mut self, tok: Item<'s>, is_break: bool) -> PResult<Node> {
         let word = if is_break {
             "{{break}}"
         } else {
@@ -836,7 +836,7 @@ impl Parser<'_> {
                 let s = unquote(&tok.val).or_else(|e| self.err(e))?;
                 Arg::String {
                     pos: tok.pos,
-                    quoted: tok.val.clone(),
+                    quoted: Rc::from(&*tok.val),
                     text: Rc::from(s.as_str()),
                 }
             }

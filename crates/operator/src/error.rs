@@ -1,8 +1,63 @@
-//! The operator's errors.
+//! The operator's errors: what stops `rudder run` (a reconcile's failure never does).
+
+use std::path::PathBuf;
+
+use crate::metrics::BindAddressError;
 
 /// An error that stops the operator.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    #[error("cannot load the watches file {}: {source}", path.display())]
+    Watches {
+        path: PathBuf,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+
+    #[error("the watches file {} lists no kinds to watch", path.display())]
+    NoWatches { path: PathBuf },
+
+    #[error("cannot load chart {} for {gvk}: {source}", path.display())]
+    Chart {
+        gvk: String,
+        path: PathBuf,
+        #[source]
+        source: chart::loader::LoadError,
+    },
+
+    #[error("invalid value of {flag}: {source}")]
+    BindAddress {
+        flag: &'static str,
+        #[source]
+        source: BindAddressError,
+    },
+
+    #[error("cannot serve {what} on {addr}: {source}")]
+    Serve {
+        what: &'static str,
+        addr: std::net::SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+
+    #[error(
+        "--leader-elect needs a lease name: set --leader-election-id (or the OPERATOR_NAME \
+         environment variable)"
+    )]
+    LeaderElectionIdMissing,
+
+    #[error(
+        "--leader-elect needs a namespace for the lease: not running in a cluster, so set \
+         --leader-election-namespace"
+    )]
+    LeaderElectionNamespaceMissing,
+
+    #[error("leader election failed: {0}")]
+    LeaderElection(String),
+
+    #[error("leader election lost: another replica holds lease {namespace}/{name}; exiting")]
+    LeadershipLost { namespace: String, name: String },
+
     #[error("{0}")]
     Other(String),
 }

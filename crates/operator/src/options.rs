@@ -1,5 +1,108 @@
-//! The operator's options: the Go helm-operator's flags.
+//! The operator's options: the Go helm-operator's `run` flags, already parsed.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The environment variable naming the namespaces to watch (comma-separated; empty or
+/// unset: all namespaces), as the Go helm-operator reads it.
+pub const WATCH_NAMESPACE_ENV: &str = "WATCH_NAMESPACE";
+
+/// The deprecated environment variable the Go helm-operator falls back to for the
+/// leader election id.
+pub const OPERATOR_NAME_ENV: &str = "OPERATOR_NAME";
+
+/// How long in-flight reconciles may run after a shutdown was asked for
+/// (controller-runtime's default graceful shutdown timeout).
+pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// What `rudder run` was asked to do.
-#[derive(Debug, Clone, Default)]
-pub struct Options {}
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// `--watches-file`: which CR kinds to watch and which chart each becomes.
+    pub watches_file: PathBuf,
+    /// `--reconcile-period`: how often a CR is reconciled without any change
+    /// (a watch's own `reconcilePeriod` wins). Zero: only on changes.
+    pub reconcile_period: Duration,
+    /// `--max-concurrent-reconciles`: reconciles of one kind running at once
+    /// (a watch's own `maxConcurrentReconciles` wins).
+    pub max_concurrent_reconciles: usize,
+    /// `--metrics-bind-address` (`:8080`; `0` disables the metrics server).
+    pub metrics_bind_address: String,
+    /// `--health-probe-bind-address` (`:8081`; `0` disables `/healthz` and `/readyz`).
+    pub health_probe_bind_address: String,
+    /// `--leader-elect`: reconcile only while holding the leader Lease.
+    pub leader_elect: bool,
+    /// `--leader-election-id`: the Lease's name (falls back to `$OPERATOR_NAME`).
+    pub leader_election_id: Option<String>,
+    /// `--leader-election-namespace`: the Lease's namespace (default: the namespace
+    /// the operator's pod runs in).
+    pub leader_election_namespace: Option<String>,
+    /// `WATCH_NAMESPACE`: the namespaces whose CRs are reconciled (empty: all).
+    pub watch_namespaces: Vec<String>,
+    /// `--suppress-override-values`: leave override values out of the
+    /// `OverrideValuesInUse` event.
+    pub suppress_override_values: bool,
+    /// How long in-flight reconciles may finish after a shutdown was asked for.
+    pub shutdown_timeout: Duration,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            watches_file: PathBuf::from("./watches.yaml"),
+            reconcile_period: Duration::from_secs(60),
+            max_concurrent_reconciles: default_max_concurrent_reconciles(),
+            metrics_bind_address: ":8080".into(),
+            health_probe_bind_address: ":8081".into(),
+            leader_elect: false,
+            leader_election_id: None,
+            leader_election_namespace: None,
+            watch_namespaces: Vec::new(),
+            suppress_override_values: false,
+            shutdown_timeout: DEFAULT_SHUTDOWN_TIMEOUT,
+        }
+    }
+}
+
+/// The Go default for `--max-concurrent-reconciles`: the number of CPUs.
+pub fn default_max_concurrent_reconciles() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+}
+
+/// Splits `WATCH_NAMESPACE`'s value: comma-separated, blanks dropped; an empty
+/// result means every namespace.
+pub fn split_namespaces(value: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for ns in value.split(',').map(str::trim).filter(|ns| !ns.is_empty()) {
+        if !out.iter().any(|seen| seen == ns) {
+            out.push(ns.to_string());
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn watch_namespaces() {
+        assert!(split_namespaces("").is_empty());
+        assert!(split_namespaces(" , ").is_empty());
+        assert_eq!(split_namespaces("a"), vec!["a"]);
+        assert_eq!(split_namespaces("a, b,,a"), vec!["a", "b"]);
+    }
+
+    #[test]
+    fn defaults_match_go() {
+        let o = Options::default();
+        assert_eq!(o.watches_file, PathBuf::from("./watches.yaml"));
+        assert_eq!(o.reconcile_period, Duration::from_secs(60));
+        assert_eq!(o.metrics_bind_address, ":8080");
+        assert_eq!(o.health_probe_bind_address, ":8081");
+        assert!(o.max_concurrent_reconciles >= 1);
+        assert!(!o.leader_elect);
+    }
+}

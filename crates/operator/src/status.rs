@@ -1,1 +1,211 @@
 //! The CR status in the Go helm-operator's exact shape: conditions and `deployedRelease`.
+//! Conditions keep their `lastTransitionTime` unless their status flips, and the status
+//! is written only when it changed (status subresource, or the main resource when the
+//! CRD has none).
+
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{Api, DynamicObject, Patch, PatchParams};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+pub const INITIALIZED: &str = "Initialized";
+pub const DEPLOYED: &str = "Deployed";
+pub const RELEASE_FAILED: &str = "ReleaseFailed";
+pub const IRRECONCILABLE: &str = "Irreconcilable";
+
+pub const TRUE: &str = "True";
+pub const FALSE: &str = "False";
+
+pub const INSTALL_SUCCESSFUL: &str = "InstallSuccessful";
+pub const UPGRADE_SUCCESSFUL: &str = "UpgradeSuccessful";
+pub const UNINSTALL_SUCCESSFUL: &str = "UninstallSuccessful";
+pub const INSTALL_ERROR: &str = "InstallError";
+pub const UPGRADE_ERROR: &str = "UpgradeError";
+pub const RECONCILE_ERROR: &str = "ReconcileError";
+pub const UNINSTALL_ERROR: &str = "UninstallError";
+
+/// One condition (`HelmAppCondition`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Condition {
+    #[serde(rename = "type")]
+    pub type_: String,
+    pub status: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub reason: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub message: String,
+    /// RFC 3339 with seconds, as `metav1.Time` marshals.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_transition_time: Option<String>,
+}
+
+/// The release a CR deployed (`HelmAppRelease`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeployedRelease {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub manifest: String,
+}
+
+/// `HelmAppStatus`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HelmAppStatus {
+    #[serde(default, deserialize_with = "null_as_empty")]
+    pub conditions: Vec<Condition>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deployed_release: Option<DeployedRelease>,
+}
+
+fn null_as_empty<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<Condition>, D::Error> {
+    Ok(Option::<Vec<Condition>>::deserialize(d)?.unwrap_or_default())
+}
+
+/// `metav1.Now()` as it is serialized: RFC 3339, whole seconds, UTC.
+pub fn now() -> String {
+    Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+impl HelmAppStatus {
+    /// The status of a CR; an absent or unreadable status is empty, as in Go's `StatusFor`.
+    pub fn of(cr: &DynamicObject) -> HelmAppStatus {
+        match cr.data.get("status") {
+            Some(s @ Value::Object(_)) => serde_json::from_value(s.clone()).unwrap_or_default(),
+            _ => HelmAppStatus::default(),
+        }
+    }
+
+    /// The condition of `type_`, if set.
+    pub fn condition(&self, type_: &str) -> Option<&Condition> {
+        self.conditions.iter().find(|c| c.type_ == type_)
+    }
+
+    /// Sets a condition, replacing one of the same type; `lastTransitionTime` changes
+    /// only when the status does (Go's `SetCondition`).
+    pub fn set(&mut self, type_: &str, status: &str, reason: &str, message: impl Into<String>) {
+        let mut c = Condition {
+            type_: type_.to_string(),
+            status: status.to_string(),
+            reason: reason.to_string(),
+            message: message.into(),
+            last_transition_time: None,
+        };
+        match self.conditions.iter_mut().find(|c| c.type_ == type_) {
+            Some(old) => {
+                c.last_transition_time = if old.status != c.status {
+                    Some(now())
+                } else {
+                    old.last_transition_time.clone()
+                };
+                *old = c;
+            }
+            None => {
+                c.last_transition_time = Some(now());
+                self.conditions.push(c);
+            }
+        }
+    }
+
+    /// Removes the condition of `type_` (Go's `RemoveCondition`).
+    pub fn remove(&mut self, type_: &str) {
+        self.conditions.retain(|c| c.type_ != type_);
+    }
+
+    /// The status as JSON, with `deployedRelease: null` when there is none so a merge
+    /// patch removes a stale one.
+    pub fn to_patch_value(&self) -> Value {
+        let mut v = serde_json::to_value(self).unwrap_or_else(|_| json!({}));
+        if self.deployed_release.is_none() {
+            v["deployedRelease"] = Value::Null;
+        }
+        v
+    }
+}
+
+/// Writes `status` on the CR when it differs from `original`; returns whether it wrote.
+/// Uses the status subresource, falling back to the main resource when the CRD has no
+/// status subresource (the API answers 404 on `/status` then). A CR that is gone is
+/// not an error.
+pub async fn write_if_changed(
+    api: &Api<DynamicObject>,
+    name: &str,
+    original: &HelmAppStatus,
+    status: &HelmAppStatus,
+) -> Result<bool, kube::Error> {
+    if original == status {
+        return Ok(false);
+    }
+    let patch = json!({ "status": status.to_patch_value() });
+    let params = PatchParams::default();
+    match api.patch_status(name, &params, &Patch::Merge(&patch)).await {
+        Ok(_) => Ok(true),
+        Err(kube::Error::Api(e)) if e.code == 404 => {
+            match api.patch(name, &params, &Patch::Merge(&patch)).await {
+                Ok(_) => Ok(true),
+                Err(kube::Error::Api(e)) if e.code == 404 => Ok(false),
+                Err(e) => Err(e),
+            }
+        }
+        Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn set_keeps_transition_time_unless_status_flips() {
+        let mut s = HelmAppStatus::default();
+        s.set(DEPLOYED, TRUE, INSTALL_SUCCESSFUL, "notes");
+        s.conditions[0].last_transition_time = Some("2020-01-01T00:00:00Z".into());
+        s.set(DEPLOYED, TRUE, UPGRADE_SUCCESSFUL, "more notes");
+        assert_eq!(
+            s.conditions[0].last_transition_time.as_deref(),
+            Some("2020-01-01T00:00:00Z")
+        );
+        assert_eq!(s.conditions[0].reason, UPGRADE_SUCCESSFUL);
+        s.set(DEPLOYED, FALSE, UNINSTALL_SUCCESSFUL, "");
+        assert_ne!(
+            s.conditions[0].last_transition_time.as_deref(),
+            Some("2020-01-01T00:00:00Z")
+        );
+        s.remove(DEPLOYED);
+        assert!(s.conditions.is_empty());
+    }
+
+    #[test]
+    fn serializes_like_go() {
+        let mut s = HelmAppStatus::default();
+        s.set(INITIALIZED, TRUE, "", "");
+        s.deployed_release = Some(DeployedRelease {
+            name: "r".into(),
+            manifest: "m".into(),
+        });
+        let v = serde_json::to_value(&s).unwrap();
+        assert_eq!(v["conditions"][0]["type"], "Initialized");
+        assert_eq!(v["conditions"][0]["status"], "True");
+        assert!(v["conditions"][0].get("reason").is_none());
+        assert!(v["conditions"][0]["lastTransitionTime"]
+            .as_str()
+            .unwrap()
+            .ends_with('Z'));
+        assert_eq!(v["deployedRelease"], json!({"name": "r", "manifest": "m"}));
+        let empty = HelmAppStatus::default().to_patch_value();
+        assert_eq!(empty, json!({"conditions": [], "deployedRelease": null}));
+    }
+
+    #[test]
+    fn reads_status_tolerantly() {
+        let mut cr = DynamicObject {
+            types: None,
+            metadata: Default::default(),
+            data: json!({"status": {"conditions": null, "extra": 1}}),
+        };
+        assert_eq!(HelmAppStatus::of(&cr), HelmAppStatus::default());
+        cr.data = json!({"status": "weird"});
+        assert_eq!(HelmAppStatus::of(&cr), HelmAppStatus::default());
+    }
+}

@@ -1,9 +1,358 @@
-//! `rudder run`: the operator, with the Go helm-operator's flags.
+//! `rudder run`: the operator, with the Go helm-operator's flags (same spellings,
+//! defaults and `WATCH_NAMESPACE`), so its Deployment manifests work unchanged.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{bail, Context as _};
+use clap::ArgAction;
+use operator::logging::LogFormat;
+use operator::options::{default_max_concurrent_reconciles, split_namespaces, Options};
 
 /// Flags of `rudder run`.
-#[derive(clap::Args)]
-pub struct RunArgs {}
+#[derive(clap::Args, Debug)]
+pub struct RunArgs {
+    /// Path to the watches file to use.
+    #[arg(long, default_value = "./watches.yaml")]
+    watches_file: PathBuf,
 
-pub fn run(_args: RunArgs) -> anyhow::Result<()> {
-    anyhow::bail!("not built yet")
+    /// Default reconcile period for controllers (Go duration: 1m, 30s, 1h30m; 0: only on changes).
+    #[arg(long, default_value = "1m0s", value_parser = parse_duration)]
+    reconcile_period: Duration,
+
+    /// Maximum number of concurrent reconciles for controllers.
+    #[arg(long, default_value_t = default_max_concurrent_reconciles(),
+          value_parser = parse_concurrency)]
+    max_concurrent_reconciles: usize,
+
+    /// The address the metric endpoint binds to ("0" disables it).
+    #[arg(long, default_value = ":8080")]
+    metrics_bind_address: String,
+
+    /// Deprecated: use --metrics-bind-address.
+    #[arg(long, hide = true, conflicts_with = "metrics_bind_address")]
+    metrics_addr: Option<String>,
+
+    /// The address the probe endpoint binds to ("0" disables it).
+    #[arg(long, default_value = ":8081")]
+    health_probe_bind_address: String,
+
+    /// Enable leader election for controller manager. Enabling this will ensure there is
+    /// only one active controller manager.
+    #[arg(long, action = ArgAction::Set, num_args = 0..=1, require_equals = true,
+          default_value = "false", default_missing_value = "true")]
+    leader_elect: bool,
+
+    /// Deprecated: use --leader-elect.
+    #[arg(long, hide = true, action = ArgAction::Set, num_args = 0..=1, require_equals = true,
+          default_missing_value = "true", conflicts_with = "leader_elect")]
+    enable_leader_election: Option<bool>,
+
+    /// Name of the Lease that is used for holding the leader lock (default: $OPERATOR_NAME).
+    #[arg(long)]
+    leader_election_id: Option<String>,
+
+    /// Namespace in which to create the leader election Lease (required if running
+    /// locally with leader election enabled).
+    #[arg(long)]
+    leader_election_namespace: Option<String>,
+
+    /// Silences the override-value for OverrideValuesInUse events.
+    #[arg(long, action = ArgAction::Set, num_args = 0..=1, require_equals = true,
+          default_value = "false", default_missing_value = "true")]
+    suppress_override_values: bool,
+
+    /// Enables HTTP/2 on the metrics server (accepted for compatibility).
+    #[arg(long, action = ArgAction::Set, num_args = 0..=1, require_equals = true,
+          default_value = "false", default_missing_value = "true")]
+    enable_http2: bool,
+
+    /// Serve the metrics endpoint over HTTPS (not supported by rudder).
+    #[arg(long, action = ArgAction::Set, num_args = 0..=1, require_equals = true,
+          default_value = "false", default_missing_value = "true")]
+    metrics_secure: bool,
+
+    /// Protect the metrics endpoint with RBAC-based authn/authz (not supported by rudder).
+    #[arg(long, action = ArgAction::Set, num_args = 0..=1, require_equals = true,
+          default_value = "false", default_missing_value = "true")]
+    metrics_require_rbac: bool,
+
+    /// Deprecated in the Go operator: a controller-runtime ComponentConfig file (not
+    /// supported; pass flags instead).
+    #[arg(long, hide = true)]
+    config: Option<PathBuf>,
+
+    /// Namespaces to watch, comma-separated (default: all namespaces).
+    #[arg(
+        long,
+        env = "WATCH_NAMESPACE",
+        default_value = "",
+        hide_default_value = true
+    )]
+    watch_namespace: String,
+
+    /// Path to a kubeconfig (default: $KUBECONFIG, ~/.kube/config, or in-cluster).
+    #[arg(long)]
+    kubeconfig: Option<PathBuf>,
+
+    /// Development mode: human-readable logs at debug level.
+    #[arg(long, action = ArgAction::Set, num_args = 0..=1, require_equals = true,
+          default_value = "false", default_missing_value = "true")]
+    zap_devel: bool,
+
+    /// Log encoding: json or console.
+    #[arg(long, value_parser = ["json", "console"])]
+    zap_encoder: Option<String>,
+
+    /// Log level: debug, info, warn, error, panic, or an integer verbosity > 0 (1 is debug).
+    #[arg(long, alias = "zap-level")]
+    zap_log_level: Option<String>,
+
+    /// Accepted for compatibility; stack traces are not logged.
+    #[arg(long, hide = true)]
+    zap_stacktrace_level: Option<String>,
+
+    /// Accepted for compatibility; times are always RFC 3339.
+    #[arg(long, hide = true)]
+    zap_time_encoding: Option<String>,
+
+    /// Accepted for compatibility; logs are not sampled.
+    #[arg(long, hide = true)]
+    zap_sample: Option<String>,
+}
+
+fn parse_duration(s: &str) -> Result<Duration, String> {
+    operator::watches::parse_go_duration(s)
+}
+
+fn parse_concurrency(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!("{s:?} is not a whole number of at least 1")),
+    }
+}
+
+/// The log level and format the zap flags ask for: zap's defaults are JSON at info,
+/// `--zap-devel` switches to console lines at debug; explicit flags win.
+fn log_settings(args: &RunArgs) -> anyhow::Result<(String, LogFormat)> {
+    let format = match args.zap_encoder.as_deref() {
+        Some(enc) => enc.parse::<LogFormat>()?,
+        None if args.zap_devel => LogFormat::Text,
+        None => LogFormat::Json,
+    };
+    let default_level = if args.zap_devel { "debug" } else { "info" };
+    let level = args
+        .zap_log_level
+        .clone()
+        .unwrap_or_else(|| default_level.to_string());
+    // Refuse a bad level before anything starts.
+    operator::logging::level_filter(&level)?;
+    Ok((level, format))
+}
+
+/// The operator's options from the flags; refuses what rudder cannot honour.
+fn options(args: &RunArgs) -> anyhow::Result<Options> {
+    if args.config.is_some() {
+        bail!(
+            "--config (controller-runtime ComponentConfig) is not supported; pass the settings as flags"
+        );
+    }
+    if args.metrics_require_rbac && !args.metrics_secure {
+        bail!("--metrics-secure flag is required when --metrics-require-rbac is present");
+    }
+    if args.metrics_secure {
+        bail!(
+            "--metrics-secure is not supported: rudder serves metrics over plain HTTP; drop the flag \
+             (and bind metrics to a private address) or put a TLS proxy in front"
+        );
+    }
+    Ok(Options {
+        watches_file: args.watches_file.clone(),
+        reconcile_period: args.reconcile_period,
+        max_concurrent_reconciles: args.max_concurrent_reconciles,
+        metrics_bind_address: args
+            .metrics_addr
+            .clone()
+            .unwrap_or_else(|| args.metrics_bind_address.clone()),
+        health_probe_bind_address: args.health_probe_bind_address.clone(),
+        leader_elect: args.leader_elect || args.enable_leader_election.unwrap_or(false),
+        leader_election_id: args.leader_election_id.clone().filter(|s| !s.is_empty()),
+        leader_election_namespace: args
+            .leader_election_namespace
+            .clone()
+            .filter(|s| !s.is_empty()),
+        watch_namespaces: split_namespaces(&args.watch_namespace),
+        suppress_override_values: args.suppress_override_values,
+        ..Options::default()
+    })
+}
+
+async fn client(kubeconfig: Option<&PathBuf>) -> anyhow::Result<kube::Client> {
+    let config = match kubeconfig {
+        Some(path) => {
+            let kc = kube::config::Kubeconfig::read_from(path)
+                .with_context(|| format!("cannot read kubeconfig {}", path.display()))?;
+            kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
+                .await
+                .with_context(|| format!("cannot use kubeconfig {}", path.display()))?
+        }
+        None => kube::Config::infer().await.context(
+            "cannot find cluster credentials: set --kubeconfig or KUBECONFIG, or run in a pod",
+        )?,
+    };
+    kube::Client::try_from(config).context("cannot create the Kubernetes client")
+}
+
+pub fn run(args: RunArgs) -> anyhow::Result<()> {
+    let (level, format) = log_settings(&args)?;
+    operator::logging::init(&level, format)?;
+    let options = options(&args)?;
+    if args.enable_http2 {
+        tracing::debug!("--enable-http2 is accepted for compatibility and has no effect");
+    }
+    if args.zap_stacktrace_level.is_some()
+        || args.zap_time_encoding.is_some()
+        || args.zap_sample.is_some()
+    {
+        tracing::debug!(
+            "--zap-stacktrace-level, --zap-time-encoding and --zap-sample have no effect"
+        );
+    }
+    tracing::info!(
+        version = env!("CARGO_PKG_VERSION"),
+        "starting rudder operator"
+    );
+    if options.watch_namespaces.is_empty() {
+        tracing::info!("watching all namespaces");
+    } else {
+        tracing::info!(namespaces = %options.watch_namespaces.join(","), "watching namespaces");
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(async move {
+        let client = client(args.kubeconfig.as_ref()).await?;
+        operator::run(client, options).await?;
+        Ok(())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: RunArgs,
+    }
+
+    fn parse(args: &[&str]) -> Result<RunArgs, clap::Error> {
+        let mut argv = vec!["run"];
+        argv.extend_from_slice(args);
+        Cli::try_parse_from(argv).map(|c| c.args)
+    }
+
+    #[test]
+    fn go_defaults() {
+        let a = parse(&[]).unwrap();
+        let o = options(&a).unwrap();
+        assert_eq!(o.watches_file, PathBuf::from("./watches.yaml"));
+        assert_eq!(o.reconcile_period, Duration::from_secs(60));
+        assert_eq!(o.metrics_bind_address, ":8080");
+        assert_eq!(o.health_probe_bind_address, ":8081");
+        assert!(!o.leader_elect);
+        assert_eq!(
+            o.max_concurrent_reconciles,
+            default_max_concurrent_reconciles()
+        );
+        assert_eq!(
+            log_settings(&a).unwrap(),
+            ("info".to_string(), LogFormat::Json)
+        );
+    }
+
+    #[test]
+    fn go_flag_spellings() {
+        let a = parse(&[
+            "--watches-file=/opt/helm/watches.yaml",
+            "--reconcile-period=90s",
+            "--max-concurrent-reconciles=3",
+            "--metrics-bind-address=127.0.0.1:8080",
+            "--health-probe-bind-address=:9090",
+            "--leader-elect",
+            "--leader-election-id=my-operator",
+            "--leader-election-namespace=ops",
+            "--zap-devel",
+            "--zap-log-level=2",
+        ])
+        .unwrap();
+        let o = options(&a).unwrap();
+        assert_eq!(o.watches_file, PathBuf::from("/opt/helm/watches.yaml"));
+        assert_eq!(o.reconcile_period, Duration::from_secs(90));
+        assert_eq!(o.max_concurrent_reconciles, 3);
+        assert_eq!(o.metrics_bind_address, "127.0.0.1:8080");
+        assert_eq!(o.health_probe_bind_address, ":9090");
+        assert!(o.leader_elect);
+        assert_eq!(o.leader_election_id.as_deref(), Some("my-operator"));
+        assert_eq!(o.leader_election_namespace.as_deref(), Some("ops"));
+        assert_eq!(
+            log_settings(&a).unwrap(),
+            ("2".to_string(), LogFormat::Text)
+        );
+    }
+
+    #[test]
+    fn bool_flags_take_go_forms() {
+        assert!(
+            !options(&parse(&["--leader-elect=false"]).unwrap())
+                .unwrap()
+                .leader_elect
+        );
+        assert!(
+            options(&parse(&["--leader-elect=true"]).unwrap())
+                .unwrap()
+                .leader_elect
+        );
+        assert!(
+            options(&parse(&["--enable-leader-election"]).unwrap())
+                .unwrap()
+                .leader_elect
+        );
+        assert!(parse(&["--leader-elect", "--enable-leader-election"]).is_err());
+    }
+
+    #[test]
+    fn deprecated_metrics_addr() {
+        let o = options(&parse(&["--metrics-addr=:7000"]).unwrap()).unwrap();
+        assert_eq!(o.metrics_bind_address, ":7000");
+        assert!(parse(&["--metrics-addr=:7000", "--metrics-bind-address=:7001"]).is_err());
+    }
+
+    #[test]
+    fn unsupported_security_flags_are_refused() {
+        let e = options(&parse(&["--metrics-secure"]).unwrap()).unwrap_err();
+        assert!(e.to_string().contains("--metrics-secure"), "{e}");
+        let e = options(&parse(&["--metrics-require-rbac"]).unwrap()).unwrap_err();
+        assert!(
+            e.to_string().contains("--metrics-secure flag is required"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn bad_values_are_refused() {
+        assert!(parse(&["--reconcile-period=soon"]).is_err());
+        assert!(parse(&["--max-concurrent-reconciles=0"]).is_err());
+        let a = parse(&["--zap-log-level=loud"]).unwrap();
+        assert!(log_settings(&a).is_err());
+    }
+
+    #[test]
+    fn watch_namespace_flag_splits() {
+        let o = options(&parse(&["--watch-namespace=a, b"]).unwrap()).unwrap();
+        assert_eq!(o.watch_namespaces, ["a", "b"]);
+    }
 }

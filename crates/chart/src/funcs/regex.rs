@@ -5,6 +5,7 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::rc::Rc;
 
 use gotmpl::{Func, FuncError, FuncMap, ListKind, Ty, Value};
 use regex::Regex;
@@ -15,7 +16,9 @@ use super::conv::{i, s, INT};
 const CACHE_LIMIT: usize = 512;
 
 thread_local! {
-    static CACHE: RefCell<HashMap<String, Regex>> = RefCell::new(HashMap::new());
+    // `Rc`: a cloned `Regex` gets a fresh, empty search cache, which each
+    // call would then have to rebuild.
+    static CACHE: RefCell<HashMap<String, Rc<Regex>>> = RefCell::new(HashMap::new());
 }
 
 /// A valid Go repetition `{n}`, `{n,}` or `{n,m}` at the start of `s`:
@@ -264,13 +267,13 @@ fn go_error(pat: &str, err: &regex::Error) -> FuncError {
     FuncError::new(format!("error parsing regexp: {go}"))
 }
 
-fn compile(pat: &str) -> Result<Regex, FuncError> {
+fn compile(pat: &str) -> Result<Rc<Regex>, FuncError> {
     if let Some(r) = CACHE.with(|c| c.borrow().get(pat).cloned()) {
         return Ok(r);
     }
     let translated =
         translate(pat).map_err(|m| FuncError::new(format!("error parsing regexp: {m}")))?;
-    let r = Regex::new(&translated).map_err(|e| go_error(pat, &e))?;
+    let r = Rc::new(Regex::new(&translated).map_err(|e| go_error(pat, &e))?);
     CACHE.with(|c| {
         let mut c = c.borrow_mut();
         if c.len() >= CACHE_LIMIT {

@@ -12,7 +12,8 @@ pub struct Rules {
 
 #[derive(Debug, Clone)]
 struct Pattern {
-    glob: String,
+    /// The glob's characters, split once: a chart has many files.
+    glob: Vec<char>,
     negate: bool,
     must_dir: bool,
     kind: MatchKind,
@@ -83,7 +84,7 @@ impl Rules {
             MatchKind::Base
         };
         self.patterns.push(Pattern {
-            glob: glob.to_string(),
+            glob: glob.chars().collect(),
             negate,
             must_dir,
             kind,
@@ -98,15 +99,18 @@ impl Rules {
         }
         let mut positive = false;
         let mut negative = false;
+        let full: Vec<char> = path.chars().collect();
+        let base: Vec<char> = go_base(path).chars().collect();
         for p in &self.patterns {
             if p.must_dir && !is_dir {
                 continue;
             }
             let subject = match p.kind {
-                MatchKind::Rooted | MatchKind::Path => path,
-                MatchKind::Base => go_base(path),
+                MatchKind::Rooted | MatchKind::Path => &full,
+                MatchKind::Base => &base,
             };
-            if glob_match(&p.glob, subject).unwrap_or(false) {
+            // Patterns were checked when added, so matching cannot fail.
+            if match_from(&p.glob, subject).unwrap_or(false) {
                 if p.negate {
                     negative = true;
                 }

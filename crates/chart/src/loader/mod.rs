@@ -151,7 +151,7 @@ pub fn load_dir(dir: impl AsRef<Path>) -> Result<Chart, LoadError> {
     let ifile = dir.join(".helmignore");
     if ifile.exists() {
         let text = std::fs::read(&ifile).map_err(|e| io_err(&ifile, e))?;
-        rules = ignore::Rules::parse(&String::from_utf8_lossy(&text))?;
+        rules = ignore::Rules::parse(&utf8_lossy(&text))?;
     }
     rules.add_defaults();
     let mut files = Vec::new();
@@ -315,19 +315,28 @@ pub(crate) fn go_ext(name: &str) -> &str {
     }
 }
 
+/// `String::from_utf8_lossy`, checking with `from_utf8` first: that is
+/// several times faster on the (usual) valid input.
+pub(crate) fn utf8_lossy(data: &[u8]) -> std::borrow::Cow<'_, str> {
+    match std::str::from_utf8(data) {
+        Ok(s) => std::borrow::Cow::Borrowed(s),
+        Err(_) => String::from_utf8_lossy(data),
+    }
+}
+
 /// Sorts in-memory files into a chart (Helm's `LoadFiles`).
 pub fn load_files(files: Vec<BufferedFile>) -> Result<Chart, LoadError> {
     let mut c = Chart::default();
     let mut have_metadata = false;
     for f in &files {
         if f.name == "Chart.yaml" {
-            c.metadata = Metadata::parse(&String::from_utf8_lossy(&f.data))?;
+            c.metadata = Metadata::parse(&utf8_lossy(&f.data))?;
             have_metadata = true;
         }
     }
     let mut subcharts: std::collections::BTreeMap<String, Vec<BufferedFile>> = Default::default();
     for f in files {
-        let text = || String::from_utf8_lossy(&f.data).into_owned();
+        let text = || utf8_lossy(&f.data).into_owned();
         match f.name.as_str() {
             "Chart.yaml" => {}
             "Chart.lock" => c.lock = Some(Lock::parse(&text(), "Chart.lock")?),

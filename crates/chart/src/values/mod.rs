@@ -39,6 +39,19 @@ pub enum ValuesError {
 /// Reads a values file the way Helm's `loader.LoadValues` does: each YAML
 /// document must be a mapping (or empty), and documents are merged in order.
 pub fn read_values(text: &str) -> Result<Values, String> {
+    thread_local! {
+        static MEMO: std::cell::RefCell<crate::memo::Memo<Result<Values, String>>> =
+            std::cell::RefCell::new(crate::memo::Memo::new(32 << 20));
+    }
+    if let Some(v) = MEMO.with(|m| m.borrow().get(text.as_bytes())) {
+        return v;
+    }
+    let v = parse_values(text);
+    MEMO.with(|m| m.borrow_mut().put(text.as_bytes(), v.clone()));
+    v
+}
+
+fn parse_values(text: &str) -> Result<Values, String> {
     let mut values = Values::new();
     for doc in split_yaml_documents(text) {
         let parsed = crate::yaml::parse_yaml_to_json(&doc)

@@ -78,10 +78,27 @@ fn json_kind(v: &serde_json::Value) -> &'static str {
     }
 }
 
+/// [`parse_yaml_to_json`], remembered per thread by text: templates call
+/// `fromYaml` on the same text in every render (and often several times
+/// in one). The tree is shared; callers convert it into fresh values.
+fn parse_yaml_shared(text: &str) -> Result<std::rc::Rc<serde_json::Value>, YamlError> {
+    use std::cell::RefCell;
+    thread_local! {
+        static MEMO: RefCell<crate::memo::Memo<Result<std::rc::Rc<serde_json::Value>, YamlError>>> =
+            RefCell::new(crate::memo::Memo::new(16 << 20));
+    }
+    if let Some(v) = MEMO.with(|m| m.borrow().get(text.as_bytes())) {
+        return v;
+    }
+    let v = parse_yaml_to_json(text).map(std::rc::Rc::new);
+    MEMO.with(|m| m.borrow_mut().put(text.as_bytes(), v.clone()));
+    v
+}
+
 /// `yaml.Unmarshal(text, &map[string]interface{}{})`: Helm's values files
 /// and `fromYaml`. `null` and empty documents give an empty map.
 pub fn parse_yaml_map(text: &str) -> Result<gotmpl::Map, YamlError> {
-    match parse_yaml_to_json(text)? {
+    match &*parse_yaml_shared(text)? {
         serde_json::Value::Null => Ok(gotmpl::Map::new()),
         serde_json::Value::Object(o) => Ok(o
             .iter()
@@ -89,19 +106,19 @@ pub fn parse_yaml_map(text: &str) -> Result<gotmpl::Map, YamlError> {
             .collect()),
         other => Err(YamlError::Decode(format!(
             "json: cannot unmarshal {} into Go value of type map[string]interface {{}}",
-            json_kind(&other)
+            json_kind(other)
         ))),
     }
 }
 
 /// `yaml.Unmarshal(text, &[]interface{}{})`: `fromYamlArray`.
 pub fn parse_yaml_list(text: &str) -> Result<Vec<Value>, YamlError> {
-    match parse_yaml_to_json(text)? {
+    match &*parse_yaml_shared(text)? {
         serde_json::Value::Null => Ok(Vec::new()),
         serde_json::Value::Array(a) => Ok(a.iter().map(Value::from_json).collect()),
         other => Err(YamlError::Decode(format!(
             "json: cannot unmarshal {} into Go value of type []interface {{}}",
-            json_kind(&other)
+            json_kind(other)
         ))),
     }
 }

@@ -1,0 +1,296 @@
+//! The per-release lock every action holds: a `coordination.k8s.io/v1` Lease in the
+//! release namespace (see `release::lock`), renewed in the background while the action
+//! runs, so two actions on one release never interleave.
+//!
+//! Holder identities are `host/pid/random`. That lets a restarted process recover fast
+//! instead of waiting for the Lease to expire: a holder on this host whose process is
+//! gone (or whose pid is ours but whose identity this process never handed out, i.e. a
+//! previous incarnation in a container restarted as pid 1) is dead, and its Lease is
+//! taken over at once.
+
+use std::collections::HashSet;
+use std::hash::{BuildHasher, Hasher};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use kube::Client;
+use release::lock::{lease_name, KubeLocks, LockBackend, LockError, LockHandle, ReleaseLocks};
+
+use crate::error::{Error, Result};
+
+/// How long a Lease stays valid after each renewal.
+pub const LOCK_DURATION: Duration = Duration::from_secs(30);
+/// How often a held Lease is renewed.
+pub const RENEW_EVERY: Duration = Duration::from_secs(10);
+
+/// Identities this process holds right now; a same-pid holder not in here is dead.
+fn live() -> &'static Mutex<HashSet<String>> {
+    static LIVE: OnceLock<Mutex<HashSet<String>>> = OnceLock::new();
+    LIVE.get_or_init(Default::default)
+}
+
+fn with_live<T>(f: impl FnOnce(&mut HashSet<String>) -> T) -> T {
+    let mut set = live().lock().unwrap_or_else(|e| e.into_inner());
+    f(&mut set)
+}
+
+/// This machine's host name (the pod name inside Kubernetes).
+pub fn hostname() -> String {
+    static HOST: OnceLock<String> = OnceLock::new();
+    HOST.get_or_init(|| {
+        std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .ok()
+            .or_else(|| std::env::var("HOSTNAME").ok())
+            .map(|h| h.trim().to_string())
+            .filter(|h| !h.is_empty())
+            .unwrap_or_else(|| "localhost".to_string())
+    })
+    .clone()
+}
+
+/// A fresh holder identity: `host/pid/random`.
+pub fn new_identity() -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0),
+    );
+    format!(
+        "{}/{}/{:08x}",
+        hostname(),
+        std::process::id(),
+        h.finish() as u32
+    )
+}
+
+/// Splits `host/pid/random`; `None` for identities of another shape.
+fn parse_identity(holder: &str) -> Option<(&str, u32)> {
+    let mut parts = holder.rsplitn(3, '/');
+    let _suffix = parts.next()?;
+    let pid = parts.next()?.parse().ok()?;
+    let host = parts.next()?;
+    Some((host, pid))
+}
+
+fn pid_alive(pid: u32) -> bool {
+    let proc = std::path::Path::new("/proc");
+    if !proc.join("self").exists() {
+        // No procfs: we cannot tell, so assume alive and let the Lease expire.
+        return true;
+    }
+    proc.join(pid.to_string()).exists()
+}
+
+/// Whether the holder is a process on this host that no longer runs.
+pub(crate) fn holder_is_dead(holder: &str) -> bool {
+    let Some((host, pid)) = parse_identity(holder) else {
+        return false;
+    };
+    if host != hostname() {
+        return false;
+    }
+    if pid == std::process::id() {
+        return !with_live(|l| l.contains(holder));
+    }
+    !pid_alive(pid)
+}
+
+/// A held release lock; give it back with [`ReleaseLock::release`].
+pub(crate) struct ReleaseLock {
+    locks: Arc<ReleaseLocks<KubeLocks>>,
+    handle: Arc<Mutex<LockHandle>>,
+    lost: Arc<AtomicBool>,
+    renewer: tokio::task::JoinHandle<()>,
+    identity: String,
+}
+
+impl ReleaseLock {
+    /// Whether the Lease was taken over or deleted while we held it.
+    pub(crate) fn is_lost(&self) -> bool {
+        self.lost.load(Ordering::SeqCst)
+    }
+
+    /// Stops renewing and deletes the Lease (if it is still ours).
+    pub(crate) async fn release(self) {
+        self.renewer.abort();
+        let handle = self
+            .handle
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let release = handle.release.clone();
+        if let Err(e) = self.locks.release(handle).await {
+            tracing::warn!(%release, error = %e, "cannot give the release lock back; it expires on its own");
+        }
+        with_live(|l| l.remove(&self.identity));
+    }
+}
+
+impl Drop for ReleaseLock {
+    fn drop(&mut self) {
+        // An action future dropped mid-way: the Lease stays until it expires, but this
+        // process no longer counts as its live holder, so our next action takes it over.
+        self.renewer.abort();
+        with_live(|l| l.remove(&self.identity));
+    }
+}
+
+fn locked(release: &str, state: Option<&release::lock::LeaseState>, holder: &str) -> Error {
+    Error::Locked {
+        release: release.to_string(),
+        holder: holder.to_string(),
+        since: state
+            .map(|s| s.acquired.to_string())
+            .unwrap_or_else(|| "unknown".into()),
+        retry_after: state
+            .map(|s| s.expires().to_string())
+            .unwrap_or_else(|| "a few seconds".into()),
+    }
+}
+
+/// Whether taking the lock failed because the namespace accepts no new objects (it is
+/// being deleted, or is gone).
+pub(crate) fn namespace_unusable(e: &Error) -> bool {
+    match e {
+        Error::Lock {
+            source: LockError::Lost(_),
+            ..
+        } => true,
+        Error::Lock {
+            source: LockError::Api { source, .. },
+            ..
+        } => matches!(source.as_ref(), kube::Error::Api(s) if s.code == 403 || s.code == 404),
+        _ => false,
+    }
+}
+
+/// Takes the release's lock in `namespace`, or fails with [`Error::Locked`].
+pub(crate) async fn acquire(
+    client: &Client,
+    namespace: &str,
+    release: &str,
+) -> Result<ReleaseLock> {
+    let identity = new_identity();
+    let locks = Arc::new(ReleaseLocks::new(
+        KubeLocks::new(client.clone(), namespace),
+        identity.clone(),
+        LOCK_DURATION,
+    ));
+    // Mark the identity live before the Lease names it, so no other action of this
+    // process mistakes it for a dead one.
+    with_live(|l| l.insert(identity.clone()));
+    let mut attempts = 0;
+    let handle = loop {
+        attempts += 1;
+        match locks.try_acquire(release).await {
+            Ok(h) => break h,
+            Err(LockError::Held { holder, .. }) => {
+                let state = locks
+                    .backend()
+                    .get(&lease_name(release))
+                    .await
+                    .ok()
+                    .flatten();
+                if attempts < 4 && holder_is_dead(&holder) {
+                    if let Some(state) = &state {
+                        tracing::info!(%release, %holder, "taking over the lock of a process that no longer runs");
+                        // Guarded by the resource version: a live contender's write wins.
+                        if let Err(e) = locks.backend().delete(state).await {
+                            with_live(|l| l.remove(&identity));
+                            return Err(Error::lock(release, e));
+                        }
+                    }
+                    continue;
+                }
+                with_live(|l| l.remove(&identity));
+                return Err(locked(release, state.as_ref(), &holder));
+            }
+            Err(LockError::Contended(_)) if attempts < 4 => {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(LockError::Contended(_)) => {
+                with_live(|l| l.remove(&identity));
+                return Err(locked(release, None, "another contender"));
+            }
+            Err(e) => {
+                with_live(|l| l.remove(&identity));
+                return Err(Error::lock(release, e));
+            }
+        }
+    };
+    let handle = Arc::new(Mutex::new(handle));
+    let lost = Arc::new(AtomicBool::new(false));
+    let renewer = tokio::spawn(renew_loop(locks.clone(), handle.clone(), lost.clone()));
+    Ok(ReleaseLock {
+        locks,
+        handle,
+        lost,
+        renewer,
+        identity,
+    })
+}
+
+async fn renew_loop(
+    locks: Arc<ReleaseLocks<KubeLocks>>,
+    handle: Arc<Mutex<LockHandle>>,
+    lost: Arc<AtomicBool>,
+) {
+    loop {
+        tokio::time::sleep(RENEW_EVERY).await;
+        let current = handle.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        match locks.renew(&current).await {
+            Ok(next) => *handle.lock().unwrap_or_else(|e| e.into_inner()) = next,
+            Err(LockError::Lost(_)) => {
+                tracing::error!(release = %current.release, "the release lock was taken over while an action ran");
+                lost.store(true, Ordering::SeqCst);
+                return;
+            }
+            // A transient API error: the next tick retries well before the Lease lapses.
+            Err(e) => {
+                tracing::warn!(release = %current.release, error = %e, "cannot renew the release lock")
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identities_parse_and_differ() {
+        let a = new_identity();
+        let b = new_identity();
+        assert_ne!(a, b);
+        let (host, pid) = parse_identity(&a).unwrap();
+        assert_eq!(host, hostname());
+        assert_eq!(pid, std::process::id());
+        assert_eq!(parse_identity("pod-a/12/ab"), Some(("pod-a", 12)));
+        assert_eq!(parse_identity("leader-election-id"), None);
+    }
+
+    #[test]
+    fn dead_and_live_holders() {
+        // Same pid, never handed out by this process: a previous incarnation.
+        let stale = format!("{}/{}/deadbeef", hostname(), std::process::id());
+        assert!(holder_is_dead(&stale));
+        with_live(|l| l.insert(stale.clone()));
+        assert!(!holder_is_dead(&stale));
+        with_live(|l| l.remove(&stale));
+        // Another host, or an identity we cannot parse: only expiry frees it.
+        assert!(!holder_is_dead("elsewhere.example/1/x"));
+        assert!(!holder_is_dead("some-operator"));
+        // A pid that exited.
+        if let Ok(mut child) = std::process::Command::new("true").spawn() {
+            let pid = child.id();
+            let _ = child.wait();
+            let holder = format!("{}/{pid}/x", hostname());
+            assert!(holder_is_dead(&holder));
+        }
+    }
+}

@@ -1,0 +1,447 @@
+//! Release locking, recovery of releases left pending by a crash, repair, upgrade
+//! diffs and test hooks, against the embedded API server.
+
+mod common;
+
+use std::time::Duration;
+
+use apply::Error;
+use common::*;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
+use k8s_openapi::api::core::v1::{ConfigMap, Service};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::Client;
+use release::Status;
+use serde_json::{json, Map};
+
+async fn put_lease(client: &Client, release: &str, holder: &str, renewed_secs_ago: i64) {
+    let leases: Api<Lease> = Api::namespaced(client.clone(), NS);
+    let now = jiff::Timestamp::now();
+    let renewed = now
+        .checked_sub(jiff::SignedDuration::from_secs(renewed_secs_ago))
+        .expect("time");
+    let lease = Lease {
+        metadata: kube::api::ObjectMeta {
+            name: Some(format!("rudder.release.{release}")),
+            ..Default::default()
+        },
+        spec: Some(LeaseSpec {
+            holder_identity: Some(holder.to_string()),
+            lease_duration_seconds: Some(30),
+            acquire_time: Some(MicroTime(renewed)),
+            renew_time: Some(MicroTime(renewed)),
+            lease_transitions: Some(0),
+            ..Default::default()
+        }),
+    };
+    let _ = leases
+        .delete(&lease_name(release), &DeleteParams::default())
+        .await;
+    leases
+        .create(&PostParams::default(), &lease)
+        .await
+        .expect("create lease");
+}
+
+fn lease_name(release: &str) -> String {
+    format!("rudder.release.{release}")
+}
+
+async fn lease_exists(client: &Client, release: &str) -> bool {
+    let leases: Api<Lease> = Api::namespaced(client.clone(), NS);
+    leases
+        .get_opt(&lease_name(release))
+        .await
+        .expect("read lease")
+        .is_some()
+}
+
+fn host() -> String {
+    apply::lock::hostname()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn locks_refuse_live_holders_and_take_over_dead_ones() {
+    let (server, client) = start().await;
+    let chart_dir = write_chart(&server);
+    let load = || chart::loader::load(&chart_dir).expect("chart loads");
+
+    // A live holder elsewhere: every action is refused with who and until when.
+    put_lease(&client, "l", "other-host/42/abcd", 0).await;
+    let err = apply::install(client.clone(), load(), Map::new(), &opts("l"))
+        .await
+        .expect_err("locked");
+    let msg = err.to_string();
+    assert!(matches!(err, Error::Locked { .. }), "{msg}");
+    assert!(
+        msg.contains("another operation (holder other-host/42/abcd, since")
+            && msg.contains("in progress on release \"l\"; retry after"),
+        "{msg}"
+    );
+    assert!(record_secret(&client, "l", 1).await.is_none());
+    let err = apply::uninstall(client.clone(), &apply::UninstallOptions::new("l", NS))
+        .await
+        .expect_err("locked");
+    assert!(matches!(err, Error::Locked { .. }), "{err}");
+
+    // An expired Lease is taken over; the action gives the lock back when done.
+    put_lease(&client, "l", "other-host/42/abcd", 120).await;
+    apply::install(client.clone(), load(), Map::new(), &opts("l"))
+        .await
+        .expect("install after expiry");
+    assert!(!lease_exists(&client, "l").await);
+
+    // A holder on this host whose process is gone is taken over at once.
+    let mut child = std::process::Command::new("true").spawn().expect("spawn");
+    let dead_pid = child.id();
+    child.wait().expect("wait");
+    put_lease(&client, "l", &format!("{}/{dead_pid}/x", host()), 0).await;
+    apply::upgrade(client.clone(), load(), Map::new(), &opts("l"))
+        .await
+        .expect("upgrade after a dead holder");
+    // So is one with our pid that this process never handed out (a restarted pid 1).
+    put_lease(
+        &client,
+        "l",
+        &format!("{}/{}/old", host(), std::process::id()),
+        0,
+    )
+    .await;
+    apply::rollback(client.clone(), 1, &opts("l"))
+        .await
+        .expect("rollback after a previous incarnation");
+    assert!(!lease_exists(&client, "l").await);
+
+    // Two concurrent actions of this process: one wins, the other is told it is locked.
+    let (oa, ob) = (opts("l"), opts("l"));
+    let a = apply::upgrade(client.clone(), load(), Map::new(), &oa);
+    let b = apply::upgrade(client.clone(), load(), Map::new(), &ob);
+    let (a, b) = tokio::join!(a, b);
+    let locked = [&a, &b]
+        .iter()
+        .filter(|r| matches!(r, Err(Error::Locked { .. })))
+        .count();
+    let ok = [&a, &b].iter().filter(|r| r.is_ok()).count();
+    assert_eq!((ok, locked), (1, 1), "{a:?} {b:?}");
+    server.stop().await;
+}
+
+/// Writes a record as a crashed action would have left it.
+async fn leave_pending(client: &Client, name: &str, version: i64, status: Status, desc: &str) {
+    let store = storage(client);
+    let mut rel = store
+        .last(name)
+        .await
+        .expect("read")
+        .unwrap_or_else(|| release::Release {
+            name: name.to_string(),
+            namespace: NS.to_string(),
+            ..Default::default()
+        });
+    rel.version = version;
+    rel.set_status(status, desc);
+    store.create(&rel).await.expect("create pending record");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pending_leftovers_are_recovered() {
+    let (server, client) = start().await;
+    let chart_dir = write_chart(&server);
+    let load = || chart::loader::load(&chart_dir).expect("chart loads");
+
+    // An install that crashed after creating objects: the next install adopts them.
+    let crashed = opts("p");
+    let partial = apply::render(load(), Map::new(), &crashed, 1, false)
+        .await
+        .expect("render");
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), NS);
+    let cm: ConfigMap = serde_json::from_value(json!({
+        "metadata": {"name": "p-cfg", "annotations": {
+            "meta.helm.sh/release-name": "p", "meta.helm.sh/release-namespace": NS}},
+        "data": {"greeting": "half"}
+    }))
+    .expect("configmap");
+    cms.create(&PostParams::default(), &cm).await.expect("cm");
+    assert!(partial.manifest_text().contains("p-cfg"));
+    leave_pending(
+        &client,
+        "p",
+        1,
+        Status::PendingInstall,
+        "Initial install underway",
+    )
+    .await;
+
+    // Under a live lock it is not a leftover: nothing is recovered.
+    put_lease_live(&client, "p").await;
+    assert!(apply::recover_pending(client.clone(), &opts("p"))
+        .await
+        .expect("recover")
+        .is_none());
+    assert_eq!(
+        record_status(&client, "p", 1).await.as_deref(),
+        Some("pending-install")
+    );
+    Api::<Lease>::namespaced(client.clone(), NS)
+        .delete(&lease_name("p"), &DeleteParams::default())
+        .await
+        .expect("drop lease");
+
+    let rel = apply::install(client.clone(), load(), Map::new(), &opts("p"))
+        .await
+        .expect("install proceeds");
+    assert_eq!(rel.version, 2);
+    assert_eq!(
+        record_status(&client, "p", 1).await.as_deref(),
+        Some("failed")
+    );
+    assert_eq!(
+        description(&client, "p", 1).await,
+        "interrupted: Initial install underway"
+    );
+    let cm = cms.get("p-cfg").await.expect("cm");
+    assert_eq!(
+        cm.data
+            .unwrap_or_default()
+            .get("greeting")
+            .map(String::as_str),
+        Some("hello")
+    );
+
+    // An upgrade that crashed: the next upgrade continues from the deployed revision.
+    leave_pending(&client, "p", 3, Status::PendingUpgrade, "Preparing upgrade").await;
+    let rel = apply::upgrade(
+        client.clone(),
+        load(),
+        values(json!({"greeting": "again"})),
+        &opts("p"),
+    )
+    .await
+    .expect("upgrade proceeds");
+    assert_eq!(rel.version, 4);
+    assert_eq!(
+        record_status(&client, "p", 3).await.as_deref(),
+        Some("failed")
+    );
+    assert_eq!(
+        description(&client, "p", 3).await,
+        "interrupted: Preparing upgrade"
+    );
+    assert_eq!(
+        record_status(&client, "p", 2).await.as_deref(),
+        Some("superseded")
+    );
+    assert_eq!(
+        record_status(&client, "p", 4).await.as_deref(),
+        Some("deployed")
+    );
+
+    // recover_pending on its own.
+    leave_pending(&client, "p", 5, Status::PendingRollback, "Rollback to 2").await;
+    let recovered = apply::recover_pending(client.clone(), &opts("p"))
+        .await
+        .expect("recover")
+        .expect("something recovered");
+    assert_eq!(recovered.version, 5);
+    assert_eq!(recovered.status(), Status::Failed);
+    assert!(apply::recover_pending(client.clone(), &opts("p"))
+        .await
+        .expect("recover")
+        .is_none());
+    // Recovery deleted nothing.
+    assert!(cms.get_opt("p-cfg").await.expect("read").is_some());
+    server.stop().await;
+}
+
+async fn put_lease_live(client: &Client, release: &str) {
+    put_lease(client, release, "someone-else/7/live", 0).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn repair_restores_drift_without_a_new_revision() {
+    let (server, client) = start().await;
+    let chart_dir = write_chart(&server);
+    let load = || chart::loader::load(&chart_dir).expect("chart loads");
+    let err = apply::repair(client.clone(), &opts("r"))
+        .await
+        .expect_err("nothing deployed");
+    assert!(matches!(err, Error::NotDeployed { .. }), "{err}");
+    apply::install(client.clone(), load(), Map::new(), &opts("r"))
+        .await
+        .expect("install");
+
+    let svcs: Api<Service> = Api::namespaced(client.clone(), NS);
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), NS);
+    let deps: Api<Deployment> = Api::namespaced(client.clone(), NS);
+    // Let the simulated controllers settle first, so only our drift shows.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    svcs.delete("r-svc", &DeleteParams::default())
+        .await
+        .expect("delete svc");
+    cms.patch(
+        "r-cfg",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"data": {"greeting": "drifted"}})),
+    )
+    .await
+    .expect("edit cm");
+
+    let report = apply::repair(client.clone(), &opts("r"))
+        .await
+        .expect("repair");
+    let mut names: Vec<String> = report.repaired.iter().map(|r| r.to_string()).collect();
+    names.sort();
+    assert!(
+        names.contains(&"Service default/r-svc".to_string()),
+        "{names:?}"
+    );
+    assert!(
+        names.contains(&"ConfigMap default/r-cfg".to_string()),
+        "{names:?}"
+    );
+    assert!(
+        !names.iter().any(|n| n.starts_with("Deployment")),
+        "{names:?}"
+    );
+    assert!(svcs.get_opt("r-svc").await.expect("read").is_some());
+    let cm = cms.get("r-cfg").await.expect("cm");
+    assert_eq!(
+        cm.data
+            .unwrap_or_default()
+            .get("greeting")
+            .map(String::as_str),
+        Some("hello")
+    );
+    assert!(deps.get_opt("r-web").await.expect("read").is_some());
+    assert!(
+        record_secret(&client, "r", 2).await.is_none(),
+        "no new revision"
+    );
+    // A transform is applied on repair as well.
+    let mut o = opts("r");
+    o.transform = Some(apply::Transform(std::sync::Arc::new(|obj, _| {
+        obj.metadata
+            .labels
+            .get_or_insert_with(Default::default)
+            .insert("repaired".into(), "yes".into());
+        Ok(())
+    })));
+    apply::repair(client.clone(), &o).await.expect("repair");
+    let cm = cms.get("r-cfg").await.expect("cm");
+    assert!(cm
+        .metadata
+        .labels
+        .unwrap_or_default()
+        .contains_key("repaired"));
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn diff_upgrade_and_test_hooks() {
+    let (server, client) = start().await;
+    let chart_dir = write_chart(&server);
+    let load = || chart::loader::load(&chart_dir).expect("chart loads");
+    let v = values(json!({"greeting": "hi"}));
+    apply::install(client.clone(), load(), v.clone(), &opts("d"))
+        .await
+        .expect("install");
+
+    let same = apply::diff_upgrade(client.clone(), load(), v.clone(), &opts("d"))
+        .await
+        .expect("diff");
+    assert!(
+        !same.changed,
+        "{} vs {}",
+        same.current_manifest, same.new_manifest
+    );
+    let other = apply::diff_upgrade(
+        client.clone(),
+        load(),
+        values(json!({"greeting": "hi", "service": false})),
+        &opts("d"),
+    )
+    .await
+    .expect("diff");
+    assert!(other.changed);
+    assert!(other.current_manifest.contains("d-svc") && !other.new_manifest.contains("d-svc"));
+    assert!(
+        record_secret(&client, "d", 2).await.is_none(),
+        "diff writes nothing"
+    );
+    // Same manifest text in another document order and formatting is no change.
+    let a = "---\n# Source: x/a.yaml\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\n# Source: x/b.yaml\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b\n";
+    let b = "---\n# Source: x/b.yaml\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: b}\n---\n# Source: x/a.yaml\nkind: ConfigMap\napiVersion: v1\nmetadata:\n  name: a\n";
+    assert!(apply::same_manifest(a, b));
+    assert!(!apply::same_manifest(a, &b.replace("name: b", "name: c")));
+
+    // Test hooks run and their executions are recorded.
+    let rel = apply::test(client.clone(), &opts("d")).await.expect("test");
+    let smoke = rel
+        .hooks
+        .iter()
+        .find(|h| h.name == "d-smoke")
+        .expect("test hook");
+    assert_eq!(smoke.last_run.phase, "Succeeded");
+    let stored = storage(&client).get("d", 1).await.expect("record");
+    let smoke = stored
+        .hooks
+        .iter()
+        .find(|h| h.name == "d-smoke")
+        .expect("test hook");
+    assert_eq!(smoke.last_run.phase, "Succeeded");
+    let jobs: Api<Job> = Api::namespaced(client.clone(), NS);
+    assert!(jobs.get_opt("d-smoke").await.expect("read").is_some());
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn uninstall_runs_unlocked_in_a_terminating_namespace() {
+    let (server, client) = start().await;
+    let chart_dir = write_chart(&server);
+    let load = || chart::loader::load(&chart_dir).expect("chart loads");
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
+    let ns: k8s_openapi::api::core::v1::Namespace =
+        serde_json::from_value(json!({"metadata": {"name": "doomed"}})).expect("ns");
+    namespaces
+        .create(&PostParams::default(), &ns)
+        .await
+        .expect("create namespace");
+    let o = apply::ActionOptions::new("z", "doomed");
+    apply::install(client.clone(), load(), Map::new(), &o)
+        .await
+        .expect("install");
+    // Hold the record (as a CR's finalizer holds the operator's CR) while the
+    // namespace terminates and refuses new objects such as our Lease.
+    let secrets: Api<k8s_openapi::api::core::v1::Secret> =
+        Api::namespaced(client.clone(), "doomed");
+    secrets
+        .patch(
+            "sh.helm.release.v1.z.v1",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"finalizers": ["example.com/hold"]}})),
+        )
+        .await
+        .expect("hold record");
+    namespaces
+        .delete("doomed", &DeleteParams::default())
+        .await
+        .expect("delete namespace");
+    // The namespace now refuses new objects, our Lease included.
+    let leases: Api<Lease> = Api::namespaced(client.clone(), "doomed");
+    let probe: Lease =
+        serde_json::from_value(json!({"metadata": {"name": "probe"}})).expect("lease");
+    let refused = leases.create(&PostParams::default(), &probe).await;
+    assert!(
+        matches!(&refused, Err(kube::Error::Api(s)) if s.code == 403),
+        "{refused:?}"
+    );
+    let mut u = apply::UninstallOptions::new("z", "doomed");
+    u.timeout = Duration::from_secs(10);
+    apply::uninstall(client.clone(), &u)
+        .await
+        .expect("uninstall proceeds without the lock");
+    server.stop().await;
+}

@@ -1,1 +1,0 @@
-//! Reconciles one custom resource into its Helm release.

@@ -1,0 +1,152 @@
+//! The inputs digest of a release: sha256 over everything that decides what the chart
+//! renders (chart metadata, templates, values files, schema, other files, subcharts)
+//! and the merged values as canonical JSON. Stored as a label on each record, it tells
+//! "inputs unchanged" without rendering, so charts with random output never upgrade
+//! in a loop.
+
+use chart::loader::{Chart, Values};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+/// The record label holding the digest.
+pub const LABEL: &str = "rudder.dev/inputs-digest";
+/// Label values are limited to 63 characters.
+const MAX_LABEL: usize = 63;
+
+/// The digest of a chart and its merged values, as a label value (hex, 63 chars).
+pub fn inputs_digest(chart: &Chart, values: &Values) -> String {
+    let mut h = Sha256::new();
+    field(&mut h, b"rudder-inputs-v1");
+    hash_chart(&mut h, chart);
+    let mut json = Vec::new();
+    canonical(&Value::Object(values.clone()), &mut json);
+    field(&mut h, b"values");
+    field(&mut h, &json);
+    let hex: String = h.finalize().iter().map(|b| format!("{b:02x}")).collect();
+    hex[..MAX_LABEL].to_string()
+}
+
+/// A length-prefixed field, so concatenations cannot collide.
+fn field(h: &mut Sha256, bytes: &[u8]) {
+    h.update((bytes.len() as u64).to_be_bytes());
+    h.update(bytes);
+}
+
+fn hash_chart(h: &mut Sha256, chart: &Chart) {
+    field(h, b"chart");
+    let meta = apply::record::chart_record(chart).metadata;
+    let meta = serde_json::to_value(meta).unwrap_or(Value::Null);
+    let mut buf = Vec::new();
+    canonical(&meta, &mut buf);
+    field(h, &buf);
+    for (tag, files) in [("templates", &chart.templates), ("files", &chart.files)] {
+        field(h, tag.as_bytes());
+        h.update((files.len() as u64).to_be_bytes());
+        for f in files {
+            field(h, f.name.as_bytes());
+            field(h, &f.data);
+        }
+    }
+    buf.clear();
+    canonical(&Value::Object(chart.values.clone()), &mut buf);
+    field(h, b"chart-values");
+    field(h, &buf);
+    field(h, b"schema");
+    field(h, chart.schema.as_deref().unwrap_or_default());
+    field(h, b"dependencies");
+    h.update((chart.dependencies.len() as u64).to_be_bytes());
+    for dep in &chart.dependencies {
+        hash_chart(h, dep);
+    }
+}
+
+/// JSON with object keys sorted at every level, whatever order the map keeps.
+pub fn canonical(v: &Value, out: &mut Vec<u8>) {
+    match v {
+        Value::Object(m) => {
+            out.push(b'{');
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            for (i, k) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                out.extend_from_slice(Value::String(k.clone()).to_string().as_bytes());
+                out.push(b':');
+                canonical(&m[k], out);
+            }
+            out.push(b'}');
+        }
+        Value::Array(a) => {
+            out.push(b'[');
+            for (i, x) in a.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                canonical(x, out);
+            }
+            out.push(b']');
+        }
+        other => out.extend_from_slice(other.to_string().as_bytes()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn chart() -> Chart {
+        let mut c = Chart::default();
+        c.metadata.name = "demo".into();
+        c.metadata.version = "0.1.0".into();
+        c.templates.push(chart::loader::File {
+            name: "templates/a.yaml".into(),
+            data: b"kind: ConfigMap".to_vec(),
+        });
+        c
+    }
+
+    fn values(v: Value) -> Values {
+        v.as_object().cloned().unwrap_or_default()
+    }
+
+    #[test]
+    fn digest_is_stable_and_sensitive() {
+        let c = chart();
+        let a = inputs_digest(&c, &values(json!({"a": 1, "b": {"c": 2}})));
+        let b = inputs_digest(&c, &values(json!({"b": {"c": 2}, "a": 1})));
+        assert_eq!(a, b);
+        assert_eq!(a.len(), 63);
+        assert!(a.bytes().all(|c| c.is_ascii_hexdigit()));
+        assert_ne!(
+            a,
+            inputs_digest(&c, &values(json!({"a": 2, "b": {"c": 2}})))
+        );
+        let mut c2 = chart();
+        c2.templates[0].data = b"kind: Secret".to_vec();
+        assert_ne!(
+            a,
+            inputs_digest(&c2, &values(json!({"a": 1, "b": {"c": 2}})))
+        );
+        let mut c3 = chart();
+        c3.dependencies.push(chart());
+        assert_ne!(
+            a,
+            inputs_digest(&c3, &values(json!({"a": 1, "b": {"c": 2}})))
+        );
+    }
+
+    #[test]
+    fn canonical_json_sorts_keys() {
+        let mut out = Vec::new();
+        canonical(
+            &json!({"z": [1, {"b": "x", "a": null}], "a": true}),
+            &mut out,
+        );
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            r#"{"a":true,"z":[1,{"a":null,"b":"x"}]}"#
+        );
+    }
+}

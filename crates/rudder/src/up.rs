@@ -535,6 +535,33 @@ mod tests {
         assert!(cr.data.get("spec").is_some_and(Value::is_object));
     }
 
+    /// A file added to the example chart must be added to `EXAMPLE_FILES` too.
+    #[test]
+    fn every_example_chart_file_is_bundled() {
+        fn walk(dir: &Path, base: &Path, out: &mut Vec<String>) {
+            for entry in std::fs::read_dir(dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    walk(&path, base, out);
+                } else {
+                    let rel = path.strip_prefix(base).unwrap();
+                    out.push(rel.to_string_lossy().replace('\\', "/"));
+                }
+            }
+        }
+        let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+        let mut on_disk = Vec::new();
+        walk(&examples.join("charts/hello"), &examples, &mut on_disk);
+        on_disk.sort();
+        let mut bundled: Vec<String> = EXAMPLE_FILES
+            .iter()
+            .map(|(p, _)| p.to_string())
+            .filter(|p| p.starts_with("charts/hello/"))
+            .collect();
+        bundled.sort();
+        assert_eq!(bundled, on_disk);
+    }
+
     #[test]
     fn example_files_are_written_in_the_repo_layout() {
         let dir = std::env::temp_dir().join(format!("rudder-up-test-{}", std::process::id()));

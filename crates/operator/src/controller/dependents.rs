@@ -155,15 +155,6 @@ impl DependentWatches {
         }
     }
 
-    /// Whether `gvk` is being watched (or being started).
-    #[cfg(test)]
-    pub(crate) fn is_watching(&self, gvk: &GroupVersionKind) -> bool {
-        self.started
-            .lock()
-            .map(|s| s.contains(gvk))
-            .unwrap_or(false)
-    }
-
     async fn start(self: Arc<Self>, gvk: GroupVersionKind) {
         let (resource, caps) = match kube::discovery::pinned_kind(&self.client, &gvk).await {
             Ok(found) => found,

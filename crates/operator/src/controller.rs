@@ -24,8 +24,8 @@ use futures::{FutureExt, StreamExt};
 use kube::api::{Api, DynamicObject};
 use kube::runtime::controller::{self, Action, Controller};
 use kube::runtime::events::Reporter;
-use kube::runtime::reflector::ObjectRef;
-use kube::runtime::watcher;
+use kube::runtime::reflector::{self, ObjectRef};
+use kube::runtime::{watcher, PredicateConfig, WatchStreamExt};
 use kube::{Client, ResourceExt};
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
@@ -451,7 +451,13 @@ async fn run_watch(
             Some(ns) => Api::namespaced_with(client.clone(), ns, &resource),
         };
         let run = Arc::clone(&run);
-        let controller = Controller::new_with(api, config.clone(), resource.clone())
+        // Status-only writes (the reconciler's own) do not trigger a reconcile.
+        let writer = reflector::store::Writer::<DynamicObject>::new(resource.clone());
+        let reader = writer.as_reader();
+        let changes = reflector::reflector(writer, watcher::watcher(api, config.clone()))
+            .applied_objects()
+            .predicate_filter(cr_change, PredicateConfig::default());
+        let controller = Controller::for_stream_with(changes, reader, resource.clone())
             // The semaphore in `reconcile_one` bounds concurrency, so waiting work is
             // visible as the queue depth.
             .with_config(controller::Config::default().concurrency(0))
@@ -472,6 +478,27 @@ async fn run_watch(
     on_started();
     while set.join_next().await.is_some() {}
     tracing::info!(kind = %gvk_label, "controller stopped");
+}
+
+/// A hash of what a reconcile acts on besides the spec's generation: labels,
+/// annotations (the `helm.sdk.operatorframework.io/*` settings), finalizers and
+/// deletion. The status is left out, so the reconciler's own status writes do not
+/// come back as reconciles.
+fn cr_change(cr: &DynamicObject) -> Option<u64> {
+    use std::hash::{Hash, Hasher};
+    let meta = &cr.metadata;
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    meta.generation.hash(&mut h);
+    meta.labels.hash(&mut h);
+    meta.annotations.hash(&mut h);
+    meta.finalizers.hash(&mut h);
+    meta.deletion_timestamp.is_some().hash(&mut h);
+    // Without a generation (a CRD without the status subresource bumps it on every
+    // write, some API servers never set it) every change counts.
+    if meta.generation.is_none() {
+        meta.resource_version.hash(&mut h);
+    }
+    Some(h.finish())
 }
 
 type ControllerResult = std::result::Result<

@@ -542,3 +542,85 @@ async fn leader_election_gates_reconciles_and_releases_the_lease() {
         "the lease was released, holder is {after:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_namespaces_limit_the_operator() {
+    use k8s_openapi::api::core::v1::Namespace;
+
+    let (_server, client) = start_server().await;
+    install_crds(&client, &["Widget", "Gadget"]).await;
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    for ns in ["team-b", "outside"] {
+        let obj: Namespace =
+            serde_json::from_value(json!({"metadata": {"name": ns}})).expect("namespace");
+        namespaces
+            .create(&PostParams::default(), &obj)
+            .await
+            .expect("create namespace");
+    }
+    let (stop, stop_rx) = oneshot::channel::<()>();
+    let task = tokio::spawn(operator::controller::run_with_shutdown(
+        client.clone(),
+        Options {
+            watches_file: fixtures().join("watches.yaml"),
+            reconcile_period: Duration::from_secs(3600),
+            metrics_bind_address: "0".into(),
+            health_probe_bind_address: "0".into(),
+            watch_namespaces: vec![NS.into(), "team-b".into()],
+            ..Options::default()
+        },
+        async move {
+            let _ = stop_rx.await;
+        },
+    ));
+    let widgets = |ns: &str| -> Api<DynamicObject> {
+        Api::namespaced_with(client.clone(), ns, &resource("Widget"))
+    };
+    for ns in ["outside", "team-b"] {
+        let obj: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": "test.rudder.dev/v1",
+            "kind": "Widget",
+            "metadata": {"name": "w", "namespace": ns},
+            "spec": {"greeting": ns},
+        }))
+        .expect("CR");
+        widgets(ns)
+            .create(&PostParams::default(), &obj)
+            .await
+            .expect("create CR");
+    }
+    let cms = Api::<ConfigMap>::namespaced(client.clone(), "team-b");
+    let old_uid = eventually("the team-b release", || {
+        let cms = cms.clone();
+        async move { cms.get_opt("w-cfg").await.ok()??.metadata.uid }
+    })
+    .await;
+    let outside = widgets("outside").get("w").await.expect("get");
+    assert!(
+        outside.data.get("status").is_none() && outside.finalizers().is_empty(),
+        "a CR outside WATCH_NAMESPACE is left alone: {:?}",
+        outside.data
+    );
+
+    // Drift in a watched namespace is routed to that namespace's controller.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    cms.delete("w-cfg", &DeleteParams::default())
+        .await
+        .expect("delete ConfigMap");
+    eventually("the team-b ConfigMap to come back", || {
+        let cms = cms.clone();
+        let old_uid = old_uid.clone();
+        async move {
+            let uid = cms.get_opt("w-cfg").await.ok()??.metadata.uid?;
+            (uid != old_uid).then_some(())
+        }
+    })
+    .await;
+
+    let _ = stop.send(());
+    tokio::time::timeout(WAIT, task)
+        .await
+        .expect("stops")
+        .expect("no panic")
+        .expect("a graceful shutdown returns Ok");
+}

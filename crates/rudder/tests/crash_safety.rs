@@ -346,8 +346,10 @@ async fn api_errors_at_every_write_leave_nothing_stuck() {
     let mut outcomes: BTreeMap<String, usize> = BTreeMap::new();
     let mut failures = Vec::new();
     let mut trials = 0;
+    let mut per_mode = Vec::new();
     // Two beyond the counted writes: history pruning can add writes.
     for (code, when) in modes {
+        let mut marks = String::new();
         for n in 1..=writes + 2 {
             trials += 1;
             let label = format!("{code} {when:?} at write {n}");
@@ -366,6 +368,11 @@ async fn api_errors_at_every_write_leave_nothing_stuck() {
                 (Err(_), _) => "fault injected, upgrade failed",
             };
             *outcomes.entry(outcome.to_string()).or_default() += 1;
+            marks.push(match (&first, injected) {
+                (_, 0) => '-',
+                (Ok(_), _) => 'S',
+                (Err(_), _) => 'F',
+            });
             if first.is_err() && injected == 0 {
                 failures.push(format!("{label}: failed without a fault: {first:?}"));
                 continue;
@@ -384,7 +391,13 @@ async fn api_errors_at_every_write_leave_nothing_stuck() {
                 Err(stderr) => failures.push(format!("{label}: the retry failed: {stderr}")),
             }
         }
+        per_mode.push(format!("{code} {when:?}: {marks}"));
     }
+    // Per write point: F = the upgrade failed, S = it succeeded anyway, - = not reached.
+    println!(
+        "crash-safety api faults by write point: {}",
+        per_mode.join("; ")
+    );
     println!(
         "crash-safety api-fault summary: write points={writes} trials={trials}; {}; converged={}/{trials}",
         counts(&outcomes),

@@ -246,10 +246,7 @@ async fn install_read_upgrade_rollback_uninstall() {
     assert_eq!(newest_two.len(), 3, "{newest_two:?}");
     assert_eq!(newest_two[1][0], "4");
     let st = ok(&kc, &["status", "web", "--revision", "2"]).await;
-    assert!(
-        st.contains("STATUS: superseded\nREVISION: 2\n"),
-        "{st}"
-    );
+    assert!(st.contains("STATUS: superseded\nREVISION: 2\n"), "{st}");
 
     // uninstall: objects and records gone.
     assert_eq!(
@@ -328,7 +325,11 @@ async fn errors_are_worded_like_helm() {
     // A flag error is a usage error (clap's exit code 2), naming the value.
     let o = rudder(&kc, &["install", "t2", chart, "--timeout", "5 minutes"]).await;
     assert!(!o.status.success());
-    assert!(text(&o).1.contains("invalid duration \"5 minutes\""), "{:?}", text(&o));
+    assert!(
+        text(&o).1.contains("invalid duration \"5 minutes\""),
+        "{:?}",
+        text(&o)
+    );
     server.stop().await;
 }
 

@@ -641,6 +641,31 @@ mod tests {
     }
 
     #[test]
+    fn status_writes_are_not_changes() {
+        let mut cr: DynamicObject = serde_json::from_value(serde_json::json!({
+            "apiVersion": "test.rudder.dev/v1", "kind": "Widget",
+            "metadata": {"name": "w", "generation": 1, "resourceVersion": "1"},
+            "spec": {"a": 1},
+        }))
+        .unwrap();
+        let before = cr_change(&cr);
+        cr.data["status"] = serde_json::json!({"conditions": []});
+        cr.metadata.resource_version = Some("2".into());
+        assert_eq!(cr_change(&cr), before, "status and resourceVersion only");
+        cr.metadata.annotations = Some(
+            [(
+                "helm.sdk.operatorframework.io/upgrade-force".to_string(),
+                "true".to_string(),
+            )]
+            .into(),
+        );
+        assert_ne!(cr_change(&cr), before, "annotations count");
+        let annotated = cr_change(&cr);
+        cr.metadata.generation = Some(2);
+        assert_ne!(cr_change(&cr), annotated, "spec changes count");
+    }
+
+    #[test]
     fn lease_needs_a_name_and_a_namespace() {
         let mut o = Options {
             leader_elect: true,

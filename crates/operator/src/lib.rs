@@ -17,6 +17,6 @@ pub mod reconcile;
 pub mod status;
 pub mod watches;
 
-pub use controller::run;
+pub use controller::{run, run_with_shutdown};
 pub use error::{Error, Result};
 pub use options::Options;

@@ -1154,11 +1154,13 @@ mod tests {
 
     #[test]
     fn upgrade_values_follow_helm() {
-        let mut cur = Release::default();
-        cur.config = json!({"a": 1, "b": {"c": 2}})
-            .as_object()
-            .cloned()
-            .unwrap_or_default();
+        let cur = Release {
+            config: json!({"a": 1, "b": {"c": 2}})
+                .as_object()
+                .cloned()
+                .unwrap_or_default(),
+            ..Release::default()
+        };
         let given: Values = json!({"b": {"d": 3}})
             .as_object()
             .cloned()

@@ -366,7 +366,19 @@ async fn dry_run_generate_name_namespaces_and_upgrade_install() {
     assert_eq!(records().await, 0);
 
     // upgrade --install of a missing release installs it.
-    let out = ok(&kc, &["upgrade", "--install", "ui", chart]).await;
+    let out = ok(
+        &kc,
+        &[
+            "upgrade",
+            "--install",
+            "ui",
+            chart,
+            "--wait",
+            "--timeout",
+            "60s",
+        ],
+    )
+    .await;
     assert!(
         out.starts_with("Release \"ui\" does not exist. Installing it now.\nNAME: ui\n"),
         "{out}"
@@ -380,9 +392,17 @@ async fn dry_run_generate_name_namespaces_and_upgrade_install() {
         &["upgrade", "ui", chart, "--dry-run", "--set", "message=new"],
     )
     .await;
-    assert!(out.starts_with("Release \"ui\" "), "{out}");
+    assert!(
+        out.starts_with("Release \"ui\" would change (dry run"),
+        "{out}"
+    );
     assert!(out.contains("<h1>new</h1>"), "{out}");
     assert_eq!(records().await, before);
+    let out = ok(&kc, &["upgrade", "ui", chart, "--dry-run"]).await;
+    assert!(
+        out.starts_with("Release \"ui\" is up to date: the upgrade would change nothing"),
+        "{out}"
+    );
 
     // Another namespace, created on demand; list -A sees both.
     ok(

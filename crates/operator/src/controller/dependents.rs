@@ -239,12 +239,20 @@ impl Forwarder {
         let config = watcher::Config::default().labels(MANAGED_BY_SELECTOR);
         let mut events = std::pin::pin!(watcher::watcher(api, config).default_backoff());
         let mut stop = std::pin::pin!(stop);
+        let mut flush_at: Option<tokio::time::Instant> = None;
         loop {
-            let flush_at = (!self.pending.is_empty()).then_some(DEBOUNCE);
+            // The window opens with the first pending trigger and is not extended by
+            // later ones, so a steady stream of events cannot hold triggers back.
+            if self.pending.is_empty() {
+                flush_at = None;
+            } else if flush_at.is_none() {
+                flush_at = Some(tokio::time::Instant::now() + DEBOUNCE);
+            }
             tokio::select! {
                 _ = &mut stop => return,
-                _ = tokio::time::sleep(flush_at.unwrap_or(Duration::MAX)), if flush_at.is_some() => {
+                _ = tokio::time::sleep_until(flush_at.unwrap_or_else(tokio::time::Instant::now)), if flush_at.is_some() => {
                     self.flush();
+                    flush_at = None;
                 }
                 event = events.next() => match event {
                     None => return,

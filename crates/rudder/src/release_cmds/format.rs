@@ -184,8 +184,9 @@ mod tests {
 
     #[test]
     fn yaml_like_sigs_yaml() {
-        let v = serde_json::json!({"b": 1, "a": {"x": "y"}});
-        assert_eq!(yaml(&v).expect("yaml"), "a:\n  x: y\nb: 1\n");
+        // go-yaml v2 quotes YAML 1.1 booleans such as `y`.
+        let v = serde_json::json!({"b": 1, "a": {"x": "y", "z": "w"}});
+        assert_eq!(yaml(&v).expect("yaml"), "a:\n  x: \"y\"\n  z: w\nb: 1\n");
         assert_eq!(yaml(&Value::Null).expect("yaml"), "null\n");
     }
 }

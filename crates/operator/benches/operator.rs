@@ -611,9 +611,7 @@ fn main() {
     );
     println!();
     println!("## 2. Per-reconcile latency (reconcile() called directly, one at a time)");
-    println!(
-        "| reconcile | calls | p50 | p99 | mean | max | allocated/call | peak heap/call |"
-    );
+    println!("| reconcile | calls | p50 | p99 | mean | max | allocated/call | peak heap/call |");
     println!("|---|---|---|---|---|---|---|---|");
     for l in [&mut install, &mut noop, &mut upgrade, &mut noop2] {
         println!("{}", l.row());
@@ -664,11 +662,25 @@ fn main() {
     );
     println!();
     println!("## 4. Release records (Helm-format Secrets, gzip + base64 as Helm stores them)");
-    println!("| set | releases | records | record payload/record | Secret JSON/record | per release |");
+    println!(
+        "| set | releases | records | record payload/record | Secret JSON/record | per release |"
+    );
     println!("|---|---|---|---|---|---|");
     for (set, rel, rec, payload, whole) in [
-        ("controller (install + upgrade)", e2e_rel, e2e_records, e2e_payload, e2e_whole),
-        ("direct (install + upgrade)", d_rel, d_records, d_payload, d_whole),
+        (
+            "controller (install + upgrade)",
+            e2e_rel,
+            e2e_records,
+            e2e_payload,
+            e2e_whole,
+        ),
+        (
+            "direct (install + upgrade)",
+            d_rel,
+            d_records,
+            d_payload,
+            d_whole,
+        ),
     ] {
         println!(
             "| {set} | {rel} | {rec} | {} | {} | {} |",

@@ -635,6 +635,14 @@ async fn releases_made_by_helm_are_compared_by_render() {
         run(&ctx, "steady").await.expect("reconcile");
     }
     assert_eq!(revisions(&client, "steady").await, [(1, "deployed".into())]);
+    // The matching render stamped the inputs digest on the record, so later reconciles
+    // compare digests instead of rendering again.
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), NS);
+    let record = secrets
+        .get("sh.helm.release.v1.steady.v1")
+        .await
+        .expect("record");
+    assert!(record.labels().contains_key("rudder.dev/inputs-digest"));
     let cr = get_cr(&client, "steady").await;
     assert_condition(&cr, "Deployed", "True", "InstallSuccessful");
     // Repair added the owner reference the helm install did not have.

@@ -654,6 +654,9 @@ impl Run {
         }
 
         let opts = self.action_options(&digest, attempt);
+        // A record without our digest whose render matches gets the digest once, so it is
+        // not re-rendered on every reconcile.
+        let mut stamp_digest = false;
         let plan = match (&plan, &deployed) {
             (Plan::Upgrade, Some(d)) if !d.labels.contains_key(digest::LABEL) => {
                 // A record written by helm (or before digests): compare renders.
@@ -662,7 +665,10 @@ impl Run {
                     .await
                 {
                     Ok(diff) if diff.changed => Plan::Upgrade,
-                    Ok(_) => Plan::Repair,
+                    Ok(_) => {
+                        stamp_digest = true;
+                        Plan::Repair
+                    }
                     Err(source) => {
                         let msg = format!("failed to upgrade release: {source}");
                         let err = ReconcileError::Action {
@@ -690,7 +696,14 @@ impl Run {
                 self.upgrade(values, opts, attempt, &d, newest, &digest)
                     .await?
             }
-            Plan::Repair => self.repair(opts).await?,
+            Plan::Repair => {
+                let rel = self.repair(opts).await?;
+                if stamp_digest {
+                    self.stamp_digest(rel, &digest).await?
+                } else {
+                    rel
+                }
+            }
         };
 
         self.status.remove(st::IRRECONCILABLE);
@@ -861,6 +874,22 @@ impl Run {
         Err(self
             .fail(st::RELEASE_FAILED, st::UPGRADE_ERROR, msg, "Upgrade", err)
             .await)
+    }
+
+    /// Writes the inputs digest onto a deployed record that has none (one made by helm),
+    /// without a new revision.
+    async fn stamp_digest(
+        &self,
+        mut rel: Release,
+        digest: &str,
+    ) -> Result<Release, ReconcileError> {
+        rel.labels
+            .insert(digest::LABEL.to_string(), digest.to_string());
+        self.storage()
+            .update(&rel)
+            .await
+            .map_err(|e| self.storage_err(e))?;
+        Ok(rel)
     }
 
     async fn repair(&mut self, opts: ActionOptions) -> Result<Release, ReconcileError> {

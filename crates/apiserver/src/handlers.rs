@@ -5,7 +5,8 @@ use crate::error::ApiError;
 use crate::meta::{FieldSelector, LabelSelector};
 use crate::objects::{self, DeleteOpts, Propagation, Target, WriteOpts};
 use crate::registry::ResourceType;
-use crate::{discovery, openapi, patch, watch, App};
+use crate::table::{Printer, TableOpts};
+use crate::{discovery, events, openapi, patch, watch, App};
 use axum::body::{Body, Bytes};
 use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{HeaderMap, Method, StatusCode};
@@ -46,11 +47,18 @@ impl Params {
     pub fn dry_run(&self) -> bool {
         self.get("dryRun") == Some("All")
     }
-    pub fn selectors(&self) -> Result<(LabelSelector, FieldSelector), ApiError> {
+    /// Label and field selectors; field keys are those of `rt`'s API, mapped
+    /// to the stored fields.
+    pub fn selectors(&self, rt: &ResourceType) -> Result<(LabelSelector, FieldSelector), ApiError> {
         let l = LabelSelector::parse(self.get("labelSelector").unwrap_or(""))
             .map_err(|e| ApiError::bad_request(format!("unable to parse requirement: {e}")))?;
-        let f = FieldSelector::parse(self.get("fieldSelector").unwrap_or(""))
+        let mut f = FieldSelector::parse(self.get("fieldSelector").unwrap_or(""))
             .map_err(ApiError::bad_request)?;
+        if events::is_events_api(&rt.group, &rt.plural) {
+            f = f.map_keys(events::core_field);
+        } else if rt.group.is_empty() && rt.plural == "events" {
+            f = f.map_keys(events::core_only_field);
+        }
         Ok((l, f))
     }
 }
@@ -242,8 +250,12 @@ fn manager(params: &Params, headers: &HeaderMap) -> String {
         .to_string()
 }
 
-/// Rewrites apiVersion to the requested version (CRDs serve several).
+/// Rewrites apiVersion to the requested version (CRDs serve several) and
+/// converts stored core Events to the `events.k8s.io` shape when asked.
 pub fn present(rt: &ResourceType, mut obj: Value) -> Value {
+    if events::is_events_api(&rt.group, &rt.plural) {
+        obj = events::from_core(obj);
+    }
     if let Some(o) = obj.as_object_mut() {
         o.insert("apiVersion".into(), json!(rt.api_version()));
     }
@@ -266,9 +278,76 @@ async fn resource(
         force: false,
     };
     let is_watch = rr.watch_path || params.flag("watch");
+    let table = TableOpts::from_request(headers, params.get("includeObject"));
+    // Writes through events.k8s.io go to the stored core Events; responses
+    // are presented back in the events.k8s.io shape.
+    let events_api = events::is_events_api(&rt.group, &rt.plural);
+    let core_events = if events_api && *method != Method::GET {
+        app.registry.find("", "v1", "events")
+    } else {
+        None
+    };
+    if let Some(core) = core_events {
+        let body = if body.is_empty() || *method == Method::DELETE {
+            body
+        } else {
+            let v = decode_body(headers, &body)?;
+            Bytes::from(events::to_core(v).to_string())
+        };
+        let mut h = headers.clone();
+        if *method != Method::PATCH && *method != Method::DELETE {
+            h.insert(
+                "content-type",
+                axum::http::HeaderValue::from_static("application/json"),
+            );
+        }
+        let inner = ResourceReq {
+            rt: core,
+            ns: rr.ns.clone(),
+            name: rr.name.clone(),
+            sub: rr.sub.clone(),
+            watch_path: rr.watch_path,
+        };
+        let resp = Box::pin(resource(app, method, inner, params, &h, body)).await?;
+        return represent_events(resp, &rt).await;
+    }
     match (method.clone(), rr.name.as_deref()) {
-        (Method::GET, None) if is_watch => watch::serve(app.clone(), rt, rr.ns, params).await,
-        (Method::GET, None) => list(app, &rt, rr.ns.as_deref(), params).map(|v| ok(&v)),
+        (Method::GET, None) if is_watch => {
+            watch::serve(app.clone(), rt, rr.ns, params, table).await
+        }
+        (Method::GET, None) => {
+            let v = list(app, &rt, rr.ns.as_deref(), params)?;
+            match table {
+                Some(t) => {
+                    let items = v
+                        .get("items")
+                        .and_then(Value::as_array)
+                        .cloned()
+                        .unwrap_or_default();
+                    let md = v.get("metadata").cloned().unwrap_or_else(|| json!({}));
+                    Ok(ok(&Printer::for_type(app, &rt).table(&items, md, t, true)))
+                }
+                None => Ok(ok(&v)),
+            }
+        }
+        (Method::GET, Some(name)) if rr.sub.is_none() && table.is_some() => {
+            let key = rt.key(&ns, name);
+            let obj = app
+                .store
+                .get(&key)
+                .ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, name))?;
+            let md = json!({"resourceVersion": obj.pointer("/metadata/resourceVersion").cloned().unwrap_or(json!(""))});
+            let t = table.unwrap_or(TableOpts {
+                v1: true,
+                include: crate::table::Include::Metadata,
+            });
+            Ok(ok(&Printer::for_type(app, &rt).table(
+                &[present(&rt, obj)],
+                md,
+                t,
+                true,
+            )))
+        }
         (Method::GET, Some(name)) => {
             let key = rt.key(&ns, name);
             let obj = app
@@ -342,7 +421,7 @@ async fn resource(
         }
         (Method::DELETE, None) => {
             let dopts = delete_opts(params, headers, &body)?;
-            let (l, f) = params.selectors()?;
+            let (l, f) = params.selectors(&rt)?;
             let prefix = list_prefix(&rt, rr.ns.as_deref());
             let (items, _) = app.store.list(&prefix, None);
             let mut deleted = Vec::new();
@@ -368,6 +447,26 @@ async fn resource(
             "the server does not allow this method on the requested resource",
         )),
     }
+}
+
+/// Converts a core Event in a response body to the events.k8s.io shape.
+async fn represent_events(resp: Response, rt: &ResourceType) -> Result<Response, ApiError> {
+    let (parts, body) = resp.into_parts();
+    let bytes = axum::body::to_bytes(body, MAX_BODY)
+        .await
+        .map_err(|e| ApiError::internal(format!("cannot read the response: {e}")))?;
+    let Ok(mut v) = serde_json::from_slice::<Value>(&bytes) else {
+        return Ok(Response::from_parts(parts, Body::from(bytes)));
+    };
+    if v.get("kind").and_then(Value::as_str) == Some("Event") {
+        v = present(rt, v);
+    } else if let Some(items) = v.get_mut("items").and_then(Value::as_array_mut) {
+        for it in items.iter_mut() {
+            *it = present(rt, std::mem::take(it));
+        }
+        v["apiVersion"] = json!(rt.api_version());
+    }
+    Ok(json_response(parts.status, &v))
 }
 
 fn replicas_path(app: &App, rt: &ResourceType) -> (String, String) {
@@ -605,7 +704,7 @@ fn list(
     ns: Option<&str>,
     params: &Params,
 ) -> Result<Value, ApiError> {
-    let (l, f) = params.selectors()?;
+    let (l, f) = params.selectors(rt)?;
     let prefix = list_prefix(rt, ns);
     let limit: usize = params
         .get("limit")

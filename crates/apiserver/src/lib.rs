@@ -9,6 +9,7 @@
 
 pub mod discovery;
 pub mod error;
+pub mod events;
 pub mod faults;
 pub mod gc;
 pub mod handlers;
@@ -20,6 +21,7 @@ pub mod protobuf;
 pub mod readiness;
 pub mod registry;
 pub mod store;
+pub mod table;
 pub mod tls;
 pub mod watch;
 

@@ -281,6 +281,14 @@ impl FieldSelector {
         Ok(FieldSelector { reqs })
     }
 
+    /// Renames selector keys (API views whose fields are stored elsewhere).
+    pub fn map_keys(mut self, f: impl Fn(&str) -> String) -> Self {
+        for r in &mut self.reqs {
+            r.0 = f(&r.0);
+        }
+        self
+    }
+
     /// The single `metadata.name=x` value, which lets lists skip a scan.
     pub fn exact_name(&self) -> Option<&str> {
         self.reqs

@@ -41,12 +41,27 @@ impl ResourceType {
     }
 
     /// Stable prefix of storage keys; shared by all versions of a kind.
+    /// `events.k8s.io` Events are stored with the core ones (see `events`).
     pub fn key_prefix(&self) -> String {
-        format!("{}/{}/", self.group, self.plural)
+        format!("{}/{}/", self.storage_group(), self.plural)
     }
 
     pub fn key(&self, namespace: &str, name: &str) -> String {
-        format!("{}/{}/{}/{}", self.group, self.plural, namespace, name)
+        format!(
+            "{}/{}/{}/{}",
+            self.storage_group(),
+            self.plural,
+            namespace,
+            name
+        )
+    }
+
+    fn storage_group(&self) -> &str {
+        if crate::events::is_events_api(&self.group, &self.plural) {
+            ""
+        } else {
+            &self.group
+        }
     }
 }
 

@@ -7,6 +7,7 @@ use crate::handlers::{list_prefix, present, stream_body, Params};
 use crate::meta::{FieldSelector, LabelSelector};
 use crate::registry::ResourceType;
 use crate::store::{Event, EventType};
+use crate::table::{Printer, TableOpts};
 use crate::App;
 use axum::body::Bytes;
 use axum::http::StatusCode;
@@ -48,6 +49,30 @@ impl Filter {
     }
 }
 
+/// Shapes watched objects: the requested API version, or Table rows when
+/// the client asked for `as=Table` (`kubectl get -w`); column definitions
+/// ride on the first event only, as with the real server.
+struct Shaper {
+    rt: Arc<ResourceType>,
+    table: Option<(Printer, TableOpts)>,
+    headers_sent: bool,
+}
+
+impl Shaper {
+    fn shape(&mut self, obj: Value) -> Value {
+        let obj = present(&self.rt, obj);
+        match &self.table {
+            None => obj,
+            Some((printer, opts)) => {
+                let md = json!({"resourceVersion": obj.pointer("/metadata/resourceVersion").cloned().unwrap_or(json!(""))});
+                let t = printer.table(&[obj], md, *opts, !self.headers_sent);
+                self.headers_sent = true;
+                t
+            }
+        }
+    }
+}
+
 fn line(v: &Value) -> Bytes {
     let mut s = v.to_string();
     s.push('\n');
@@ -69,8 +94,14 @@ pub async fn serve(
     rt: Arc<ResourceType>,
     ns: Option<String>,
     params: &Params,
+    table: Option<TableOpts>,
 ) -> Result<Response, ApiError> {
-    let (labels, fields) = params.selectors()?;
+    let mut shaper = Shaper {
+        rt: rt.clone(),
+        table: table.map(|t| (Printer::for_type(&app, &rt), t)),
+        headers_sent: false,
+    };
+    let (labels, fields) = params.selectors(&rt)?;
     let filter = Filter {
         prefix: list_prefix(&rt, ns.as_deref()),
         labels,
@@ -90,7 +121,7 @@ pub async fn serve(
     if send_initial || rv_param.is_empty() || rv_param == "0" {
         let (items, rv, recv) = app.store.snapshot_and_watch(&filter.prefix);
         for obj in items.into_iter().filter(|o| filter.matches(o)) {
-            initial.push(line(&json!({"type": "ADDED", "object": present(&rt, obj)})));
+            initial.push(line(&json!({"type": "ADDED", "object": shaper.shape(obj)})));
         }
         if send_initial && bookmarks {
             initial.push(line(&bookmark(&rt, rv, true)));
@@ -121,7 +152,7 @@ pub async fn serve(
                 last_rv = backlog.last().map(|e| e.rv).unwrap_or(from);
                 for ev in backlog {
                     if let Some((t, obj)) = filter.translate(&ev) {
-                        initial.push(line(&json!({"type": t, "object": present(&rt, obj)})));
+                        initial.push(line(&json!({"type": t, "object": shaper.shape(obj)})));
                     }
                 }
                 live = recv;
@@ -162,7 +193,7 @@ pub async fn serve(
                         }
                         last_rv = ev.rv;
                         if let Some((t, obj)) = filter.translate(&ev) {
-                            if tx.send(line(&json!({"type": t, "object": present(&rt, obj)}))).await.is_err() {
+                            if tx.send(line(&json!({"type": t, "object": shaper.shape(obj)}))).await.is_err() {
                                 return;
                             }
                         }

@@ -26,6 +26,7 @@ use release::record::{Release, Status};
 use release::storage::DEFAULT_MAX_HISTORY;
 use release::{SecretDriver, Storage, Time};
 
+use crate::capabilities;
 use crate::cluster::{
     check_live_ownership, condition, is_kept, ApplyOptions, Kube, Object, ObjectRef, Owner,
 };
@@ -46,8 +47,13 @@ pub struct ActionOptions {
     pub timeout: Duration,
     /// Revisions kept in history (Helm's `--history-max`, default 10; 0 keeps all).
     pub max_history: usize,
-    /// `.Capabilities.KubeVersion`; Helm's default when `None`.
+    /// `.Capabilities.KubeVersion` (`--kube-version`). When this and `api_versions` are
+    /// both `None`, install, upgrade and diff_upgrade discover the cluster's version and
+    /// served APIs as Helm does; [`render`] alone uses Helm's defaults.
     pub kube_version: Option<String>,
+    /// API versions added to Helm's defaults in `.Capabilities.APIVersions`
+    /// (`--api-versions`); setting it (or `kube_version`) skips cluster discovery.
+    pub api_versions: Option<Vec<String>>,
     /// Skip the release's hooks (`--no-hooks`).
     pub disable_hooks: bool,
     /// Replace objects that cannot be patched (`--force`).
@@ -114,6 +120,7 @@ impl ActionOptions {
             timeout: Duration::from_secs(300),
             max_history: DEFAULT_MAX_HISTORY,
             kube_version: None,
+            api_versions: None,
             disable_hooks: false,
             force: false,
             description: None,
@@ -182,11 +189,51 @@ fn storage(client: &Client, namespace: &str, max_history: usize) -> Storage {
     .with_max_history(max_history)
 }
 
-/// Renders a chart as the release `opts.name` at `revision`, off the async runtime.
+/// Renders a chart as the release `opts.name` at `revision`, off the async runtime,
+/// with `opts.kube_version`/`opts.api_versions` or Helm's default capabilities (no
+/// cluster is asked; see [`render_in_cluster`]).
 pub async fn render(
     chart: LoadedChart,
     values: Values,
     opts: &ActionOptions,
+    revision: i64,
+    is_upgrade: bool,
+) -> Result<Rendered> {
+    let caps = (
+        opts.kube_version.clone(),
+        opts.api_versions.clone().unwrap_or_default(),
+    );
+    render_with(chart, values, opts, caps, revision, is_upgrade).await
+}
+
+/// Renders like Helm's install and upgrade: with the cluster's capabilities
+/// (discovered through `client`) unless `opts` sets `kube_version` or `api_versions`.
+pub async fn render_in_cluster(
+    client: &Client,
+    chart: LoadedChart,
+    values: Values,
+    opts: &ActionOptions,
+    revision: i64,
+    is_upgrade: bool,
+) -> Result<Rendered> {
+    if opts.kube_version.is_some() || opts.api_versions.is_some() {
+        return render(chart, values, opts, revision, is_upgrade).await;
+    }
+    let found = capabilities::discover(client)
+        .await
+        .map_err(|source| Error::Discovery {
+            release: opts.name.clone(),
+            source,
+        })?;
+    let caps = (Some(found.kube_version), found.api_versions);
+    render_with(chart, values, opts, caps, revision, is_upgrade).await
+}
+
+async fn render_with(
+    chart: LoadedChart,
+    values: Values,
+    opts: &ActionOptions,
+    (kube_version, api_versions): (Option<String>, Vec<String>),
     revision: i64,
     is_upgrade: bool,
 ) -> Result<Rendered> {
@@ -196,12 +243,12 @@ pub async fn render(
         revision,
         is_upgrade,
     };
-    let kube_version = opts.kube_version.clone();
     // The template engine's values are not `Send`; render on a blocking thread.
     let job = tokio::task::spawn_blocking(move || {
         let ropts = RenderOptions {
             release: info,
             kube_version,
+            api_versions,
             check_kube_version: true,
             ..RenderOptions::default()
         };
@@ -577,7 +624,7 @@ async fn install_locked(
         .await
         .map_err(|e| Error::storage(name, e))?;
     let chart_rec = chart_record(&chart);
-    let rendered = render(chart, values.clone(), opts, version, false).await?;
+    let rendered = render_in_cluster(client, chart, values.clone(), opts, version, false).await?;
     let hook_recs: Vec<_> = rendered.hooks.iter().map(hook_record).collect();
     let kube = Kube::new(client.clone());
     let plan = plan(
@@ -696,7 +743,9 @@ async fn supersede_others(store: &Storage, name: &str, keep: i64) -> Result<()> 
         .map_err(|e| Error::storage(name, e))?;
     for mut old in history {
         if old.version != keep && old.status() == Status::Deployed {
-            old.set_status(Status::Superseded, "Superseded");
+            // Helm changes only the status; the description ("Upgrade complete", ...)
+            // stays what it was.
+            old.info.get_or_insert_with(Default::default).status = Some(Status::Superseded);
             save(store, &old).await?;
         }
     }
@@ -775,7 +824,7 @@ async fn upgrade_locked(
     let previous = deployed(&store, name).await?;
     let version = last.version + 1;
     let chart_rec = chart_record(&chart);
-    let rendered = render(chart, values.clone(), opts, version, true).await?;
+    let rendered = render_in_cluster(client, chart, values.clone(), opts, version, true).await?;
     let hook_recs: Vec<_> = rendered.hooks.iter().map(hook_record).collect();
     let kube = Kube::new(client.clone());
     let owner = opts.owner();
@@ -1202,7 +1251,7 @@ pub async fn diff_upgrade(
         .next_version(name)
         .await
         .map_err(|e| Error::storage(name, e))?;
-    let rendered = render(chart, values.clone(), opts, version, true).await?;
+    let rendered = render_in_cluster(&client, chart, values.clone(), opts, version, true).await?;
     let new_manifest = rendered.manifest_text();
     let hooks_now = normalized_docs(current.hooks.iter().map(|h| h.manifest.as_str()));
     let hooks_new = normalized_docs(rendered.hooks.iter().map(|h| h.manifest.as_str()));

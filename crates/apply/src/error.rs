@@ -66,6 +66,14 @@ pub enum Error {
         object: Box<ObjectRef>,
         reason: String,
     },
+    /// The cluster's `.Capabilities` (version, served APIs) could not be discovered;
+    /// set `kube_version`/`api_versions` explicitly to render without asking it.
+    #[error("release {release:?}: cannot discover the cluster's capabilities: {source}")]
+    Discovery {
+        release: String,
+        #[source]
+        source: crate::capabilities::DiscoveryError,
+    },
     /// The chart could not be rendered.
     #[error("release {release:?}: cannot render chart: {message}")]
     Render { release: String, message: String },

@@ -4,6 +4,7 @@
 //! in Helm's Secret format so the real `helm` CLI sees the same releases.
 
 pub mod action;
+pub mod capabilities;
 pub mod cluster;
 pub mod error;
 pub mod hooks;
@@ -12,9 +13,10 @@ pub mod record;
 pub mod wait;
 
 pub use action::{
-    diff_upgrade, install, recover_pending, render, repair, rollback, same_manifest, test,
-    uninstall, upgrade, ActionOptions, RepairReport, Transform, TransformFn, UninstallOptions,
-    UpgradeDiff,
+    diff_upgrade, install, recover_pending, render, render_in_cluster, repair, rollback,
+    same_manifest, test, uninstall, upgrade, ActionOptions, RepairReport, Transform, TransformFn,
+    UninstallOptions, UpgradeDiff,
 };
+pub use capabilities::{discover, Capabilities, DiscoveryError};
 pub use cluster::{ApplyOptions, Kube, ObjectRef, Owner, FIELD_MANAGER};
 pub use error::{Error, Result};

@@ -1,0 +1,111 @@
+//! The cluster's `.Capabilities`, discovered the way Helm's install and upgrade do
+//! (`Configuration.getCapabilities` / `GetVersionSet`): the Kubernetes version from
+//! `/version`, and every served `group/version` plus `group/version/Kind` from
+//! discovery (`/api`, `/apis` and each group version's resource list).
+
+use std::collections::BTreeSet;
+
+use kube::Client;
+
+/// What templates see as `.Capabilities` when rendering against a cluster.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Capabilities {
+    /// The server's `gitVersion`, e.g. `v1.33.0`.
+    pub kube_version: String,
+    /// Served `group/version` and `group/version/Kind` entries (core: `v1`, `v1/Pod`),
+    /// sorted and without duplicates.
+    pub api_versions: Vec<String>,
+}
+
+/// Why the cluster's capabilities could not be discovered.
+#[derive(Debug, thiserror::Error)]
+pub enum DiscoveryError {
+    #[error("could not get server version from Kubernetes: {0}")]
+    Version(#[source] kube::Error),
+    #[error("could not get apiVersions from Kubernetes ({what}): {source}")]
+    ApiVersions {
+        what: &'static str,
+        #[source]
+        source: kube::Error,
+    },
+}
+
+/// Asks the API server for its version and served API versions and kinds.
+///
+/// Like Helm, a group version whose resource list cannot be read (typically an
+/// aggregated API whose backing service is down) is logged and skipped: its
+/// `group/version` entry stays, its kinds are missing. Failing to read `/version`,
+/// `/api` or `/apis` is an error.
+pub async fn discover(client: &Client) -> Result<Capabilities, DiscoveryError> {
+    let info = client
+        .apiserver_version()
+        .await
+        .map_err(DiscoveryError::Version)?;
+    let core =
+        client
+            .list_core_api_versions()
+            .await
+            .map_err(|source| DiscoveryError::ApiVersions {
+                what: "/api",
+                source,
+            })?;
+    let groups = client
+        .list_api_groups()
+        .await
+        .map_err(|source| DiscoveryError::ApiVersions {
+            what: "/apis",
+            source,
+        })?;
+
+    let mut set = BTreeSet::new();
+    let mut group_versions = Vec::new();
+    for v in &core.versions {
+        set.insert(v.clone());
+        group_versions.push((true, v.clone()));
+    }
+    for g in &groups.groups {
+        for v in &g.versions {
+            set.insert(v.group_version.clone());
+            group_versions.push((false, v.group_version.clone()));
+        }
+    }
+    for (is_core, gv) in group_versions {
+        let listed = if is_core {
+            client.list_core_api_resources(&gv).await
+        } else {
+            client.list_api_group_resources(&gv).await
+        };
+        match listed {
+            // Helm joins the list's groupVersion with each resource's kind, subresources
+            // included (`pods/status` is `v1/Pod` again, `pods/eviction` `v1/Eviction`).
+            Ok(list) => {
+                for r in &list.resources {
+                    if !r.kind.is_empty() {
+                        set.insert(format!("{}/{}", list.group_version, r.kind));
+                    }
+                }
+            }
+            Err(e) => {
+                tracing::warn!(group_version = %gv, error = %e, "cannot discover the kinds of an API group version (orphaned API service?); templates will not see them in .Capabilities.APIVersions");
+            }
+        }
+    }
+    Ok(Capabilities {
+        kube_version: info.git_version,
+        api_versions: set.into_iter().collect(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn discovery_errors_name_the_endpoint() {
+        let e = DiscoveryError::ApiVersions {
+            what: "/apis",
+            source: kube::Error::LinesCodecMaxLineLengthExceeded,
+        };
+        assert!(e.to_string().contains("(/apis)"), "{e}");
+    }
+}

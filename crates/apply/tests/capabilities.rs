@@ -1,0 +1,267 @@
+//! `.Capabilities` during install and upgrade against the embedded API server: the
+//! cluster's version and served APIs (CRDs included) are discovered as Helm does, an
+//! explicit `kube_version`/`api_versions` skips discovery, a discovery failure is a
+//! typed error that writes nothing, and a chart's `kubeVersion` constraint is checked
+//! against the cluster's version.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use apply::Error;
+use common::{faulty_client, opts, record_secret, start, storage, NS};
+use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, PostParams};
+use kube::Client;
+use serde_json::{json, Map};
+
+const CAPS_TEMPLATE: &str = r#"apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}-caps
+data:
+  version: {{ .Capabilities.KubeVersion.Version | quote }}
+  gitVersion: {{ .Capabilities.KubeVersion.GitVersion | quote }}
+  apps: {{ .Capabilities.APIVersions.Has "apps/v1" | quote }}
+  deployment: {{ .Capabilities.APIVersions.Has "apps/v1/Deployment" | quote }}
+  core: {{ .Capabilities.APIVersions.Has "v1/Pod" | quote }}
+  crdGroupVersion: {{ .Capabilities.APIVersions.Has "capstest.example.com/v1" | quote }}
+  crdKind: {{ .Capabilities.APIVersions.Has "capstest.example.com/v1/Gadget" | quote }}
+  missing: {{ .Capabilities.APIVersions.Has "nope.example.com/v1" | quote }}
+  modern: {{ semverCompare ">=1.21-0" .Capabilities.KubeVersion.GitVersion | quote }}
+"#;
+
+fn write_chart(dir: &Path, name: &str, kube_version: Option<&str>) -> PathBuf {
+    let chart = dir.join(name);
+    std::fs::create_dir_all(chart.join("templates")).expect("chart dir");
+    let mut meta = format!("apiVersion: v2\nname: {name}\nversion: 0.1.0\n");
+    if let Some(k) = kube_version {
+        meta.push_str(&format!("kubeVersion: {k:?}\n"));
+    }
+    std::fs::write(chart.join("Chart.yaml"), meta).expect("Chart.yaml");
+    std::fs::write(chart.join("templates/caps.yaml"), CAPS_TEMPLATE).expect("template");
+    chart
+}
+
+fn chart_dir(server: &apiserver::Server) -> PathBuf {
+    server
+        .kubeconfig_path()
+        .parent()
+        .expect("dir")
+        .to_path_buf()
+}
+
+/// Creates the `gadgets.capstest.example.com` CRD and waits until discovery serves it.
+async fn create_crd(client: &Client) {
+    let crd: CustomResourceDefinition = serde_json::from_value(json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "gadgets.capstest.example.com"},
+        "spec": {
+            "group": "capstest.example.com",
+            "names": {"kind": "Gadget", "plural": "gadgets", "singular": "gadget", "listKind": "GadgetList"},
+            "scope": "Namespaced",
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]
+        }
+    }))
+    .expect("CRD object");
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    crds.create(&PostParams::default(), &crd)
+        .await
+        .expect("create CRD");
+    for _ in 0..100 {
+        if client
+            .list_api_group_resources("capstest.example.com/v1")
+            .await
+            .is_ok_and(|l| l.resources.iter().any(|r| r.kind == "Gadget"))
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the CRD never became served");
+}
+
+async fn caps_data(client: &Client, release: &str) -> std::collections::BTreeMap<String, String> {
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), NS);
+    cms.get(&format!("{release}-caps"))
+        .await
+        .expect("capabilities ConfigMap")
+        .data
+        .unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn install_and_upgrade_see_the_clusters_capabilities() {
+    let (server, client) = start().await;
+    let chart = write_chart(&chart_dir(&server), "caps", None);
+    create_crd(&client).await;
+    let server_version = client
+        .apiserver_version()
+        .await
+        .expect("server version")
+        .git_version;
+
+    // The discovery itself, as Helm lists it.
+    let found = apply::discover(&client).await.expect("discovery");
+    assert_eq!(found.kube_version, server_version);
+    for entry in [
+        "v1",
+        "v1/Pod",
+        "v1/ConfigMap",
+        "apps/v1",
+        "apps/v1/Deployment",
+        "capstest.example.com/v1",
+        "capstest.example.com/v1/Gadget",
+    ] {
+        assert!(
+            found.api_versions.iter().any(|v| v == entry),
+            "{entry} missing from {:?}",
+            found.api_versions
+        );
+    }
+    assert!(
+        !found.api_versions.iter().any(|v| v.contains("/status")),
+        "subresource names leaked: {:?}",
+        found.api_versions
+    );
+
+    let load = || chart::loader::load(&chart).expect("chart loads");
+    apply::install(client.clone(), load(), Map::new(), &opts("caps"))
+        .await
+        .expect("install");
+    let data = caps_data(&client, "caps").await;
+    assert_eq!(
+        data.get("version").map(String::as_str),
+        Some(server_version.as_str())
+    );
+    assert_eq!(
+        data.get("gitVersion").map(String::as_str),
+        Some(server_version.as_str())
+    );
+    for (key, want) in [
+        ("apps", "true"),
+        ("deployment", "true"),
+        ("core", "true"),
+        ("crdGroupVersion", "true"),
+        ("crdKind", "true"),
+        ("missing", "false"),
+        ("modern", "true"),
+    ] {
+        assert_eq!(data.get(key).map(String::as_str), Some(want), "{key}: {data:?}");
+    }
+
+    // An explicit override wins over the cluster (like `--kube-version`/`--api-versions`).
+    let mut explicit = opts("caps");
+    explicit.kube_version = Some("v1.20.0".into());
+    explicit.api_versions = Some(vec!["nope.example.com/v1".into()]);
+    apply::upgrade(client.clone(), load(), Map::new(), &explicit)
+        .await
+        .expect("upgrade with explicit capabilities");
+    let data = caps_data(&client, "caps").await;
+    assert_eq!(data.get("version").map(String::as_str), Some("v1.20.0"));
+    assert_eq!(data.get("missing").map(String::as_str), Some("true"));
+    assert_eq!(data.get("crdKind").map(String::as_str), Some("false"));
+    assert_eq!(data.get("modern").map(String::as_str), Some("false"));
+
+    // Back to discovery: the CRD's kind is seen again; diff_upgrade renders the same.
+    apply::upgrade(client.clone(), load(), Map::new(), &opts("caps"))
+        .await
+        .expect("upgrade");
+    let data = caps_data(&client, "caps").await;
+    assert_eq!(data.get("crdKind").map(String::as_str), Some("true"));
+    let diff = apply::diff_upgrade(client.clone(), load(), Map::new(), &opts("caps"))
+        .await
+        .expect("diff");
+    assert!(!diff.changed, "{}", diff.new_manifest);
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chart_kube_version_constraint_is_checked_against_the_cluster() {
+    let (server, client) = start().await;
+    let chart = write_chart(&chart_dir(&server), "future", Some(">=99.0.0"));
+    let server_version = client
+        .apiserver_version()
+        .await
+        .expect("server version")
+        .git_version;
+    let c = chart::loader::load(&chart).expect("chart loads");
+    let err = apply::install(client.clone(), c, Map::new(), &opts("future"))
+        .await
+        .expect_err("refused");
+    assert!(matches!(err, Error::Render { .. }), "{err}");
+    let want = format!(
+        "chart requires kubeVersion: >=99.0.0 which is incompatible with Kubernetes {server_version}"
+    );
+    assert!(err.to_string().contains(&want), "{err}");
+    assert!(record_secret(&client, "future", 1).await.is_none());
+
+    // A constraint the cluster satisfies installs.
+    let ok = write_chart(&chart_dir(&server), "present", Some(">=1.20.0-0"));
+    let c = chart::loader::load(&ok).expect("chart loads");
+    apply::install(client.clone(), c, Map::new(), &opts("present"))
+        .await
+        .expect("install");
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn discovery_failures() {
+    let (server, client) = start().await;
+    let chart = write_chart(&chart_dir(&server), "caps", None);
+    let load = || chart::loader::load(&chart).expect("chart loads");
+
+    // No server version: a typed error naming the cause, and nothing is written.
+    let no_version = faulty_client(
+        client.clone(),
+        Arc::new(|m: &http::Method, p: &str| {
+            (m == http::Method::GET && p == "/version").then(|| (503, "version is down".into()))
+        }),
+    );
+    let err = apply::install(no_version.clone(), load(), Map::new(), &opts("down"))
+        .await
+        .expect_err("discovery fails");
+    assert!(matches!(err, Error::Discovery { .. }), "{err}");
+    assert!(
+        err.to_string().contains("could not get server version"),
+        "{err}"
+    );
+    assert!(record_secret(&client, "down", 1).await.is_none());
+    assert!(storage(&client)
+        .history("down")
+        .await
+        .expect("history")
+        .is_empty());
+
+    // Explicit capabilities need no discovery.
+    let mut explicit = opts("down");
+    explicit.api_versions = Some(Vec::new());
+    apply::install(no_version, load(), Map::new(), &explicit)
+        .await
+        .expect("install without discovery");
+    let data = caps_data(&client, "down").await;
+    assert_eq!(data.get("version").map(String::as_str), Some("v1.36.0"));
+
+    // A group version whose resources cannot be listed (an orphaned aggregated API) is
+    // skipped like Helm does: its group/version stays, its kinds are missing.
+    let broken_group = faulty_client(
+        client.clone(),
+        Arc::new(|m: &http::Method, p: &str| {
+            (m == http::Method::GET && p == "/apis/batch/v1")
+                .then(|| (503, "the server is currently unable to handle the request".into()))
+        }),
+    );
+    let found = apply::discover(&broken_group).await.expect("partial discovery");
+    assert!(found.api_versions.iter().any(|v| v == "batch/v1"));
+    assert!(!found.api_versions.iter().any(|v| v == "batch/v1/Job"));
+    assert!(found.api_versions.iter().any(|v| v == "apps/v1/Deployment"));
+    apply::install(broken_group, load(), Map::new(), &opts("partial"))
+        .await
+        .expect("install despite a broken group");
+    server.stop().await;
+}

@@ -69,11 +69,24 @@ pub async fn discover(client: &Client) -> Result<Capabilities, DiscoveryError> {
             group_versions.push((false, v.group_version.clone()));
         }
     }
+    // One request per group version; a real cluster serves dozens, so ask concurrently.
+    let mut lists = tokio::task::JoinSet::new();
     for (is_core, gv) in group_versions {
-        let listed = if is_core {
-            client.list_core_api_resources(&gv).await
-        } else {
-            client.list_api_group_resources(&gv).await
+        let client = client.clone();
+        lists.spawn(async move {
+            let listed = if is_core {
+                client.list_core_api_resources(&gv).await
+            } else {
+                client.list_api_group_resources(&gv).await
+            };
+            (gv, listed)
+        });
+    }
+    while let Some(joined) = lists.join_next().await {
+        let Ok((gv, listed)) = joined else {
+            // A panicked or cancelled task: treat like a group that failed discovery.
+            tracing::warn!("an API discovery request did not finish");
+            continue;
         };
         match listed {
             // Helm joins the list's groupVersion with each resource's kind, subresources

@@ -118,6 +118,21 @@ async fn record_status(client: &Client, name: &str, version: i64) -> Option<Stri
     s.metadata.labels.and_then(|l| l.get("status").cloned())
 }
 
+/// The stored description of `name` v`version`.
+async fn record_description(client: &Client, name: &str, version: i64) -> String {
+    let store = release::Storage::new(std::sync::Arc::new(release::SecretDriver::for_namespace(
+        client.clone(),
+        NS,
+    )));
+    store
+        .get(name, version)
+        .await
+        .expect("record")
+        .info
+        .map(|i| i.description)
+        .unwrap_or_default()
+}
+
 fn assert_owned(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta, release: &str) {
     let ann = meta.annotations.clone().unwrap_or_default();
     assert_eq!(
@@ -223,6 +238,11 @@ async fn install_upgrade_rollback_uninstall() {
         record_status(&client, "demo", 1).await.as_deref(),
         Some("superseded")
     );
+    // Like Helm, superseding changes only the status, not the description.
+    assert_eq!(
+        record_description(&client, "demo", 1).await,
+        "Install complete"
+    );
     assert_eq!(
         record_status(&client, "demo", 2).await.as_deref(),
         Some("deployed")
@@ -255,6 +275,10 @@ async fn install_upgrade_rollback_uninstall() {
     assert_eq!(
         record_status(&client, "demo", 2).await.as_deref(),
         Some("superseded")
+    );
+    assert_eq!(
+        record_description(&client, "demo", 2).await,
+        "Upgrade complete"
     );
     assert_eq!(
         record_status(&client, "demo", 3).await.as_deref(),

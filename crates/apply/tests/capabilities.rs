@@ -152,7 +152,11 @@ async fn install_and_upgrade_see_the_clusters_capabilities() {
         ("missing", "false"),
         ("modern", "true"),
     ] {
-        assert_eq!(data.get(key).map(String::as_str), Some(want), "{key}: {data:?}");
+        assert_eq!(
+            data.get(key).map(String::as_str),
+            Some(want),
+            "{key}: {data:?}"
+        );
     }
 
     // An explicit override wins over the cluster (like `--kube-version`/`--api-versions`).
@@ -252,11 +256,17 @@ async fn discovery_failures() {
     let broken_group = faulty_client(
         client.clone(),
         Arc::new(|m: &http::Method, p: &str| {
-            (m == http::Method::GET && p == "/apis/batch/v1")
-                .then(|| (503, "the server is currently unable to handle the request".into()))
+            (m == http::Method::GET && p == "/apis/batch/v1").then(|| {
+                (
+                    503,
+                    "the server is currently unable to handle the request".into(),
+                )
+            })
         }),
     );
-    let found = apply::discover(&broken_group).await.expect("partial discovery");
+    let found = apply::discover(&broken_group)
+        .await
+        .expect("partial discovery");
     assert!(found.api_versions.iter().any(|v| v == "batch/v1"));
     assert!(!found.api_versions.iter().any(|v| v == "batch/v1/Job"));
     assert!(found.api_versions.iter().any(|v| v == "apps/v1/Deployment"));

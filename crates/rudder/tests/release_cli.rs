@@ -242,6 +242,9 @@ async fn install_read_upgrade_rollback_uninstall() {
         ]
     );
     assert_eq!(hist[4]["description"], "Rollback to 2");
+    // Superseding changes only the status; Helm keeps each revision's description.
+    assert_eq!(hist[0]["description"], "Install complete");
+    assert_eq!(hist[1]["description"], "Upgrade complete");
     let newest_two = rows(&ok(&kc, &["history", "web", "--max", "2"]).await);
     assert_eq!(newest_two.len(), 3, "{newest_two:?}");
     assert_eq!(newest_two[1][0], "4");
@@ -261,6 +264,107 @@ async fn install_read_upgrade_rollback_uninstall() {
         .await
         .expect("list");
     assert!(left.items.is_empty());
+    server.stop().await;
+}
+
+/// A chart whose `claim: true` adds a PVC, which the embedded server never binds.
+fn write_claim_chart(dir: &Path) -> PathBuf {
+    let chart = dir.join("claims");
+    std::fs::create_dir_all(chart.join("templates")).expect("chart dir");
+    std::fs::write(
+        chart.join("Chart.yaml"),
+        "apiVersion: v2\nname: claims\nversion: 0.1.0\n",
+    )
+    .expect("Chart.yaml");
+    std::fs::write(chart.join("values.yaml"), "claim: false\nmessage: one\n").expect("values");
+    std::fs::write(
+        chart.join("templates/all.yaml"),
+        r#"apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}-cfg
+data:
+  message: {{ .Values.message | quote }}
+{{- if .Values.claim }}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata:
+  name: {{ .Release.Name }}-data
+spec:
+  accessModes: [ReadWriteOnce]
+  resources: {requests: {storage: 1Gi}}
+{{- end }}
+"#,
+    )
+    .expect("template");
+    chart
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn atomic_upgrade_that_never_becomes_ready_rolls_back() {
+    let server = start().await;
+    let client = server.client().expect("client");
+    let kc = server.kubeconfig_path().to_path_buf();
+    let chart = write_claim_chart(kc.parent().expect("dir"));
+    let chart = chart.to_str().expect("utf-8 path");
+    ok(&kc, &["install", "vol", chart]).await;
+
+    let err = fails(
+        &kc,
+        &[
+            "upgrade",
+            "vol",
+            chart,
+            "--atomic",
+            "--timeout",
+            "2s",
+            "--set",
+            "claim=true",
+            "--set",
+            "message=two",
+        ],
+    )
+    .await;
+    assert!(err.contains("UPGRADE FAILED"), "{err}");
+    assert!(err.contains("rolled back to revision 1"), "{err}");
+    assert!(err.contains("PersistentVolumeClaim"), "{err}");
+
+    // Revision 2 failed, revision 3 is the rollback to 1, deployed.
+    let hist: Value =
+        serde_json::from_str(&ok(&kc, &["history", "vol", "-o", "json"]).await).expect("JSON");
+    let summary: Vec<_> = hist
+        .as_array()
+        .expect("array")
+        .iter()
+        .map(|h| {
+            (
+                h["revision"].as_i64().unwrap_or(0),
+                h["status"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            (1, "superseded".to_string()),
+            (2, "failed".to_string()),
+            (3, "deployed".to_string())
+        ]
+    );
+    assert_eq!(hist[2]["description"], "Rollback to 1");
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let cm = cms.get("vol-cfg").await.expect("ConfigMap");
+    assert_eq!(
+        cm.data
+            .unwrap_or_default()
+            .get("message")
+            .map(String::as_str),
+        Some("one")
+    );
+    let pvcs: Api<k8s_openapi::api::core::v1::PersistentVolumeClaim> =
+        Api::namespaced(client.clone(), "default");
+    assert!(pvcs.get_opt("vol-data").await.expect("read").is_none());
     server.stop().await;
 }
 

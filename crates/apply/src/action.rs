@@ -202,6 +202,7 @@ pub async fn render(
     let caps = (
         opts.kube_version.clone(),
         opts.api_versions.clone().unwrap_or_default(),
+        false,
     );
     render_with(chart, values, opts, caps, revision, is_upgrade).await
 }
@@ -225,7 +226,9 @@ pub async fn render_in_cluster(
             release: opts.name.clone(),
             source,
         })?;
-    let caps = (Some(found.kube_version), found.api_versions);
+    // Like Helm: the discovered set alone (the defaults only when discovery found none).
+    let exact = !found.api_versions.is_empty();
+    let caps = (Some(found.kube_version), found.api_versions, exact);
     render_with(chart, values, opts, caps, revision, is_upgrade).await
 }
 
@@ -233,7 +236,7 @@ async fn render_with(
     chart: LoadedChart,
     values: Values,
     opts: &ActionOptions,
-    (kube_version, api_versions): (Option<String>, Vec<String>),
+    (kube_version, api_versions, api_versions_exact): (Option<String>, Vec<String>, bool),
     revision: i64,
     is_upgrade: bool,
 ) -> Result<Rendered> {
@@ -249,6 +252,7 @@ async fn render_with(
             release: info,
             kube_version,
             api_versions,
+            api_versions_exact,
             check_kube_version: true,
             ..RenderOptions::default()
         };

@@ -31,6 +31,7 @@ data:
   crdGroupVersion: {{ .Capabilities.APIVersions.Has "capstest.example.com/v1" | quote }}
   crdKind: {{ .Capabilities.APIVersions.Has "capstest.example.com/v1/Gadget" | quote }}
   missing: {{ .Capabilities.APIVersions.Has "nope.example.com/v1" | quote }}
+  defaultOnly: {{ .Capabilities.APIVersions.Has "apps/v1beta1" | quote }}
   modern: {{ semverCompare ">=1.21-0" .Capabilities.KubeVersion.GitVersion | quote }}
 "#;
 
@@ -150,6 +151,8 @@ async fn install_and_upgrade_see_the_clusters_capabilities() {
         ("crdGroupVersion", "true"),
         ("crdKind", "true"),
         ("missing", "false"),
+        // In Helm's defaults but not served: the discovered set is used alone, as Helm does.
+        ("defaultOnly", "false"),
         ("modern", "true"),
     ] {
         assert_eq!(

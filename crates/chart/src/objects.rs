@@ -401,6 +401,14 @@ impl Capabilities {
             api_versions: VersionSet(Rc::new(v)),
         }
     }
+
+    /// Exactly `api_versions` (a cluster's discovered set), without the defaults.
+    pub fn exact(kube_version: KubeVersion, api_versions: Vec<String>) -> Self {
+        Capabilities {
+            kube_version,
+            api_versions: VersionSet(Rc::new(api_versions)),
+        }
+    }
 }
 
 /// `.Capabilities.HelmVersion`.

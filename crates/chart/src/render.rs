@@ -43,6 +43,9 @@ pub struct RenderOptions {
     pub kube_version: Option<String>,
     /// `--api-versions` added to the defaults.
     pub api_versions: Vec<String>,
+    /// `api_versions` is the cluster's discovered set: use it alone, without Helm's
+    /// defaults (as Helm does for install and upgrade against a cluster).
+    pub api_versions_exact: bool,
     /// Check the chart's `kubeVersion` constraint (as `helm template`/`install` do).
     pub check_kube_version: bool,
     /// Answers `lookup`; without it `lookup` returns an empty map.
@@ -210,7 +213,12 @@ pub fn render_templates(
             ..PrepareOptions::default()
         },
     )?;
-    let caps = Value::Object(Rc::new(Capabilities::new(kube, &opts.api_versions)));
+    let caps = if opts.api_versions_exact {
+        Capabilities::exact(kube, opts.api_versions.clone())
+    } else {
+        Capabilities::new(kube, &opts.api_versions)
+    };
+    let caps = Value::Object(Rc::new(caps));
     let tpls = renderables(&prepared, opts, caps);
     let mut engine = Engine::new();
     if let Some(l) = &opts.lookup {

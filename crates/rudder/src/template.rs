@@ -129,7 +129,7 @@ pub fn run(args: TemplateArgs) -> anyhow::Result<i32> {
         api_versions: args.api_versions.clone(),
         check_kube_version: true,
         skip_schema_validation: args.skip_schema_validation,
-        lookup: None,
+        ..RenderOptions::default()
     };
     let result = render(&chart_path, &args.values, &opts);
     if args.output == Output::Json {

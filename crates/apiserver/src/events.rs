@@ -44,8 +44,18 @@ pub fn to_core(obj: Value) -> Value {
     mv(&mut src, &mut out, "regarding", "involvedObject");
     mv(&mut src, &mut out, "note", "message");
     mv(&mut src, &mut out, "deprecatedCount", "count");
-    mv(&mut src, &mut out, "deprecatedFirstTimestamp", "firstTimestamp");
-    mv(&mut src, &mut out, "deprecatedLastTimestamp", "lastTimestamp");
+    mv(
+        &mut src,
+        &mut out,
+        "deprecatedFirstTimestamp",
+        "firstTimestamp",
+    );
+    mv(
+        &mut src,
+        &mut out,
+        "deprecatedLastTimestamp",
+        "lastTimestamp",
+    );
     let controller = src.remove("reportingController");
     let source = src.remove("deprecatedSource");
     if let Some(c) = &controller {
@@ -93,9 +103,24 @@ pub fn from_core(obj: Value) -> Value {
     mv(&mut src, &mut out, "involvedObject", "regarding");
     mv(&mut src, &mut out, "message", "note");
     mv(&mut src, &mut out, "count", "deprecatedCount");
-    mv(&mut src, &mut out, "firstTimestamp", "deprecatedFirstTimestamp");
-    mv(&mut src, &mut out, "lastTimestamp", "deprecatedLastTimestamp");
-    mv(&mut src, &mut out, "reportingComponent", "reportingController");
+    mv(
+        &mut src,
+        &mut out,
+        "firstTimestamp",
+        "deprecatedFirstTimestamp",
+    );
+    mv(
+        &mut src,
+        &mut out,
+        "lastTimestamp",
+        "deprecatedLastTimestamp",
+    );
+    mv(
+        &mut src,
+        &mut out,
+        "reportingComponent",
+        "reportingController",
+    );
     if let Some(s) = src.remove("source") {
         if !out.contains_key("reportingController") {
             if let Some(c) = s.get("component").filter(|c| c.is_string()) {

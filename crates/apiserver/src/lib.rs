@@ -24,6 +24,7 @@ pub mod store;
 pub mod table;
 pub mod tls;
 pub mod watch;
+pub mod workloads;
 
 pub use error::{ApiError, ServerError};
 

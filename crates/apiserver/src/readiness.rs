@@ -1,6 +1,7 @@
 //! Simulated readiness: with `--simulate-readiness`, workloads report
 //! ready replicas, Jobs complete and Pods run shortly after they change,
 //! so `kubectl wait`, rollout checks and operators see a settled cluster.
+//! Deployments also get a ReplicaSet and Pods (see `workloads`).
 
 use crate::objects::{self, Target, WriteOpts};
 use crate::registry::ResourceType;
@@ -86,7 +87,7 @@ fn desired_status(rt: &ResourceType, obj: &Value) -> Value {
             "observedGeneration": g, "replicas": r, "updatedReplicas": r, "readyReplicas": r, "availableReplicas": r,
             "conditions": [
                 cond("Available", "MinimumReplicasAvailable", "Deployment has minimum availability."),
-                cond("Progressing", "NewReplicaSetAvailable", &format!("ReplicaSet \"{name}-rudder\" has successfully progressed.")),
+                cond("Progressing", "NewReplicaSetAvailable", &format!("ReplicaSet \"{name}-{}\" has successfully progressed.", crate::workloads::template_hash(obj.pointer("/spec/template").unwrap_or(&Value::Null)))),
             ]
         }),
         "StatefulSet" => json!({
@@ -186,10 +187,16 @@ pub async fn run(app: Arc<App>, mut rx: tokio::sync::mpsc::UnboundedReceiver<Str
                 }
                 Ok(n)
             });
-            if let Err(e) = res {
-                if e.code != 404 {
+            match res {
+                Ok(obj) => match (rt.group.as_str(), rt.kind.as_str()) {
+                    ("apps", "Deployment") => crate::workloads::sync_deployment(&app, &obj),
+                    ("apps", "ReplicaSet") => crate::workloads::sync_replicaset(&app, &obj),
+                    _ => {}
+                },
+                Err(e) if e.code != 404 => {
                     tracing::debug!("readiness update of {key} failed: {e}");
                 }
+                Err(_) => {}
             }
         });
     }

@@ -113,8 +113,11 @@ pub struct Printer {
     cells: CellFn,
 }
 
+/// Computes a row's cells from an object and the current time.
+type CellsOf = fn(&Value, u64) -> Vec<Value>;
+
 enum CellFn {
-    Builtin(fn(&Value, u64) -> Vec<Value>),
+    Builtin(CellsOf),
     Custom(Vec<String>, Vec<String>),
 }
 
@@ -123,219 +126,218 @@ impl Printer {
         if let Some(crd) = &rt.crd {
             return custom_printer(app, crd, &rt.version);
         }
-        let (cols, f): (Vec<Col>, fn(&Value, u64) -> Vec<Value>) =
-            match (rt.group.as_str(), rt.kind.as_str()) {
-                ("", "Pod") => (
-                    vec![
-                        NAME,
-                        c("Ready", "string"),
-                        c("Status", "string"),
-                        c("Restarts", "string"),
-                        c("Age", "string"),
-                        wide("IP", "string"),
-                        wide("Node", "string"),
-                        wide("Nominated Node", "string"),
-                        wide("Readiness Gates", "string"),
-                    ],
-                    pod_cells,
-                ),
-                ("apps", "Deployment") => (
-                    vec![
-                        NAME,
-                        c("Ready", "string"),
-                        c("Up-to-date", "integer"),
-                        c("Available", "integer"),
-                        c("Age", "string"),
-                        wide("Containers", "string"),
-                        wide("Images", "string"),
-                        wide("Selector", "string"),
-                    ],
-                    deployment_cells,
-                ),
-                ("apps", "ReplicaSet") => (
-                    vec![
-                        NAME,
-                        c("Desired", "integer"),
-                        c("Current", "integer"),
-                        c("Ready", "integer"),
-                        c("Age", "string"),
-                        wide("Containers", "string"),
-                        wide("Images", "string"),
-                        wide("Selector", "string"),
-                    ],
-                    replicaset_cells,
-                ),
-                ("apps", "StatefulSet") => (
-                    vec![
-                        NAME,
-                        c("Ready", "string"),
-                        c("Age", "string"),
-                        wide("Containers", "string"),
-                        wide("Images", "string"),
-                    ],
-                    statefulset_cells,
-                ),
-                ("apps", "DaemonSet") => (
-                    vec![
-                        NAME,
-                        c("Desired", "integer"),
-                        c("Current", "integer"),
-                        c("Ready", "integer"),
-                        c("Up-to-date", "integer"),
-                        c("Available", "integer"),
-                        c("Node Selector", "string"),
-                        c("Age", "string"),
-                        wide("Containers", "string"),
-                        wide("Images", "string"),
-                        wide("Selector", "string"),
-                    ],
-                    daemonset_cells,
-                ),
-                ("batch", "Job") => (
-                    vec![
-                        NAME,
-                        c("Status", "string"),
-                        c("Completions", "string"),
-                        c("Duration", "string"),
-                        c("Age", "string"),
-                        wide("Containers", "string"),
-                        wide("Images", "string"),
-                        wide("Selector", "string"),
-                    ],
-                    job_cells,
-                ),
-                ("batch", "CronJob") => (
-                    vec![
-                        NAME,
-                        c("Schedule", "string"),
-                        c("Timezone", "string"),
-                        c("Suspend", "boolean"),
-                        c("Active", "integer"),
-                        c("Last Schedule", "string"),
-                        c("Age", "string"),
-                        wide("Containers", "string"),
-                        wide("Images", "string"),
-                        wide("Selector", "string"),
-                    ],
-                    cronjob_cells,
-                ),
-                ("", "Service") => (
-                    vec![
-                        NAME,
-                        c("Type", "string"),
-                        c("Cluster-IP", "string"),
-                        c("External-IP", "string"),
-                        c("Port(s)", "string"),
-                        c("Age", "string"),
-                        wide("Selector", "string"),
-                    ],
-                    service_cells,
-                ),
-                ("networking.k8s.io", "Ingress") => (
-                    vec![
-                        NAME,
-                        c("Class", "string"),
-                        c("Hosts", "string"),
-                        c("Address", "string"),
-                        c("Ports", "string"),
-                        c("Age", "string"),
-                    ],
-                    ingress_cells,
-                ),
-                ("", "ConfigMap") => (
-                    vec![NAME, c("Data", "string"), c("Age", "string")],
-                    configmap_cells,
-                ),
-                ("", "Secret") => (
-                    vec![
-                        NAME,
-                        c("Type", "string"),
-                        c("Data", "string"),
-                        c("Age", "string"),
-                    ],
-                    secret_cells,
-                ),
-                ("", "Namespace") => (
-                    vec![NAME, c("Status", "string"), c("Age", "string")],
-                    namespace_cells,
-                ),
-                ("", "ServiceAccount") => (
-                    vec![NAME, c("Secrets", "string"), c("Age", "string")],
-                    serviceaccount_cells,
-                ),
-                ("", "PersistentVolumeClaim") => (
-                    vec![
-                        NAME,
-                        c("Status", "string"),
-                        c("Volume", "string"),
-                        c("Capacity", "string"),
-                        c("Access Modes", "string"),
-                        c("StorageClass", "string"),
-                        c("VolumeAttributesClass", "string"),
-                        c("Age", "string"),
-                        wide("VolumeMode", "string"),
-                    ],
-                    pvc_cells,
-                ),
-                ("", "Endpoints") => (
-                    vec![NAME, c("Endpoints", "string"), c("Age", "string")],
-                    endpoints_cells,
-                ),
-                ("coordination.k8s.io", "Lease") => (
-                    vec![NAME, c("Holder", "string"), c("Age", "string")],
-                    lease_cells,
-                ),
-                ("apiextensions.k8s.io", "CustomResourceDefinition")
-                | ("rbac.authorization.k8s.io", "Role" | "ClusterRole") => (
-                    vec![
-                        NAME,
-                        Col {
-                            name: "Created At",
-                            kind: "date",
-                            format: "",
-                            priority: 0,
-                        },
-                    ],
-                    created_at_cells,
-                ),
-                ("rbac.authorization.k8s.io", "RoleBinding" | "ClusterRoleBinding") => (
-                    vec![
-                        NAME,
-                        c("Role", "string"),
-                        c("Age", "string"),
-                        wide("Users", "string"),
-                        wide("Groups", "string"),
-                        wide("ServiceAccounts", "string"),
-                    ],
-                    rolebinding_cells,
-                ),
-                ("policy", "PodDisruptionBudget") => (
-                    vec![
-                        NAME,
-                        c("Min Available", "string"),
-                        c("Max Unavailable", "string"),
-                        c("Allowed Disruptions", "integer"),
-                        c("Age", "string"),
-                    ],
-                    pdb_cells,
-                ),
-                ("" | "events.k8s.io", "Event") => (
-                    vec![
-                        c("Last Seen", "string"),
-                        c("Type", "string"),
-                        c("Reason", "string"),
-                        c("Object", "string"),
-                        c("Message", "string"),
-                        wide("Subobject", "string"),
-                        wide("Source", "string"),
-                        wide("First Seen", "string"),
-                        wide("Count", "string"),
-                        wide("Name", "string"),
-                    ],
-                    event_cells,
-                ),
-                _ => (vec![NAME, c("Age", "string")], name_age_cells),
-            };
+        let (cols, f): (Vec<Col>, CellsOf) = match (rt.group.as_str(), rt.kind.as_str()) {
+            ("", "Pod") => (
+                vec![
+                    NAME,
+                    c("Ready", "string"),
+                    c("Status", "string"),
+                    c("Restarts", "string"),
+                    c("Age", "string"),
+                    wide("IP", "string"),
+                    wide("Node", "string"),
+                    wide("Nominated Node", "string"),
+                    wide("Readiness Gates", "string"),
+                ],
+                pod_cells,
+            ),
+            ("apps", "Deployment") => (
+                vec![
+                    NAME,
+                    c("Ready", "string"),
+                    c("Up-to-date", "integer"),
+                    c("Available", "integer"),
+                    c("Age", "string"),
+                    wide("Containers", "string"),
+                    wide("Images", "string"),
+                    wide("Selector", "string"),
+                ],
+                deployment_cells,
+            ),
+            ("apps", "ReplicaSet") => (
+                vec![
+                    NAME,
+                    c("Desired", "integer"),
+                    c("Current", "integer"),
+                    c("Ready", "integer"),
+                    c("Age", "string"),
+                    wide("Containers", "string"),
+                    wide("Images", "string"),
+                    wide("Selector", "string"),
+                ],
+                replicaset_cells,
+            ),
+            ("apps", "StatefulSet") => (
+                vec![
+                    NAME,
+                    c("Ready", "string"),
+                    c("Age", "string"),
+                    wide("Containers", "string"),
+                    wide("Images", "string"),
+                ],
+                statefulset_cells,
+            ),
+            ("apps", "DaemonSet") => (
+                vec![
+                    NAME,
+                    c("Desired", "integer"),
+                    c("Current", "integer"),
+                    c("Ready", "integer"),
+                    c("Up-to-date", "integer"),
+                    c("Available", "integer"),
+                    c("Node Selector", "string"),
+                    c("Age", "string"),
+                    wide("Containers", "string"),
+                    wide("Images", "string"),
+                    wide("Selector", "string"),
+                ],
+                daemonset_cells,
+            ),
+            ("batch", "Job") => (
+                vec![
+                    NAME,
+                    c("Status", "string"),
+                    c("Completions", "string"),
+                    c("Duration", "string"),
+                    c("Age", "string"),
+                    wide("Containers", "string"),
+                    wide("Images", "string"),
+                    wide("Selector", "string"),
+                ],
+                job_cells,
+            ),
+            ("batch", "CronJob") => (
+                vec![
+                    NAME,
+                    c("Schedule", "string"),
+                    c("Timezone", "string"),
+                    c("Suspend", "boolean"),
+                    c("Active", "integer"),
+                    c("Last Schedule", "string"),
+                    c("Age", "string"),
+                    wide("Containers", "string"),
+                    wide("Images", "string"),
+                    wide("Selector", "string"),
+                ],
+                cronjob_cells,
+            ),
+            ("", "Service") => (
+                vec![
+                    NAME,
+                    c("Type", "string"),
+                    c("Cluster-IP", "string"),
+                    c("External-IP", "string"),
+                    c("Port(s)", "string"),
+                    c("Age", "string"),
+                    wide("Selector", "string"),
+                ],
+                service_cells,
+            ),
+            ("networking.k8s.io", "Ingress") => (
+                vec![
+                    NAME,
+                    c("Class", "string"),
+                    c("Hosts", "string"),
+                    c("Address", "string"),
+                    c("Ports", "string"),
+                    c("Age", "string"),
+                ],
+                ingress_cells,
+            ),
+            ("", "ConfigMap") => (
+                vec![NAME, c("Data", "string"), c("Age", "string")],
+                configmap_cells,
+            ),
+            ("", "Secret") => (
+                vec![
+                    NAME,
+                    c("Type", "string"),
+                    c("Data", "string"),
+                    c("Age", "string"),
+                ],
+                secret_cells,
+            ),
+            ("", "Namespace") => (
+                vec![NAME, c("Status", "string"), c("Age", "string")],
+                namespace_cells,
+            ),
+            ("", "ServiceAccount") => (
+                vec![NAME, c("Secrets", "string"), c("Age", "string")],
+                serviceaccount_cells,
+            ),
+            ("", "PersistentVolumeClaim") => (
+                vec![
+                    NAME,
+                    c("Status", "string"),
+                    c("Volume", "string"),
+                    c("Capacity", "string"),
+                    c("Access Modes", "string"),
+                    c("StorageClass", "string"),
+                    c("VolumeAttributesClass", "string"),
+                    c("Age", "string"),
+                    wide("VolumeMode", "string"),
+                ],
+                pvc_cells,
+            ),
+            ("", "Endpoints") => (
+                vec![NAME, c("Endpoints", "string"), c("Age", "string")],
+                endpoints_cells,
+            ),
+            ("coordination.k8s.io", "Lease") => (
+                vec![NAME, c("Holder", "string"), c("Age", "string")],
+                lease_cells,
+            ),
+            ("apiextensions.k8s.io", "CustomResourceDefinition")
+            | ("rbac.authorization.k8s.io", "Role" | "ClusterRole") => (
+                vec![
+                    NAME,
+                    Col {
+                        name: "Created At",
+                        kind: "date",
+                        format: "",
+                        priority: 0,
+                    },
+                ],
+                created_at_cells,
+            ),
+            ("rbac.authorization.k8s.io", "RoleBinding" | "ClusterRoleBinding") => (
+                vec![
+                    NAME,
+                    c("Role", "string"),
+                    c("Age", "string"),
+                    wide("Users", "string"),
+                    wide("Groups", "string"),
+                    wide("ServiceAccounts", "string"),
+                ],
+                rolebinding_cells,
+            ),
+            ("policy", "PodDisruptionBudget") => (
+                vec![
+                    NAME,
+                    c("Min Available", "string"),
+                    c("Max Unavailable", "string"),
+                    c("Allowed Disruptions", "integer"),
+                    c("Age", "string"),
+                ],
+                pdb_cells,
+            ),
+            ("" | "events.k8s.io", "Event") => (
+                vec![
+                    c("Last Seen", "string"),
+                    c("Type", "string"),
+                    c("Reason", "string"),
+                    c("Object", "string"),
+                    c("Message", "string"),
+                    wide("Subobject", "string"),
+                    wide("Source", "string"),
+                    wide("First Seen", "string"),
+                    wide("Count", "string"),
+                    wide("Name", "string"),
+                ],
+                event_cells,
+            ),
+            _ => (vec![NAME, c("Age", "string")], name_age_cells),
+        };
         Printer {
             columns: cols
                 .iter()
@@ -552,7 +554,9 @@ pub fn jsonpath<'a>(obj: &'a Value, path: &str) -> Vec<&'a Value> {
                         }
                         match v {
                             Some(Value::String(s)) => s == want,
-                            Some(other) => other.to_string() == want,
+                            Some(Value::Bool(b)) => b.to_string() == want,
+                            Some(Value::Number(x)) => x.as_f64() == want.parse::<f64>().ok(),
+                            Some(_) => false,
                             None => false,
                         }
                     })
@@ -592,7 +596,8 @@ pub fn parse_rfc3339(t: &str) -> Option<u64> {
         "Z" | "z" => 0,
         o if o.len() == 6 => {
             let sign = if o.starts_with('-') { -1 } else { 1 };
-            sign * (o.get(1..3)?.parse::<i64>().ok()? * 3600 + o.get(4..6)?.parse::<i64>().ok()? * 60)
+            sign * (o.get(1..3)?.parse::<i64>().ok()? * 3600
+                + o.get(4..6)?.parse::<i64>().ok()? * 60)
         }
         _ => return None,
     };
@@ -1161,7 +1166,9 @@ fn pvc_cells(obj: &Value, now: u64) -> Vec<Value> {
         json!(s(obj, "/status/capacity/storage")),
         json!(modes.join(",")),
         json!(or_none(s(obj, "/spec/storageClassName").to_string())),
-        json!(or_none(s(obj, "/spec/volumeAttributesClassName").to_string())),
+        json!(or_none(
+            s(obj, "/spec/volumeAttributesClassName").to_string()
+        )),
         age(obj, now),
         json!(match s(obj, "/spec/volumeMode") {
             "" => "Filesystem",

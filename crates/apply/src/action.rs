@@ -204,7 +204,7 @@ pub async fn render(
         opts.api_versions.clone().unwrap_or_default(),
         false,
     );
-    render_with(chart, values, opts, caps, revision, is_upgrade).await
+    render_with(chart, values, opts, caps, None, revision, is_upgrade).await
 }
 
 /// Renders like Helm's install and upgrade: with the cluster's capabilities
@@ -217,8 +217,15 @@ pub async fn render_in_cluster(
     revision: i64,
     is_upgrade: bool,
 ) -> Result<Rendered> {
+    // Like Helm's install and upgrade, `lookup` sees the live cluster.
+    let lookup = Some(client.clone());
     if opts.kube_version.is_some() || opts.api_versions.is_some() {
-        return render(chart, values, opts, revision, is_upgrade).await;
+        let caps = (
+            opts.kube_version.clone(),
+            opts.api_versions.clone().unwrap_or_default(),
+            false,
+        );
+        return render_with(chart, values, opts, caps, lookup, revision, is_upgrade).await;
     }
     let found = capabilities::discover(client)
         .await
@@ -229,7 +236,7 @@ pub async fn render_in_cluster(
     // Like Helm: the discovered set alone (the defaults only when discovery found none).
     let exact = !found.api_versions.is_empty();
     let caps = (Some(found.kube_version), found.api_versions, exact);
-    render_with(chart, values, opts, caps, revision, is_upgrade).await
+    render_with(chart, values, opts, caps, lookup, revision, is_upgrade).await
 }
 
 async fn render_with(
@@ -237,6 +244,7 @@ async fn render_with(
     values: Values,
     opts: &ActionOptions,
     (kube_version, api_versions, api_versions_exact): (Option<String>, Vec<String>, bool),
+    lookup_client: Option<Client>,
     revision: i64,
     is_upgrade: bool,
 ) -> Result<Rendered> {
@@ -247,13 +255,16 @@ async fn render_with(
         is_upgrade,
     };
     // The template engine's values are not `Send`; render on a blocking thread.
+    let handle = tokio::runtime::Handle::current();
     let job = tokio::task::spawn_blocking(move || {
+        let lookup = lookup_client.map(|c| crate::lookup::cluster_lookup(c, handle));
         let ropts = RenderOptions {
             release: info,
             kube_version,
             api_versions,
             api_versions_exact,
             check_kube_version: true,
+            lookup,
             ..RenderOptions::default()
         };
         render_chart(chart, values, &ropts).map_err(|e| e.to_string())

@@ -9,6 +9,7 @@ pub mod cluster;
 pub mod error;
 pub mod hooks;
 pub mod lock;
+pub mod lookup;
 pub mod record;
 pub mod wait;
 

@@ -1,0 +1,89 @@
+//! Helm's `lookup` during install and upgrade sees the live cluster: a found object, a
+//! list, an empty map for a missing object or kind, and an error for an unserved group.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::{opts, start, NS};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, PostParams};
+use serde_json::{json, Map};
+
+const TEMPLATE: &str = r#"{{- $found := lookup "v1" "ConfigMap" .Release.Namespace "existing" }}
+{{- $missing := lookup "v1" "ConfigMap" .Release.Namespace "nope" }}
+{{- $list := lookup "v1" "ConfigMap" .Release.Namespace "" }}
+{{- $noKind := lookup "v1" "Gizmo" .Release.Namespace "x" }}
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}-seen
+data:
+  found: {{ dig "data" "password" "" $found | quote }}
+  missing: {{ len $missing | quote }}
+  listKind: {{ $list.kind | quote }}
+  listed: {{ range $list.items }}{{ if eq .metadata.name "existing" }}{{ .kind }}{{ end }}{{ end }}
+  noKind: {{ len $noKind | quote }}
+"#;
+
+fn write_chart(dir: &Path, template: &str) -> PathBuf {
+    let chart = dir.join("lookup-chart");
+    std::fs::create_dir_all(chart.join("templates")).expect("chart dir");
+    std::fs::write(
+        chart.join("Chart.yaml"),
+        "apiVersion: v2\nname: lookup-chart\nversion: 0.1.0\n",
+    )
+    .expect("Chart.yaml");
+    std::fs::write(chart.join("templates/seen.yaml"), template).expect("template");
+    chart
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lookup_sees_the_live_cluster() {
+    let (server, client) = start().await;
+    let dir = server
+        .kubeconfig_path()
+        .parent()
+        .expect("dir")
+        .to_path_buf();
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), NS);
+    let existing: ConfigMap = serde_json::from_value(json!({
+        "metadata": {"name": "existing"},
+        "data": {"password": "kept-secret"}
+    }))
+    .expect("configmap");
+    cms.create(&PostParams::default(), &existing)
+        .await
+        .expect("create existing");
+
+    let chart = chart::loader::load(write_chart(&dir, TEMPLATE)).expect("chart");
+    apply::install(client.clone(), chart, Map::new(), &opts("lk"))
+        .await
+        .expect("install");
+    let data = cms
+        .get("lk-seen")
+        .await
+        .expect("rendered")
+        .data
+        .unwrap_or_default();
+    let get = |k: &str| data.get(k).cloned().unwrap_or_default();
+    assert_eq!(get("found"), "kept-secret");
+    assert_eq!(get("missing"), "0");
+    assert_eq!(get("listKind"), "ConfigMapList");
+    assert_eq!(get("listed"), "ConfigMap");
+    assert_eq!(get("noKind"), "0");
+
+    // A group the cluster does not serve is an error, as in Helm.
+    let bad = write_chart(
+        &dir.join("bad"),
+        "{{ $x := lookup \"nope.example.com/v1\" \"Thing\" \"\" \"x\" }}\n",
+    );
+    let chart = chart::loader::load(bad).expect("chart");
+    let err = apply::install(client.clone(), chart, Map::new(), &opts("bad"))
+        .await
+        .expect_err("unserved group");
+    assert!(
+        err.to_string().contains("unable to get apiresource"),
+        "{err}"
+    );
+}

@@ -368,6 +368,16 @@ const BUILTINS: &[Row] = &[
         NONE,
     ),
     (
+        "apiregistration.k8s.io",
+        "v1",
+        "APIService",
+        "apiservices",
+        NONE,
+        false,
+        true,
+        NONE,
+    ),
+    (
         "scheduling.k8s.io",
         "v1",
         "PriorityClass",

@@ -87,3 +87,49 @@ async fn lookup_sees_the_live_cluster() {
         "{err}"
     );
 }
+
+/// The pattern of Bitnami's `common.secrets.passwords.manage`: keep the password the
+/// cluster already has, generate one only on first install.
+const PASSWORD_TEMPLATE: &str = r#"{{- $old := lookup "v1" "Secret" .Release.Namespace (printf "%s-auth" .Release.Name) }}
+apiVersion: v1
+kind: Secret
+metadata:
+  name: {{ .Release.Name }}-auth
+data:
+  password: {{ dig "data" "password" (randAlphaNum 16 | b64enc) $old | quote }}
+  round: {{ .Values.round | default "1" | b64enc | quote }}
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn generated_passwords_survive_upgrades() {
+    let (server, client) = start().await;
+    let dir = server.kubeconfig_path().parent().expect("dir").join("pw");
+    let load = || chart::loader::load(write_chart(&dir, PASSWORD_TEMPLATE)).expect("chart");
+    let secrets: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(client.clone(), NS);
+    let password = || async {
+        let s = secrets.get("pw-auth").await.expect("secret");
+        s.data
+            .unwrap_or_default()
+            .get("password")
+            .cloned()
+            .expect("password")
+    };
+    apply::install(client.clone(), load(), Map::new(), &opts("pw"))
+        .await
+        .expect("install");
+    let first = password().await;
+    for round in 2..4 {
+        let values = json!({"round": round.to_string()})
+            .as_object()
+            .cloned()
+            .unwrap_or_default();
+        apply::upgrade(client.clone(), load(), values, &opts("pw"))
+            .await
+            .expect("upgrade");
+        assert_eq!(
+            password().await,
+            first,
+            "upgrade {round} changed the password"
+        );
+    }
+}

@@ -221,6 +221,22 @@ impl Run {
         )))
     }
 
+    /// A failed release action on this CR, retried after `retry_in` (the controller's
+    /// backoff when `None`).
+    fn action_error(
+        &self,
+        action: &'static str,
+        source: apply::Error,
+        retry_in: Option<Duration>,
+    ) -> ReconcileError {
+        ReconcileError::Action {
+            cr: self.cr_id.clone(),
+            action,
+            source: Box::new(source),
+            retry_in,
+        }
+    }
+
     fn storage_err(&self, source: release::Error) -> ReconcileError {
         ReconcileError::Storage {
             cr: self.cr_id.clone(),
@@ -359,12 +375,7 @@ impl Run {
             }
             Err(source) => {
                 let msg = format!("failed to uninstall release: {source}");
-                let err = ReconcileError::Action {
-                    cr: self.cr_id.clone(),
-                    action: "uninstall",
-                    source: Box::new(source),
-                    retry_in: None,
-                };
+                let err = self.action_error("uninstall", source, None);
                 return Err(self
                     .fail(
                         st::RELEASE_FAILED,
@@ -599,12 +610,11 @@ impl Run {
                     });
                 }
                 Err(source) => {
-                    return Err(ReconcileError::Action {
-                        cr: self.cr_id.clone(),
-                        action: "recovering the interrupted operation",
-                        source: Box::new(source),
-                        retry_in: None,
-                    })
+                    return Err(self.action_error(
+                        "recovering the interrupted operation",
+                        source,
+                        None,
+                    ))
                 }
             }
         }
@@ -671,12 +681,7 @@ impl Run {
                     }
                     Err(source) => {
                         let msg = format!("failed to upgrade release: {source}");
-                        let err = ReconcileError::Action {
-                            cr: self.cr_id.clone(),
-                            action: "upgrade",
-                            source: Box::new(source),
-                            retry_in: None,
-                        };
+                        let err = self.action_error("upgrade", source, None);
                         return Err(self
                             .fail(st::RELEASE_FAILED, st::UPGRADE_ERROR, msg, "Upgrade", err)
                             .await);
@@ -775,12 +780,7 @@ impl Run {
             Err(source) => {
                 self.set_release_metric(Some(Status::Failed.as_str()));
                 let msg = format!("failed to install release: {source}");
-                let err = ReconcileError::Action {
-                    cr: self.cr_id.clone(),
-                    action: "install",
-                    source: Box::new(source),
-                    retry_in: Some(backoff(attempt)),
-                };
+                let err = self.action_error("install", source, Some(backoff(attempt)));
                 Err(self
                     .fail(st::RELEASE_FAILED, st::INSTALL_ERROR, msg, "Install", err)
                     .await)
@@ -865,12 +865,7 @@ impl Run {
             }
         }
         self.set_release_metric(Some(Status::Failed.as_str()));
-        let err = ReconcileError::Action {
-            cr: self.cr_id.clone(),
-            action: "upgrade",
-            source: Box::new(source),
-            retry_in: Some(backoff(attempt)),
-        };
+        let err = self.action_error("upgrade", source, Some(backoff(attempt)));
         Err(self
             .fail(st::RELEASE_FAILED, st::UPGRADE_ERROR, msg, "Upgrade", err)
             .await)
@@ -900,12 +895,7 @@ impl Run {
             Ok(r) => r,
             Err(source) => {
                 let msg = format!("failed to reconcile release: {source}");
-                let err = ReconcileError::Action {
-                    cr: self.cr_id.clone(),
-                    action: "repair",
-                    source: Box::new(source),
-                    retry_in: None,
-                };
+                let err = self.action_error("repair", source, None);
                 return Err(self
                     .fail(
                         st::IRRECONCILABLE,

@@ -230,7 +230,10 @@ impl Engine {
             let text = set
                 .execute(&t.name, &data)
                 .map_err(|e| RenderError::Exec(exec_error(&t.name, e.message())))?;
-            out.insert(t.name.clone(), text.replace("<no value>", ""));
+            // Stray bytes (see gotmpl::gostr) leave as U+FFFD, as Go's
+            // JSON and YAML decoders read them.
+            let text = gotmpl::gostr::to_text(&text).replace("<no value>", "");
+            out.insert(t.name.clone(), text);
         }
         Ok(out)
     }

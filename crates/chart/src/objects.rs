@@ -134,7 +134,7 @@ impl Object for Files {
                 Ok(Value::string(
                     me.files
                         .get(p)
-                        .map(|b| crate::loader::utf8_lossy(b).into_owned())
+                        .map(|b| gotmpl::gostr::from_bytes(b).into_owned())
                         .unwrap_or_default(),
                 ))
             }),
@@ -155,7 +155,7 @@ impl Object for Files {
                 let Some(b) = me.files.get(p) else {
                     return Ok(Value::List(List::with_kind(vec![], ListKind::String)));
                 };
-                let mut s = crate::loader::utf8_lossy(b).into_owned();
+                let mut s = gotmpl::gostr::from_bytes(b).into_owned();
                 if s.ends_with('\n') {
                     s.pop();
                 }
@@ -479,6 +479,20 @@ impl Object for Capabilities {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn get_keeps_the_bytes_of_binary_files() {
+        let png: &[u8] = &[0x89, b'P', b'N', b'G', 0x00, 0xff];
+        let f = Files::from_pairs([("logo.png", png)]);
+        let get = f.method("Get").expect("Get");
+        let v = (get.imp)(
+            &mut gotmpl::CallCtx::detached(),
+            vec![Value::str("logo.png")],
+        )
+        .expect("Get runs");
+        let s = v.as_str().expect("a string");
+        assert_eq!(gotmpl::gostr::to_bytes(s).as_ref(), png);
+    }
 
     #[test]
     fn glob_like_gobwas() {

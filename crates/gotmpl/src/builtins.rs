@@ -11,7 +11,7 @@ pub fn length(v: &Value) -> Result<i64, String> {
     Ok(match v {
         Value::Nil => return Err("len of nil pointer".into()),
         Value::Invalid => return Err("reflect: call of reflect.Value.Type on zero Value".into()),
-        Value::String(s) => s.len() as i64,
+        Value::String(s) => crate::gostr::byte_len(s) as i64,
         Value::Bytes(b) => b.len() as i64,
         Value::List(l) => l.len() as i64,
         Value::Map(m) => m.len() as i64,
@@ -65,8 +65,9 @@ pub fn index(item: &Value, indexes: &[Value]) -> Result<Value, String> {
                 }
             }
             Value::String(s) => {
-                let x = index_arg(ix, s.len())?;
-                match s.as_bytes().get(x) {
+                let bytes = crate::gostr::to_bytes(s);
+                let x = index_arg(ix, bytes.len())?;
+                match bytes.get(x) {
                     Some(v) => Value::Uint(*v as u64, UintKind::Uint8),
                     None => return Err("reflect: string index out of range".into()),
                 }
@@ -110,7 +111,7 @@ pub fn slice(item: &Value, indexes: &[Value]) -> Result<Value, String> {
             if indexes.len() == 3 {
                 return Err("cannot 3-index slice a string".into());
             }
-            s.len()
+            crate::gostr::byte_len(s)
         }
         Value::List(l) => l.len(),
         Value::Bytes(b) => b.len(),
@@ -128,10 +129,10 @@ pub fn slice(item: &Value, indexes: &[Value]) -> Result<Value, String> {
     }
     let (a, b) = (idx[0], idx[1]);
     Ok(match item {
-        Value::String(s) => match s.get(a..b) {
-            Some(sub) => Value::str(sub),
-            None => Value::string(String::from_utf8_lossy(&s.as_bytes()[a..b]).into_owned()),
-        },
+        Value::String(s) => {
+            let bytes = crate::gostr::to_bytes(s);
+            Value::str(&crate::gostr::from_bytes(&bytes[a..b]))
+        }
         Value::List(l) => Value::List(List::with_kind(l.items()[a..b].to_vec(), l.kind())),
         Value::Bytes(bs) => Value::Bytes(bs[a..b].into()),
         _ => unreachable_value(),
@@ -212,7 +213,7 @@ pub fn eq(a: &Value, others: &[Value]) -> Result<bool, String> {
                 (Value::Complex(r1, i1), Value::Complex(r2, i2)) => r1 == r2 && i1 == i2,
                 (Value::Float(x), Value::Float(y)) => x == y,
                 (Value::Int(x, _), Value::Int(y, _)) => x == y,
-                (Value::String(x), Value::String(y)) => x == y,
+                (Value::String(x), Value::String(y)) => crate::gostr::eq(x, y),
                 (Value::Uint(x, _), Value::Uint(y, _)) => x == y,
                 _ => {
                     if a.is_nil() || b.is_nil() {

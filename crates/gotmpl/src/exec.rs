@@ -250,7 +250,11 @@ impl Templates {
     pub fn execute(self: &Rc<Self>, name: &str, data: &Value) -> Result<String, Error> {
         let mut out = String::new();
         self.execute_into(name, data, &mut out, 0)?;
-        Ok(out)
+        // Output written piece by piece may join stray bytes into text.
+        Ok(match crate::gostr::canonical(&out) {
+            std::borrow::Cow::Borrowed(_) => out,
+            std::borrow::Cow::Owned(joined) => joined,
+        })
     }
 
     /// Executes into `out`, starting at nesting `depth` (for host functions

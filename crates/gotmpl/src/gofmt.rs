@@ -46,7 +46,11 @@ pub fn sprintln(args: &[Value]) -> String {
 pub fn sprintf(format: &str, args: &[Value]) -> String {
     let mut p = Printer::new();
     p.do_printf(format, args);
-    p.buf
+    // `%s%s` may join two halves of a character back into one.
+    match crate::gostr::canonical(&p.buf) {
+        std::borrow::Cow::Borrowed(_) => p.buf,
+        std::borrow::Cow::Owned(joined) => joined,
+    }
 }
 
 /// Exactly what `%v` prints for one value (`fmt.Sprint(v)`).
@@ -136,7 +140,7 @@ pub fn format_float(f: f64, fmt: u8, prec: i32) -> String {
 /// are kept, others escaped (`\n`, `\x00`, `\u00ad`, `\U0001f000`).
 pub fn quote(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
-    append_quoted(&mut out, s.as_bytes(), '"', false);
+    append_quoted(&mut out, &crate::gostr::to_bytes(s), '"', false);
     out
 }
 
@@ -144,7 +148,7 @@ pub fn quote(s: &str) -> String {
 /// escaped too.
 pub fn quote_to_ascii(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
-    append_quoted(&mut out, s.as_bytes(), '"', true);
+    append_quoted(&mut out, &crate::gostr::to_bytes(s), '"', true);
     out
 }
 
@@ -699,15 +703,15 @@ impl Printer {
         match verb {
             'v' => {
                 if self.fl.sharp_v {
-                    self.fmt_q(s.as_bytes());
+                    self.fmt_q(&crate::gostr::to_bytes(s));
                 } else {
                     self.fmt_s(s);
                 }
             }
             's' => self.fmt_s(s),
-            'x' => self.fmt_sbx(s.as_bytes(), false),
-            'X' => self.fmt_sbx(s.as_bytes(), true),
-            'q' => self.fmt_q(s.as_bytes()),
+            'x' => self.fmt_sbx(&crate::gostr::to_bytes(s), false),
+            'X' => self.fmt_sbx(&crate::gostr::to_bytes(s), true),
+            'q' => self.fmt_q(&crate::gostr::to_bytes(s)),
             _ => self.bad_verb(verb, Some(arg)),
         }
     }

@@ -7,6 +7,7 @@ pub mod escape;
 pub mod exec;
 pub mod funcs;
 pub mod gofmt;
+pub mod gostr;
 pub mod lex;
 pub mod parse;
 pub mod value;

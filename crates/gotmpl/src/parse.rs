@@ -875,7 +875,13 @@ pub fn unquote(s: &str) -> Result<String, String> {
             Ok(body.replace('\r', ""))
         }
         b'"' | b'\'' => {
-            let mut out = String::new();
+            // Go string literals are bytes: `\xff` and `\377` are single
+            // bytes (which may or may not form UTF-8); in rune literals they
+            // are code points.
+            let mut out: Vec<u8> = Vec::with_capacity(body.len());
+            let push = |out: &mut Vec<u8>, c: char| {
+                out.extend_from_slice(c.encode_utf8(&mut [0u8; 4]).as_bytes());
+            };
             let mut chars = body.chars().peekable();
             while let Some(c) = chars.next() {
                 if c == q as char && q == b'"' {
@@ -885,68 +891,60 @@ pub fn unquote(s: &str) -> Result<String, String> {
                     return Err(bad());
                 }
                 if c != '\\' {
-                    out.push(c);
+                    push(&mut out, c);
                     continue;
                 }
                 let e = chars.next().ok_or_else(bad)?;
                 match e {
-                    'a' => out.push('\x07'),
-                    'b' => out.push('\x08'),
-                    'f' => out.push('\x0c'),
-                    'n' => out.push('\n'),
-                    'r' => out.push('\r'),
-                    't' => out.push('\t'),
-                    'v' => out.push('\x0b'),
-                    '\\' => out.push('\\'),
-                    '\'' if q == b'\'' => out.push('\''),
-                    '"' if q == b'"' => out.push('"'),
-                    '0'..='7' => {
-                        let mut v = e.to_digit(8).unwrap_or(0);
-                        for _ in 0..2 {
-                            let d = chars.next().and_then(|c| c.to_digit(8)).ok_or_else(bad)?;
-                            v = v * 8 + d;
+                    'a' => push(&mut out, '\x07'),
+                    'b' => push(&mut out, '\x08'),
+                    'f' => push(&mut out, '\x0c'),
+                    'n' => push(&mut out, '\n'),
+                    'r' => push(&mut out, '\r'),
+                    't' => push(&mut out, '\t'),
+                    'v' => push(&mut out, '\x0b'),
+                    '\\' => push(&mut out, '\\'),
+                    '\'' if q == b'\'' => push(&mut out, '\''),
+                    '"' if q == b'"' => push(&mut out, '"'),
+                    '0'..='7' | 'x' => {
+                        let (n, radix, mut v) = match e {
+                            'x' => (2, 16, 0),
+                            _ => (2, 8, e.to_digit(8).unwrap_or(0)),
+                        };
+                        for _ in 0..n {
+                            let d = chars
+                                .next()
+                                .and_then(|c| c.to_digit(radix))
+                                .ok_or_else(bad)?;
+                            v = v * radix + d;
                         }
                         if v > 255 {
                             return Err(bad());
                         }
-                        push_byte_escape(&mut out, v as u8, q);
+                        if q == b'\'' {
+                            push(&mut out, char::from(v as u8));
+                        } else {
+                            out.push(v as u8);
+                        }
                     }
-                    'x' | 'u' | 'U' => {
-                        let n = match e {
-                            'x' => 2,
-                            'u' => 4,
-                            _ => 8,
-                        };
+                    'u' | 'U' => {
+                        let n = if e == 'u' { 4 } else { 8 };
                         let mut v: u32 = 0;
                         for _ in 0..n {
                             let d = chars.next().and_then(|c| c.to_digit(16)).ok_or_else(bad)?;
                             v = v * 16 + d;
                         }
-                        if e == 'x' {
-                            push_byte_escape(&mut out, v as u8, q);
-                        } else {
-                            out.push(char::from_u32(v).ok_or_else(bad)?);
-                        }
+                        push(&mut out, char::from_u32(v).ok_or_else(bad)?);
                     }
                     _ => return Err(bad()),
                 }
             }
-            if q == b'\'' && out.chars().count() != 1 {
+            if q == b'\'' && std::str::from_utf8(&out).map_or(0, |r| r.chars().count()) != 1 {
                 return Err(bad());
             }
-            Ok(out)
+            Ok(crate::gostr::from_bytes(&out).into_owned())
         }
         _ => Err(bad()),
-    }
-}
-
-fn push_byte_escape(out: &mut String, b: u8, _q: u8) {
-    // Go strings are bytes; a lone high byte cannot live in a Rust String,
-    // so it becomes U+FFFD, as printing it would show.
-    if b < 0x80 {
-        out.push(b as char);
-    } else {
-        out.push('\u{FFFD}');
     }
 }
 

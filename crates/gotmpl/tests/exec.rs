@@ -202,3 +202,18 @@ fn huge_printf_precision_does_not_panic() {
     assert!(out.ends_with("e+00"));
     assert_eq!(out.len(), 70003 + 1 + 70006);
 }
+
+#[test]
+fn go_strings_are_bytes() {
+    ok(r#"{{ len "\xff" }}"#, "1");
+    ok(r#"{{ printf "%x" "\x00\xff" }}"#, "00ff");
+    ok(r#"{{ printf "%q" (slice "é" 0 1) }}"#, r#""\xc3""#);
+    ok(r#"{{ len (slice "é" 0 1) }}"#, "1");
+    ok(r#"{{ index "\xc3\xa9" 0 }}"#, "195");
+    ok(r#"{{ "\xc3\xa9" }}|{{ "\303\251" }}"#, "é|é");
+    ok(r#"{{ '\xff' }}"#, "255");
+    ok(
+        r#"{{ eq (printf "%s%s" (slice "é" 0 1) (slice "é" 1)) "é" }}"#,
+        "true",
+    );
+}

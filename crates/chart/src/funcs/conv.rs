@@ -38,7 +38,7 @@ pub(crate) fn fmt_v(v: &Value) -> String {
 pub(crate) fn strval(v: &Value) -> String {
     match v {
         Value::String(s) => s.to_string(),
-        Value::Bytes(b) => String::from_utf8_lossy(b).into_owned(),
+        Value::Bytes(b) => gotmpl::gostr::from_bytes(b).into_owned(),
         other => fmt_v(other),
     }
 }

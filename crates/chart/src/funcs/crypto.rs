@@ -671,7 +671,7 @@ pub fn encrypt_aes(password: &str, plaintext: &str) -> String {
         return String::new();
     }
     let cipher = aes_cipher(password);
-    let mut content = plaintext.as_bytes().to_vec();
+    let mut content = gotmpl::gostr::to_bytes(plaintext).into_owned();
     let pad = 16 - content.len() % 16;
     content.extend(std::iter::repeat_n(pad as u8, pad));
     let mut iv = [0u8; 16];
@@ -736,7 +736,7 @@ pub fn decrypt_aes(password: &str, crypt64: &str) -> Result<String, String> {
         ));
     }
     out.truncate(out.len() - pad);
-    Ok(String::from_utf8_lossy(&out).into_owned())
+    Ok(gotmpl::gostr::from_bytes(&out).into_owned())
 }
 
 /// Sprig's `bcrypt` (cost 10, `$2a$`); failures are returned as text.

@@ -314,20 +314,32 @@ fn str_fn(m: &mut FuncMap, name: &str, f: fn(&str) -> String) {
 }
 
 pub fn register(m: &mut FuncMap) {
-    str_fn(m, "b64enc", |s| base64_encode(s.as_bytes()));
-    str_fn(m, "b64dec", |s| match base64_decode(s.as_bytes()) {
-        Ok(b) => String::from_utf8_lossy(&b).into_owned(),
-        Err(e) => e,
+    str_fn(m, "b64enc", |s| base64_encode(&gotmpl::gostr::to_bytes(s)));
+    str_fn(m, "b64dec", |s| {
+        match base64_decode(&gotmpl::gostr::to_bytes(s)) {
+            Ok(b) => gotmpl::gostr::from_bytes(&b).into_owned(),
+            Err(e) => e,
+        }
     });
-    str_fn(m, "b32enc", |s| base32_encode(s.as_bytes()));
-    str_fn(m, "b32dec", |s| match base32_decode(s.as_bytes()) {
-        Ok(b) => String::from_utf8_lossy(&b).into_owned(),
-        Err(e) => e,
+    str_fn(m, "b32enc", |s| base32_encode(&gotmpl::gostr::to_bytes(s)));
+    str_fn(m, "b32dec", |s| {
+        match base32_decode(&gotmpl::gostr::to_bytes(s)) {
+            Ok(b) => gotmpl::gostr::from_bytes(&b).into_owned(),
+            Err(e) => e,
+        }
     });
-    str_fn(m, "sha1sum", |s| hex(&Sha1::digest(s.as_bytes())));
-    str_fn(m, "sha256sum", |s| hex(&Sha256::digest(s.as_bytes())));
-    str_fn(m, "sha512sum", |s| hex(&Sha512::digest(s.as_bytes())));
-    str_fn(m, "adler32sum", |s| adler32(s.as_bytes()).to_string());
+    str_fn(m, "sha1sum", |s| {
+        hex(&Sha1::digest(gotmpl::gostr::to_bytes(s)))
+    });
+    str_fn(m, "sha256sum", |s| {
+        hex(&Sha256::digest(gotmpl::gostr::to_bytes(s)))
+    });
+    str_fn(m, "sha512sum", |s| {
+        hex(&Sha512::digest(gotmpl::gostr::to_bytes(s)))
+    });
+    str_fn(m, "adler32sum", |s| {
+        adler32(&gotmpl::gostr::to_bytes(s)).to_string()
+    });
     m.insert(
         "derivePassword",
         Func::new(
@@ -398,6 +410,18 @@ mod tests {
         assert_eq!(
             call("b64dec", vec![Value::str("aGVsbG8")]),
             "illegal base64 data at input byte 4"
+        );
+    }
+
+    #[test]
+    fn binary_data_survives_decode_and_encode() {
+        // Go strings hold any bytes: b64dec of binary data must b64enc back.
+        let bin = call("b64dec", vec![Value::str("AP/DqcM=")]);
+        assert_eq!(call("b64enc", vec![Value::string(bin.clone())]), "AP/DqcM=");
+        assert_eq!(call("b32enc", vec![Value::string(bin.clone())]), "AD74HKOD");
+        assert_eq!(
+            call("sha256sum", vec![Value::string(bin)]),
+            hex(&Sha256::digest([0x00, 0xff, 0xc3, 0xa9, 0xc3]))
         );
     }
 

@@ -12,9 +12,9 @@ use gotmpl::{Func, FuncError, FuncMap, MapKind, MapRef, Ty, Value};
 use super::conv::{fmt_v, i, reg, s, strslice, strval, INT};
 
 /// Bytes back to a Go string; slicing inside a UTF-8 sequence can split a
-/// rune, which Go keeps as raw bytes and we can only show lossily.
+/// rune, which Go keeps as raw bytes (see [`gotmpl::gostr`]).
 pub(crate) fn bytes_to_string(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
+    gotmpl::gostr::from_bytes(b).into_owned()
 }
 
 fn str_fn(m: &mut FuncMap, names: &[&str], f: fn(&str) -> String) {
@@ -260,7 +260,8 @@ fn slice_err(lo: i64, hi: i64, len: usize) -> FuncError {
 }
 
 fn substr(start: i64, end: i64, st: &str) -> Result<String, FuncError> {
-    let b = st.as_bytes();
+    let bytes = gotmpl::gostr::to_bytes(st);
+    let b: &[u8] = &bytes;
     let n = b.len() as i64;
     if start < 0 {
         if end < 0 || end > n {
@@ -285,7 +286,8 @@ fn substr(start: i64, end: i64, st: &str) -> Result<String, FuncError> {
 }
 
 fn trunc(c: i64, st: &str) -> String {
-    let b = st.as_bytes();
+    let bytes = gotmpl::gostr::to_bytes(st);
+    let b: &[u8] = &bytes;
     let n = b.len() as i64;
     if c < 0 && n + c > 0 {
         return bytes_to_string(&b[(n + c) as usize..]);
@@ -520,6 +522,11 @@ mod tests {
         assert_eq!(out("substr", vec![n(-1), n(3), "hello".into()]), "hel");
         assert_eq!(out("substr", vec![n(2), n(-1), "hello".into()]), "llo");
         assert_eq!(out("substr", vec![n(2), n(99), "hello".into()]), "llo");
+        // Cutting a character in half keeps the raw byte, as Go does.
+        let half = out("substr", vec![n(0), n(1), "é".into()]);
+        assert_eq!(gotmpl::gostr::to_bytes(&half).as_ref(), &[0xc3]);
+        let half = out("trunc", vec![n(1), "é".into()]);
+        assert_eq!(gotmpl::gostr::to_bytes(&half).as_ref(), &[0xc3]);
         assert!(call("substr", vec![n(3), n(2), "hello".into()]).is_err());
         assert_eq!(out("trunc", vec![n(5), "hello world".into()]), "hello");
         assert_eq!(out("trunc", vec![n(-5), "hello world".into()]), "world");

@@ -2,166 +2,23 @@
 //! carry Helm's ownership metadata, release Secrets have Helm's names and statuses,
 //! dropped objects are deleted, and another release's objects are refused.
 
-use std::path::{Path, PathBuf};
-use std::time::Duration;
+mod common;
 
-use apiserver::{Config, Server};
-use apply::{ActionOptions, Error, UninstallOptions};
+use apply::{Error, UninstallOptions};
+use common::*;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
+use k8s_openapi::api::core::v1::{ConfigMap, Service};
 use kube::api::{Api, PostParams};
-use kube::Client;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Map};
 
-const NS: &str = "default";
-
-const TEMPLATES: &str = r#"apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: {{ .Release.Name }}-cfg
-data:
-  greeting: {{ .Values.greeting | quote }}
----
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: {{ .Release.Name }}-web
-spec:
-  replicas: {{ .Values.replicas }}
-  selector: {matchLabels: {app: {{ .Release.Name }}}}
-  template:
-    metadata: {labels: {app: {{ .Release.Name }}}}
-    spec:
-      containers:
-      - name: web
-        image: nginx:1.25
-{{- if .Values.service }}
----
-apiVersion: v1
-kind: Service
-metadata:
-  name: {{ .Release.Name }}-svc
-spec:
-  selector: {app: {{ .Release.Name }}}
-  ports: [{port: 80, targetPort: 8080}]
-{{- end }}
-"#;
-
-const HOOK: &str = r#"apiVersion: batch/v1
-kind: Job
-metadata:
-  name: {{ .Release.Name }}-migrate
-  annotations:
-    helm.sh/hook: pre-install,pre-upgrade
-    helm.sh/hook-weight: "-1"
-    helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded
-spec:
-  template:
-    spec:
-      restartPolicy: Never
-      containers:
-      - name: migrate
-        image: busybox
-        command: ["true"]
-"#;
-
-async fn start() -> (Server, Client) {
-    let server = Server::start(Config {
-        simulate_readiness: true,
-        ..Config::default()
-    })
-    .await
-    .expect("server starts");
-    let client = server.client().expect("client");
-    (server, client)
-}
-
-fn write_chart(dir: &Path) -> PathBuf {
-    let chart = dir.join("demo");
-    std::fs::create_dir_all(chart.join("templates")).expect("chart dir");
-    std::fs::write(
-        chart.join("Chart.yaml"),
-        "apiVersion: v2\nname: demo\nversion: 0.1.0\nappVersion: \"1.0\"\n",
-    )
-    .expect("Chart.yaml");
-    std::fs::write(
-        chart.join("values.yaml"),
-        "greeting: hello\nreplicas: 1\nservice: true\n",
-    )
-    .expect("values.yaml");
-    std::fs::write(chart.join("templates/app.yaml"), TEMPLATES).expect("template");
-    std::fs::write(chart.join("templates/hook.yaml"), HOOK).expect("hook");
-    chart
-}
-
-fn values(v: Value) -> Map<String, Value> {
-    match v {
-        Value::Object(m) => m,
-        _ => Map::new(),
-    }
-}
-
-fn opts(name: &str) -> ActionOptions {
-    let mut o = ActionOptions::new(name, NS);
-    o.timeout = Duration::from_secs(20);
-    o
-}
-
-async fn record_status(client: &Client, name: &str, version: i64) -> Option<String> {
-    let secrets: Api<Secret> = Api::namespaced(client.clone(), NS);
-    let s = secrets
-        .get_opt(&format!("sh.helm.release.v1.{name}.v{version}"))
-        .await
-        .expect("read secret")?;
-    assert_eq!(s.type_.as_deref(), Some("helm.sh/release.v1"));
-    s.metadata.labels.and_then(|l| l.get("status").cloned())
-}
-
-/// The stored description of `name` v`version`.
-async fn record_description(client: &Client, name: &str, version: i64) -> String {
-    let store = release::Storage::new(std::sync::Arc::new(release::SecretDriver::for_namespace(
-        client.clone(),
-        NS,
-    )));
-    store
-        .get(name, version)
-        .await
-        .expect("record")
-        .info
-        .map(|i| i.description)
-        .unwrap_or_default()
-}
-
-fn assert_owned(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta, release: &str) {
-    let ann = meta.annotations.clone().unwrap_or_default();
-    assert_eq!(
-        ann.get("meta.helm.sh/release-name").map(String::as_str),
-        Some(release)
-    );
-    assert_eq!(
-        ann.get("meta.helm.sh/release-namespace")
-            .map(String::as_str),
-        Some(NS)
-    );
-    let labels = meta.labels.clone().unwrap_or_default();
-    assert_eq!(
-        labels
-            .get("app.kubernetes.io/managed-by")
-            .map(String::as_str),
-        Some("Helm")
-    );
-}
+/// Deletes the migrate hook's Job once it succeeds, so tests can see that policy applied.
+const DELETE_SUCCEEDED_HOOK: &str = "before-hook-creation,hook-succeeded";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn install_upgrade_rollback_uninstall() {
     let (server, client) = start().await;
-    let dir = server
-        .kubeconfig_path()
-        .parent()
-        .expect("dir")
-        .to_path_buf();
-    let chart_dir = write_chart(&dir);
+    let chart_dir = write_chart_in(&server_dir(&server), DELETE_SUCCEEDED_HOOK);
     let load = || chart::loader::load(&chart_dir).expect("chart loads");
 
     // Install.
@@ -239,10 +96,7 @@ async fn install_upgrade_rollback_uninstall() {
         Some("superseded")
     );
     // Like Helm, superseding changes only the status, not the description.
-    assert_eq!(
-        record_description(&client, "demo", 1).await,
-        "Install complete"
-    );
+    assert_eq!(description(&client, "demo", 1).await, "Install complete");
     assert_eq!(
         record_status(&client, "demo", 2).await.as_deref(),
         Some("deployed")
@@ -276,10 +130,7 @@ async fn install_upgrade_rollback_uninstall() {
         record_status(&client, "demo", 2).await.as_deref(),
         Some("superseded")
     );
-    assert_eq!(
-        record_description(&client, "demo", 2).await,
-        "Upgrade complete"
-    );
+    assert_eq!(description(&client, "demo", 2).await, "Upgrade complete");
     assert_eq!(
         record_status(&client, "demo", 3).await.as_deref(),
         Some("deployed")
@@ -315,12 +166,7 @@ async fn install_upgrade_rollback_uninstall() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn refuses_objects_of_another_release() {
     let (server, client) = start().await;
-    let dir = server
-        .kubeconfig_path()
-        .parent()
-        .expect("dir")
-        .to_path_buf();
-    let chart_dir = write_chart(&dir);
+    let chart_dir = write_chart_in(&server_dir(&server), DELETE_SUCCEEDED_HOOK);
     let load = || chart::loader::load(&chart_dir).expect("chart loads");
 
     // A ConfigMap named as our release's, owned by release "other".
@@ -420,22 +266,19 @@ data: {a: b}
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn crds_keep_policy_and_keep_history() {
     let (server, client) = start().await;
-    let dir = server
-        .kubeconfig_path()
-        .parent()
-        .expect("dir")
-        .to_path_buf();
-    let chart_dir = dir.join("widgets");
-    std::fs::create_dir_all(chart_dir.join("templates")).expect("dir");
-    std::fs::create_dir_all(chart_dir.join("crds")).expect("dir");
-    std::fs::write(
-        chart_dir.join("Chart.yaml"),
-        "apiVersion: v2\nname: widgets\nversion: 1.0.0\n",
-    )
-    .expect("Chart.yaml");
-    std::fs::write(chart_dir.join("values.yaml"), "size: 1\nkept: true\n").expect("values");
-    std::fs::write(chart_dir.join("crds/widget.yaml"), CRD).expect("crd");
-    std::fs::write(chart_dir.join("templates/all.yaml"), CR_AND_KEPT).expect("template");
+    let chart_dir = write_chart_files(
+        &server_dir(&server),
+        "widgets",
+        &[
+            (
+                "Chart.yaml",
+                "apiVersion: v2\nname: widgets\nversion: 1.0.0\n",
+            ),
+            ("values.yaml", "size: 1\nkept: true\n"),
+            ("crds/widget.yaml", CRD),
+            ("templates/all.yaml", CR_AND_KEPT),
+        ],
+    );
     let load = || chart::loader::load(&chart_dir).expect("chart loads");
 
     apply::install(client.clone(), load(), Map::new(), &opts("w"))
@@ -490,23 +333,17 @@ async fn crds_keep_policy_and_keep_history() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unknown_kind_fails_the_release() {
     let (server, client) = start().await;
-    let dir = server
-        .kubeconfig_path()
-        .parent()
-        .expect("dir")
-        .to_path_buf();
-    let chart_dir = dir.join("bad");
-    std::fs::create_dir_all(chart_dir.join("templates")).expect("dir");
-    std::fs::write(
-        chart_dir.join("Chart.yaml"),
-        "apiVersion: v2\nname: bad\nversion: 1.0.0\n",
-    )
-    .expect("Chart.yaml");
-    std::fs::write(
-        chart_dir.join("templates/x.yaml"),
-        "apiVersion: nowhere.example.com/v1\nkind: Gadget\nmetadata:\n  name: g\n",
-    )
-    .expect("template");
+    let chart_dir = write_chart_files(
+        &server_dir(&server),
+        "bad",
+        &[
+            ("Chart.yaml", "apiVersion: v2\nname: bad\nversion: 1.0.0\n"),
+            (
+                "templates/x.yaml",
+                "apiVersion: nowhere.example.com/v1\nkind: Gadget\nmetadata:\n  name: g\n",
+            ),
+        ],
+    );
     let chart = chart::loader::load(&chart_dir).expect("chart loads");
     let err = apply::install(client.clone(), chart, Map::new(), &opts("bad"))
         .await
@@ -525,12 +362,7 @@ async fn unknown_kind_fails_the_release() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn upgrades_prune_history_to_max_history() {
     let (server, client) = start().await;
-    let dir = server
-        .kubeconfig_path()
-        .parent()
-        .expect("dir")
-        .to_path_buf();
-    let chart_dir = write_chart(&dir);
+    let chart_dir = write_chart_in(&server_dir(&server), DELETE_SUCCEEDED_HOOK);
     let load = || chart::loader::load(&chart_dir).expect("chart loads");
     let mut o = opts("p");
     o.max_history = 2;

@@ -723,6 +723,23 @@ fn upgrade_values(a: &UpgradeArgs, given: Values, current: Option<&Release>) -> 
     given
 }
 
+/// With `--reuse-values` (and not `--reset-values`), Helm renders the new
+/// chart with the *old* release's coalesced values as the chart's defaults:
+/// the last chart's `values.yaml` with the last user values over it. New
+/// defaults of the new chart version are therefore not seen, which is why
+/// Helm added `--reset-then-reuse-values`.
+fn reused_chart_defaults(a: &UpgradeArgs, current: Option<&Release>) -> Option<Values> {
+    if !a.reuse_values || a.reset_values {
+        return None;
+    }
+    let current = current?;
+    let old_defaults = current.chart.as_ref()?.values.clone().unwrap_or_default();
+    let mut vals = current.config.clone();
+    let mut warn = chart::values::Warnings(Vec::new());
+    chart::values::coalesce_tables(&mut vals, old_defaults, &mut warn);
+    Some(vals)
+}
+
 async fn upgrade(a: UpgradeArgs) -> anyhow::Result<String> {
     let chart = load_chart(&a.chart)?;
     let given = a.values.merged().map_err(|e| failed("UPGRADE FAILED", e))?;
@@ -767,6 +784,10 @@ async fn upgrade(a: UpgradeArgs) -> anyhow::Result<String> {
         _ => store.last(&a.name).await.ok().flatten(),
     };
     let values = upgrade_values(&a, given, current.as_ref());
+    let mut chart = chart;
+    if let Some(defaults) = reused_chart_defaults(&a, current.as_ref()) {
+        chart.values = defaults;
+    }
     if a.action.dry_run.is_some() {
         let next = history.last().map_or(1, |m| m.version + 1);
         let rel = dry_run_release(
@@ -1192,6 +1213,35 @@ mod tests {
             Some(&cur)
         )
         .is_empty());
+    }
+
+    #[test]
+    fn reuse_values_renders_with_the_last_releases_defaults() {
+        let obj = |v: Value| v.as_object().cloned().unwrap_or_default();
+        let cur = Release {
+            config: obj(json!({"replicas": 3})),
+            chart: Some(release::record::Chart {
+                values: Some(obj(json!({"replicas": 1, "image": "web:1"}))),
+                ..Default::default()
+            }),
+            ..Release::default()
+        };
+        let defaults = reused_chart_defaults(&upgrade_args(&["--reuse-values"]), Some(&cur));
+        assert_eq!(
+            defaults.map(Value::Object),
+            Some(json!({"replicas": 3, "image": "web:1"}))
+        );
+        // The new chart's own defaults are used otherwise.
+        for flags in [
+            &[][..],
+            &["--reset-then-reuse-values"][..],
+            &["--reuse-values", "--reset-values"][..],
+        ] {
+            assert_eq!(
+                reused_chart_defaults(&upgrade_args(flags), Some(&cur)),
+                None
+            );
+        }
     }
 
     #[test]

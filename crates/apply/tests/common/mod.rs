@@ -10,6 +10,7 @@ use std::time::Duration;
 use apiserver::{Config, Server};
 use apply::ActionOptions;
 use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::Api;
 use kube::Client;
 use serde_json::{json, Map, Value};
@@ -72,6 +73,7 @@ spec:
 {{- end }}
 "#;
 
+/// The migrate hook; `write_chart_in` fills in `{delete_policy}`.
 pub const HOOK: &str = r#"apiVersion: batch/v1
 kind: Job
 metadata:
@@ -79,7 +81,7 @@ metadata:
   annotations:
     helm.sh/hook: pre-install,pre-upgrade
     helm.sh/hook-weight: "-1"
-    helm.sh/hook-delete-policy: before-hook-creation
+    helm.sh/hook-delete-policy: {delete_policy}
 spec:
   template:
     spec:
@@ -116,32 +118,58 @@ pub async fn start() -> (Server, Client) {
     (server, client)
 }
 
-/// Writes the `demo` chart next to the server's kubeconfig and returns its path.
-pub fn write_chart(server: &Server) -> PathBuf {
-    let dir = server
+/// The migrate hook's delete policy that leaves its Job in place after it succeeds, so
+/// tests can look at it.
+pub const KEEP_HOOK_JOB: &str = "before-hook-creation";
+
+/// The server's temporary directory: tests write their charts there so they are removed
+/// with the server.
+pub fn server_dir(server: &Server) -> PathBuf {
+    server
         .kubeconfig_path()
         .parent()
         .expect("dir")
-        .to_path_buf();
-    write_chart_in(&dir)
+        .to_path_buf()
 }
 
-pub fn write_chart_in(dir: &Path) -> PathBuf {
-    let chart = dir.join("demo");
-    std::fs::create_dir_all(chart.join("templates")).expect("chart dir");
-    std::fs::write(
-        chart.join("Chart.yaml"),
-        "apiVersion: v2\nname: demo\nversion: 0.1.0\nappVersion: \"1.0\"\n",
+/// Writes the `demo` chart next to the server's kubeconfig and returns its path.
+pub fn write_chart(server: &Server) -> PathBuf {
+    write_chart_in(&server_dir(server), KEEP_HOOK_JOB)
+}
+
+/// Writes the `demo` chart into `dir`, its migrate hook deleted per `hook_delete_policy`.
+pub fn write_chart_in(dir: &Path, hook_delete_policy: &str) -> PathBuf {
+    let hook = HOOK.replace("{delete_policy}", hook_delete_policy);
+    write_chart_files(
+        dir,
+        "demo",
+        &[
+            (
+                "Chart.yaml",
+                "apiVersion: v2\nname: demo\nversion: 0.1.0\nappVersion: \"1.0\"\n",
+            ),
+            (
+                "values.yaml",
+                "greeting: hello\nreplicas: 1\nservice: true\npvc: false\njob: false\n",
+            ),
+            ("templates/app.yaml", TEMPLATES),
+            ("templates/hook.yaml", &hook),
+            ("templates/tests.yaml", TEST_HOOK),
+        ],
     )
-    .expect("Chart.yaml");
-    std::fs::write(
-        chart.join("values.yaml"),
-        "greeting: hello\nreplicas: 1\nservice: true\npvc: false\njob: false\n",
-    )
-    .expect("values.yaml");
-    std::fs::write(chart.join("templates/app.yaml"), TEMPLATES).expect("template");
-    std::fs::write(chart.join("templates/hook.yaml"), HOOK).expect("hook");
-    std::fs::write(chart.join("templates/tests.yaml"), TEST_HOOK).expect("test hook");
+}
+
+/// Writes chart `name` into `dir` from `(path in the chart, content)` pairs and returns
+/// its path.
+pub fn write_chart_files(dir: &Path, name: &str, files: &[(&str, &str)]) -> PathBuf {
+    let chart = dir.join(name);
+    for (path, content) in files {
+        let file = chart.join(path);
+        if let Some(parent) = file.parent() {
+            std::fs::create_dir_all(parent).expect("chart dir");
+        }
+        std::fs::write(&file, content).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+    }
     chart
 }
 
@@ -167,8 +195,11 @@ pub async fn record_secret(client: &Client, name: &str, version: i64) -> Option<
         .expect("read secret")
 }
 
+/// The `status` label of record `name` v`version`, checking the record is Helm's kind of
+/// Secret so Helm can read it.
 pub async fn record_status(client: &Client, name: &str, version: i64) -> Option<String> {
     let s = record_secret(client, name, version).await?;
+    assert_eq!(s.type_.as_deref(), Some("helm.sh/release.v1"));
     s.metadata.labels.and_then(|l| l.get("status").cloned())
 }
 
@@ -187,6 +218,27 @@ pub async fn description(client: &Client, name: &str, version: i64) -> String {
         .info
         .map(|i| i.description)
         .unwrap_or_default()
+}
+
+/// Asserts `meta` carries Helm's ownership metadata for `release` in [`NS`].
+pub fn assert_owned(meta: &ObjectMeta, release: &str) {
+    let ann = meta.annotations.clone().unwrap_or_default();
+    assert_eq!(
+        ann.get("meta.helm.sh/release-name").map(String::as_str),
+        Some(release)
+    );
+    assert_eq!(
+        ann.get("meta.helm.sh/release-namespace")
+            .map(String::as_str),
+        Some(NS)
+    );
+    let labels = meta.labels.clone().unwrap_or_default();
+    assert_eq!(
+        labels
+            .get("app.kubernetes.io/managed-by")
+            .map(String::as_str),
+        Some("Helm")
+    );
 }
 
 /// Decides whether to fail a request: `Some((code, message))` answers with that error.

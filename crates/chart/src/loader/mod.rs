@@ -167,19 +167,25 @@ fn walk(
     rules: &ignore::Rules,
     out: &mut Vec<BufferedFile>,
 ) -> Result<(), LoadError> {
-    let mut entries: Vec<(String, std::path::PathBuf)> = std::fs::read_dir(dir)
-        .map_err(|e| io_err(dir, e))?
-        .filter_map(|e| e.ok())
-        .map(|e| (e.file_name().to_string_lossy().into_owned(), e.path()))
-        .collect();
-    entries.sort();
-    for (name, path) in entries {
+    // The directory listing already says what each entry is; only
+    // symlinks (which Helm follows) need a stat of their own.
+    let mut entries: Vec<(String, std::path::PathBuf, Option<std::fs::FileType>)> =
+        std::fs::read_dir(dir)
+            .map_err(|e| io_err(dir, e))?
+            .filter_map(|e| e.ok())
+            .map(|e| {
+                let kind = e.file_type().ok().filter(|t| !t.is_symlink());
+                (e.file_name().to_string_lossy().into_owned(), e.path(), kind)
+            })
+            .collect();
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    for (name, path, kind) in entries {
         let n = if rel.is_empty() {
             name.clone()
         } else {
             format!("{rel}/{name}")
         };
-        let meta = match std::fs::metadata(&path) {
+        let meta = match kind.map_or_else(|| std::fs::metadata(&path).map(|m| m.file_type()), Ok) {
             Ok(m) => m,
             Err(e) => {
                 // A broken symlink that .helmignore skips is fine.

@@ -85,8 +85,16 @@ pub struct ActionFlags {
     /// Labels added to the release record (key1=val1,key2=val2).
     #[arg(long, value_delimiter = ',')]
     pub labels: Vec<String>,
-    /// Render and print what would be applied, change nothing (`client` or `server`).
-    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "client")]
+    /// Render and print what would be applied, change nothing: `client`
+    /// renders offline (no `lookup`, default capabilities), `server` lets
+    /// `lookup` and capability discovery reach the cluster.
+    #[arg(
+        long,
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "client",
+        value_parser = ["client", "server", "none"]
+    )]
     pub dry_run: Option<String>,
     /// Kubernetes version for .Capabilities (e.g. v1.29.0).
     #[arg(long)]
@@ -656,8 +664,18 @@ async fn run_install(
     create_namespace: bool,
     output: OutputFormat,
 ) -> anyhow::Result<String> {
-    if flags.dry_run.is_some() {
-        let rel = dry_run_release(chart, values, opts, 1, false, Status::PendingInstall).await?;
+    if let Some(mode) = dry_run_mode(flags) {
+        let client = (mode == DryRun::Server).then_some(client);
+        let rel = dry_run_release(
+            client,
+            chart,
+            values,
+            opts,
+            1,
+            false,
+            Status::PendingInstall,
+        )
+        .await?;
         return status_output(&rel, output, true);
     }
     check_write_driver()?;
@@ -674,8 +692,25 @@ async fn run_install(
     status_output(&rel, output, false)
 }
 
-/// The record an action would write, for `--dry-run`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum DryRun {
+    Client,
+    Server,
+}
+
+/// Helm's `--dry-run` modes; `none` (like no flag) is a real run.
+fn dry_run_mode(flags: &ActionFlags) -> Option<DryRun> {
+    match flags.dry_run.as_deref() {
+        None | Some("none") => None,
+        Some("server") => Some(DryRun::Server),
+        Some(_) => Some(DryRun::Client),
+    }
+}
+
+/// The record an action would write, for `--dry-run`. With a `client`
+/// (server mode) the render sees the cluster, as the real action's does.
 async fn dry_run_release(
+    client: Option<&Client>,
     chart: chart::loader::Chart,
     values: Values,
     opts: &ActionOptions,
@@ -684,7 +719,12 @@ async fn dry_run_release(
     status: Status,
 ) -> anyhow::Result<Release> {
     let chart_rec = apply::record::chart_record(&chart);
-    let rendered = apply::render(chart, values.clone(), opts, version, is_upgrade).await?;
+    let rendered = match client {
+        Some(c) => {
+            apply::render_in_cluster(c, chart, values.clone(), opts, version, is_upgrade).await?
+        }
+        None => apply::render(chart, values.clone(), opts, version, is_upgrade).await?,
+    };
     Ok(apply::record::new_release(
         &opts.name,
         &opts.namespace,
@@ -788,9 +828,10 @@ async fn upgrade(a: UpgradeArgs) -> anyhow::Result<String> {
     if let Some(defaults) = reused_chart_defaults(&a, current.as_ref()) {
         chart.values = defaults;
     }
-    if a.action.dry_run.is_some() {
+    if let Some(mode) = dry_run_mode(&a.action) {
         let next = history.last().map_or(1, |m| m.version + 1);
         let rel = dry_run_release(
+            (mode == DryRun::Server).then_some(&client),
             chart.clone(),
             values.clone(),
             &opts,
@@ -1251,5 +1292,22 @@ mod tests {
         let a = upgrade_args(&["--dry-run=server", "--timeout", "90s"]);
         assert_eq!(a.action.dry_run.as_deref(), Some("server"));
         assert_eq!(a.action.timeout, Duration::from_secs(90));
+    }
+
+    #[test]
+    fn dry_run_modes_follow_helm() {
+        let mode = |flags: &[&str]| dry_run_mode(&upgrade_args(flags).action);
+        assert_eq!(mode(&[]), None);
+        assert_eq!(mode(&["--dry-run=none"]), None);
+        assert_eq!(mode(&["--dry-run"]), Some(DryRun::Client));
+        assert_eq!(mode(&["--dry-run=client"]), Some(DryRun::Client));
+        assert_eq!(mode(&["--dry-run=server"]), Some(DryRun::Server));
+        use clap::Parser;
+        #[derive(clap::Parser)]
+        struct T {
+            #[command(flatten)]
+            a: UpgradeArgs,
+        }
+        assert!(T::try_parse_from(["t", "web", "./chart", "--dry-run=later"]).is_err());
     }
 }

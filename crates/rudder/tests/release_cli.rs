@@ -697,3 +697,90 @@ async fn helm_and_rudder_act_on_each_others_releases() {
     assert_eq!(read["list"], serde_json::json!([]), "{read}");
     server.stop().await;
 }
+
+/// A chart of one ConfigMap, `<release>-data`, whose `data` is the given
+/// template lines.
+fn write_data_chart(dir: &Path, name: &str, values: &str, data: &str) -> PathBuf {
+    let chart = dir.join(name);
+    std::fs::create_dir_all(chart.join("templates")).expect("chart dir");
+    std::fs::write(
+        chart.join("Chart.yaml"),
+        "apiVersion: v2\nname: data\nversion: 0.1.0\n",
+    )
+    .expect("Chart.yaml");
+    std::fs::write(chart.join("values.yaml"), values).expect("values");
+    std::fs::write(
+        chart.join("templates/cm.yaml"),
+        format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{{{ .Release.Name }}}}-data\ndata:\n{data}"
+        ),
+    )
+    .expect("template");
+    chart
+}
+
+async fn config_data(client: &kube::Client, name: &str) -> Value {
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let cm = api.get(name).await.expect("ConfigMap exists");
+    serde_json::to_value(cm.data.unwrap_or_default()).expect("json")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dry_run_server_lets_lookup_see_the_cluster() {
+    let server = start().await;
+    let client = server.client().expect("client");
+    let kc = server.kubeconfig_path().to_path_buf();
+    let chart = write_data_chart(
+        kc.parent().expect("dir"),
+        "peek",
+        "{}\n",
+        "  seen: {{ dig \"data\" \"k\" \"none\" (lookup \"v1\" \"ConfigMap\" .Release.Namespace \"existing\") | quote }}\n",
+    );
+    let chart = chart.to_str().expect("utf-8 path");
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let existing: ConfigMap = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "existing"},
+        "data": {"k": "live"}
+    }))
+    .expect("ConfigMap");
+    api.create(&Default::default(), &existing)
+        .await
+        .expect("create ConfigMap");
+
+    // Helm: client mode makes no cluster connections, server mode may.
+    let out = ok(&kc, &["install", "peek", chart, "--dry-run"]).await;
+    assert!(out.contains("seen: \"none\""), "{out}");
+    let out = ok(&kc, &["install", "peek", chart, "--dry-run=server"]).await;
+    assert!(out.contains("seen: \"live\""), "{out}");
+    ok(&kc, &["install", "peek", chart]).await;
+    let out = ok(&kc, &["upgrade", "peek", chart, "--dry-run=server"]).await;
+    assert!(out.contains("seen: \"live\""), "{out}");
+    assert!(api.get_opt("peek-data").await.expect("get").is_some());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reuse_values_keeps_the_last_charts_defaults_like_helm() {
+    let server = start().await;
+    let client = server.client().expect("client");
+    let kc = server.kubeconfig_path().to_path_buf();
+    let dir = kc.parent().expect("dir");
+    let data = "  message: {{ .Values.message | quote }}\n  extra: {{ .Values.extra | quote }}\n  added: {{ .Values.added | default \"missing\" | quote }}\n";
+    let v1 = write_data_chart(dir, "v1", "message: one\nextra: a\n", data);
+    let v2 = write_data_chart(dir, "v2", "message: one\nextra: b\nadded: new\n", data);
+    let (v1, v2) = (v1.to_str().expect("utf-8"), v2.to_str().expect("utf-8"));
+
+    ok(&kc, &["install", "web", v1, "--set", "message=two"]).await;
+    // --reuse-values: the new chart is rendered with the old coalesced
+    // values as its defaults, so v2's new defaults are not seen.
+    ok(&kc, &["upgrade", "web", v2, "--reuse-values"]).await;
+    assert_eq!(
+        config_data(&client, "web-data").await,
+        serde_json::json!({"message": "two", "extra": "a", "added": "missing"})
+    );
+    // --reset-then-reuse-values: v2's defaults, the last user values over them.
+    ok(&kc, &["upgrade", "web", v2, "--reset-then-reuse-values"]).await;
+    assert_eq!(
+        config_data(&client, "web-data").await,
+        serde_json::json!({"message": "two", "extra": "b", "added": "new"})
+    );
+}

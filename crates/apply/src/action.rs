@@ -73,6 +73,9 @@ pub struct ActionOptions {
     pub labels: BTreeMap<String, String>,
     /// Called on every object before anything is written; an error refuses the action.
     pub transform: Option<Transform>,
+    /// Reuse discovery results across actions (a controller's many releases);
+    /// `None` discovers afresh for every action, as `helm` does.
+    pub discovery: Option<Arc<capabilities::DiscoveryCache>>,
 }
 
 /// Changes (or refuses) each object of a release before it is applied: the operator
@@ -129,6 +132,7 @@ impl ActionOptions {
             rollback_on_failure: false,
             labels: BTreeMap::new(),
             transform: None,
+            discovery: None,
         }
     }
 
@@ -227,12 +231,14 @@ pub async fn render_in_cluster(
         );
         return render_with(chart, values, opts, caps, lookup, revision, is_upgrade).await;
     }
-    let found = capabilities::discover(client)
-        .await
-        .map_err(|source| Error::Discovery {
-            release: opts.name.clone(),
-            source,
-        })?;
+    let found = match &opts.discovery {
+        Some(cache) => cache.get(client).await,
+        None => capabilities::discover(client).await,
+    }
+    .map_err(|source| Error::Discovery {
+        release: opts.name.clone(),
+        source,
+    })?;
     // Like Helm: the discovered set alone (the defaults only when discovery found none).
     let exact = !found.api_versions.is_empty();
     let caps = (Some(found.kube_version), found.api_versions, exact);

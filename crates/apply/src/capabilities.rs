@@ -4,6 +4,7 @@
 //! discovery (`/api`, `/apis` and each group version's resource list).
 
 use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
 
 use kube::Client;
 
@@ -107,6 +108,46 @@ pub async fn discover(client: &Client) -> Result<Capabilities, DiscoveryError> {
         kube_version: info.git_version,
         api_versions: set.into_iter().collect(),
     })
+}
+
+/// Discovery results reused for a while, so that a controller upgrading many
+/// releases does not send one request per served group version for each of
+/// them (the Go helm-operator keeps a memory-cached discovery client for the
+/// same reason). Release upgrades are decided by their inputs, not by the
+/// cluster's APIs, so an API that appears is seen by the next action after
+/// the cache expires.
+#[derive(Debug)]
+pub struct DiscoveryCache {
+    ttl: Duration,
+    slot: tokio::sync::Mutex<Option<(Instant, Capabilities)>>,
+}
+
+impl DiscoveryCache {
+    pub fn new(ttl: Duration) -> Self {
+        DiscoveryCache {
+            ttl,
+            slot: tokio::sync::Mutex::new(None),
+        }
+    }
+
+    /// The cluster's capabilities: remembered ones while younger than the
+    /// TTL, else discovered afresh. Concurrent callers share one discovery.
+    pub async fn get(&self, client: &Client) -> Result<Capabilities, DiscoveryError> {
+        let mut slot = self.slot.lock().await;
+        if let Some((at, caps)) = slot.as_ref() {
+            if at.elapsed() < self.ttl {
+                return Ok(caps.clone());
+            }
+        }
+        let caps = discover(client).await?;
+        *slot = Some((Instant::now(), caps.clone()));
+        Ok(caps)
+    }
+
+    /// Forgets what was discovered (after a CRD was installed, say).
+    pub async fn invalidate(&self) {
+        *self.slot.lock().await = None;
+    }
 }
 
 #[cfg(test)]

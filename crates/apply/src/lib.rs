@@ -18,6 +18,6 @@ pub use action::{
     same_manifest, test, uninstall, upgrade, ActionOptions, RepairReport, Transform, TransformFn,
     UninstallOptions, UpgradeDiff,
 };
-pub use capabilities::{discover, Capabilities, DiscoveryError};
+pub use capabilities::{discover, Capabilities, DiscoveryCache, DiscoveryError};
 pub use cluster::{ApplyOptions, Kube, ObjectRef, Owner, FIELD_MANAGER};
 pub use error::{Error, Result};

@@ -278,3 +278,56 @@ async fn discovery_failures() {
         .expect("install despite a broken group");
     server.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_discovery_cache_is_reused_until_it_expires_or_is_invalidated() {
+    let (server, client) = start().await;
+    let chart = write_chart(&chart_dir(&server), "cached", None);
+    let load = || chart::loader::load(&chart).expect("chart loads");
+    let cache = Arc::new(apply::DiscoveryCache::new(Duration::from_secs(3600)));
+    let mut cached = opts("cached");
+    cached.discovery = Some(cache.clone());
+
+    apply::install(client.clone(), load(), Map::new(), &cached)
+        .await
+        .expect("install");
+    assert_eq!(
+        caps_data(&client, "cached")
+            .await
+            .get("crdKind")
+            .map(String::as_str),
+        Some("false")
+    );
+    create_crd(&client).await;
+    // Within the TTL the remembered discovery is used: the new CRD is not seen.
+    apply::upgrade(client.clone(), load(), Map::new(), &cached)
+        .await
+        .expect("upgrade");
+    assert_eq!(
+        caps_data(&client, "cached")
+            .await
+            .get("crdKind")
+            .map(String::as_str),
+        Some("false")
+    );
+    cache.invalidate().await;
+    apply::upgrade(client.clone(), load(), Map::new(), &cached)
+        .await
+        .expect("upgrade after invalidate");
+    assert_eq!(
+        caps_data(&client, "cached")
+            .await
+            .get("crdKind")
+            .map(String::as_str),
+        Some("true")
+    );
+
+    // An expired cache discovers again.
+    let expired = apply::DiscoveryCache::new(Duration::ZERO);
+    let first = expired.get(&client).await.expect("discovery");
+    assert!(first
+        .api_versions
+        .iter()
+        .any(|v| v == "capstest.example.com/v1/Gadget"));
+    server.stop().await;
+}

@@ -107,7 +107,7 @@ impl Metadata {
         };
         let d = Decoder {
             file,
-            strukt: "Metadata",
+            strukt: "Metadata".into(),
         };
         for (key, val) in fields(obj) {
             match key.as_str() {
@@ -348,7 +348,14 @@ impl Dependency {
         let Some(obj) = object_or_null(val, strukt, file)? else {
             return Ok(None);
         };
-        let d = Decoder { file, strukt };
+        // Go names the innermost struct, then the whole field path.
+        let d = Decoder {
+            file,
+            strukt: match strukt.split_once('.') {
+                Some((_, path)) => format!("Dependency.{path}"),
+                None => strukt.to_string(),
+            },
+        };
         let mut dep = Dependency::default();
         for (key, val) in fields(obj) {
             match key.as_str() {
@@ -381,7 +388,7 @@ impl Lock {
         };
         let d = Decoder {
             file,
-            strukt: "Lock",
+            strukt: "Lock".into(),
         };
         for (key, val) in fields(obj) {
             match key.as_str() {
@@ -463,7 +470,37 @@ pub(crate) fn json_kind(v: &Json) -> &'static str {
 
 struct Decoder<'a> {
     file: &'a str,
-    strukt: &'a str,
+    /// Go's error context: the innermost struct's name, then the JSON path
+    /// down to it (`Dependency.dependencies`).
+    strukt: String,
+}
+
+/// The JSON tag of a field [`fields`] matched under its lowered name, as Go
+/// names it in decode errors.
+fn json_tag(lowered: &str) -> &str {
+    match lowered {
+        "apiversion" => "apiVersion",
+        "appversion" => "appVersion",
+        "kubeversion" => "kubeVersion",
+        other => other,
+    }
+}
+
+/// sigs.k8s.io/yaml converts a YAML scalar decoded into a Go string field
+/// to text before the JSON step (why `appVersion: 1.10` reads as "1.1"):
+/// floats the way `strconv.FormatFloat(f, 'g', -1, 32)` writes them.
+fn scalar_text(v: &Json) -> Option<String> {
+    match v {
+        Json::String(s) => Some(s.clone()),
+        Json::Bool(b) => Some(b.to_string()),
+        Json::Number(n) => Some(match (n.as_i64(), n.as_u64(), n.as_f64()) {
+            (Some(i), _, _) => i.to_string(),
+            (None, Some(u), _) => u.to_string(),
+            (None, None, Some(f)) => crate::json::format_float_g32(f),
+            (None, None, None) => n.to_string(),
+        }),
+        _ => None,
+    }
 }
 
 impl Decoder<'_> {
@@ -474,7 +511,7 @@ impl Decoder<'_> {
                 "error unmarshaling JSON: while decoding JSON: json: cannot unmarshal {} into Go struct field {}.{} of type {}",
                 json_kind(got),
                 self.strukt,
-                field,
+                json_tag(field),
                 want
             ),
         }
@@ -483,11 +520,13 @@ impl Decoder<'_> {
     fn string(&self, field: &str, v: &Json, out: &mut String) -> Result<(), ChartfileError> {
         match v {
             Json::Null => Ok(()),
-            Json::String(s) => {
-                *out = s.clone();
-                Ok(())
-            }
-            other => Err(self.mismatch(field, other, "string")),
+            other => match scalar_text(other) {
+                Some(s) => {
+                    *out = s;
+                    Ok(())
+                }
+                None => Err(self.mismatch(field, other, "string")),
+            },
         }
     }
 
@@ -513,8 +552,10 @@ impl Decoder<'_> {
                 for it in items {
                     match it {
                         Json::Null => res.push(String::new()),
-                        Json::String(s) => res.push(s.clone()),
-                        other => return Err(self.mismatch(field, other, "string")),
+                        other => match scalar_text(other) {
+                            Some(s) => res.push(s),
+                            None => return Err(self.mismatch(field, other, "string")),
+                        },
                     }
                 }
                 *out = res;
@@ -542,10 +583,12 @@ impl Decoder<'_> {
                         Json::Null => {
                             m.insert(k.clone(), String::new());
                         }
-                        Json::String(s) => {
-                            m.insert(k.clone(), s.clone());
-                        }
-                        other => return Err(self.mismatch(field, other, "string")),
+                        other => match scalar_text(other) {
+                            Some(s) => {
+                                m.insert(k.clone(), s);
+                            }
+                            None => return Err(self.mismatch(field, other, "string")),
+                        },
                     }
                 }
                 Ok(())
@@ -568,7 +611,7 @@ impl Decoder<'_> {
             };
             let d = Decoder {
                 file: self.file,
-                strukt: "Metadata.maintainers",
+                strukt: "Maintainer.maintainers".into(),
             };
             let mut m = Maintainer::default();
             for (key, val) in fields(obj) {
@@ -700,10 +743,37 @@ mod tests {
 
     #[test]
     fn wrong_types_are_decode_errors() {
-        let e = Metadata::parse("apiVersion: v2\nname: x\nversion: 1.0\n").unwrap_err();
+        let e = Metadata::parse("apiVersion: v2\nname: x\nappVersion: [1]\n").unwrap_err();
         assert!(e.to_string().contains(
-            "cannot unmarshal number into Go struct field Metadata.version of type string"
+            "cannot unmarshal array into Go struct field Metadata.appVersion of type string"
         ));
+        let e = Metadata::parse("name: x\ndependencies: [{name: a, version: {}}]\n").unwrap_err();
+        assert!(e.to_string().contains(
+            "cannot unmarshal object into Go struct field Dependency.dependencies.version of type string"
+        ));
+        let e = Metadata::parse("name: x\nmaintainers: [{name: [1]}]\n").unwrap_err();
+        assert!(e
+            .to_string()
+            .contains("Go struct field Maintainer.maintainers.name of type string"));
+    }
+
+    #[test]
+    fn scalars_in_string_fields_become_text() {
+        let md = Metadata::parse(
+            "name: x\nversion: 1.0\nappVersion: 1.10\nkubeVersion: 3.14159265358979\n\
+             home: true\nicon: 0x10\ndescription: 1e-7\nkeywords: [1, 2.50]\n\
+             annotations: {a: 12345678901234567890}\ndependencies: [{name: d, version: 0.1}]\n",
+        )
+        .unwrap();
+        assert_eq!(md.version, "1");
+        assert_eq!(md.app_version, "1.1");
+        assert_eq!(md.kube_version, "3.1415927");
+        assert_eq!(md.home, "true");
+        assert_eq!(md.icon, "16");
+        assert_eq!(md.description, "1e-07");
+        assert_eq!(md.keywords, vec!["1", "2.5"]);
+        assert_eq!(md.annotations.unwrap()["a"], "12345678901234567890");
+        assert_eq!(md.dependencies[0].as_ref().unwrap().version, "0.1");
     }
 
     #[test]

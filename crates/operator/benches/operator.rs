@@ -521,6 +521,7 @@ fn main() {
             instance: None,
         },
         reconcile_period: Some(Duration::from_secs(3600)),
+        discovery: Arc::new(apply::DiscoveryCache::new(Duration::from_secs(60))),
     });
     let names: Vec<String> = (0..n).map(|i| format!("direct-{i}")).collect();
     driver.block_on(async {

@@ -88,6 +88,7 @@ fn context(client: &Client, watch: Watch) -> Arc<Context> {
             instance: None,
         },
         reconcile_period: Some(Duration::from_secs(600)),
+        discovery: Arc::new(apply::DiscoveryCache::new(Duration::from_secs(60))),
     })
 }
 
@@ -782,6 +783,7 @@ async fn status_goes_to_the_main_resource_without_a_status_subresource() {
             instance: None,
         },
         reconcile_period: None,
+        discovery: Arc::new(apply::DiscoveryCache::new(Duration::from_secs(60))),
     });
     let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), NS, &plain);
     let obj: DynamicObject = serde_json::from_value(json!({

@@ -51,7 +51,14 @@ pub struct Context {
     pub reporter: Reporter,
     /// The watch's `reconcilePeriod` or `--reconcile-period`.
     pub reconcile_period: Option<Duration>,
+    /// Cluster discovery shared by this watch's installs and upgrades.
+    pub discovery: Arc<apply::DiscoveryCache>,
 }
+
+/// How long a watch reuses what discovery found. Upgrades are decided by
+/// the inputs digest, not by the cluster's APIs, so this only bounds how
+/// stale `.Capabilities` may be when an upgrade does happen.
+pub const DISCOVERY_TTL: Duration = Duration::from_secs(60);
 
 /// What the controller should do after a successful reconcile.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -456,6 +463,7 @@ impl Run {
             (ROLLBACK_OF_LABEL.to_string(), "null".to_string()),
         ]);
         opts.transform = Some(transform::transform(Arc::new(self.policy())));
+        opts.discovery = Some(Arc::clone(&self.ctx.discovery));
         opts
     }
 

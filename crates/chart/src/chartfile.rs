@@ -261,16 +261,14 @@ impl Metadata {
         m.insert("Tags".into(), s(&self.tags));
         m.insert("AppVersion".into(), s(&self.app_version));
         m.insert("Deprecated".into(), Value::Bool(self.deprecated));
-        let ann: gotmpl::value::Map = self
-            .annotations
-            .iter()
-            .flatten()
-            .map(|(k, v)| (k.clone(), s(v)))
-            .collect();
-        m.insert(
-            "Annotations".into(),
-            Value::Map(MapRef::with_kind(ann, MapKind::String)),
-        );
+        let ann = match &self.annotations {
+            Some(a) => MapRef::with_kind(
+                a.iter().map(|(k, v)| (k.clone(), s(v))).collect(),
+                MapKind::String,
+            ),
+            None => MapRef::nil_of(MapKind::String),
+        };
+        m.insert("Annotations".into(), Value::Map(ann));
         m.insert("KubeVersion".into(), s(&self.kube_version));
         let deps = self
             .dependencies
@@ -774,6 +772,24 @@ mod tests {
         assert_eq!(md.keywords, vec!["1", "2.5"]);
         assert_eq!(md.annotations.unwrap()["a"], "12345678901234567890");
         assert_eq!(md.dependencies[0].as_ref().unwrap().version, "0.1");
+    }
+
+    #[test]
+    fn absent_annotations_are_a_nil_map() {
+        let md = Metadata::parse("apiVersion: v2\nname: t\nversion: 0.1.0\n").unwrap();
+        let v = md.template_value(true);
+        let ann = v.as_map().unwrap().get("Annotations").unwrap();
+        assert_eq!(crate::json::to_json(&ann).unwrap(), "null");
+        assert_eq!(crate::yaml::to_yaml(&ann).unwrap(), "null");
+        assert_eq!(gotmpl::gofmt::format_value(&ann), "map[]");
+        let md = Metadata::parse("name: t\nannotations: {}\n").unwrap();
+        let ann = md
+            .template_value(true)
+            .as_map()
+            .unwrap()
+            .get("Annotations")
+            .unwrap();
+        assert_eq!(crate::json::to_json(&ann).unwrap(), "{}");
     }
 
     #[test]

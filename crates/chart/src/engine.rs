@@ -154,13 +154,20 @@ impl Engine {
         m.insert(
             "required",
             Func::new(&[Ty::String, Ty::Any], |_, args| match &args[1] {
-                Value::Nil | Value::Invalid => {
-                    Err(FuncError::new(args[0].as_str().unwrap_or_default()))
-                }
-                Value::String(s) if s.is_empty() => {
-                    Err(FuncError::new(args[0].as_str().unwrap_or_default()))
-                }
+                Value::Nil | Value::Invalid => Err(FuncError::new(warn_wrap(
+                    args[0].as_str().unwrap_or_default(),
+                ))),
+                Value::String(s) if s.is_empty() => Err(FuncError::new(warn_wrap(
+                    args[0].as_str().unwrap_or_default(),
+                ))),
                 other => Ok(other.clone()),
+            }),
+        );
+        // Helm's own `fail`, marked like `required` (Sprig's is not).
+        m.insert(
+            "fail",
+            Func::new(&[Ty::String], |_, a| {
+                Err(FuncError::new(warn_wrap(a[0].as_str().unwrap_or_default())))
             }),
         );
         let lookup = self.lookup.clone();
@@ -266,24 +273,145 @@ fn parse_error(name: &str, msg: &str) -> RenderError {
     }
 }
 
-/// Helm's `reformatExecErrorMsg`: keeps Go's message, prefixing the failing
-/// location so users find the line.
+/// Helm marks the messages of `fail` and `required` with these, so that the
+/// message can be shown alone however deeply the call was nested.
+pub(crate) const WARN_START: &str = "HELM_ERR_START";
+pub(crate) const WARN_END: &str = "HELM_ERR_END";
+
+/// Wraps a `fail`/`required` message in Helm's markers.
+pub(crate) fn warn_wrap(msg: &str) -> String {
+    format!("{WARN_START}{msg}{WARN_END}")
+}
+
+/// Helm's `reformatExecErrorMsg`: a `fail`/`required` message alone with
+/// the outermost location; otherwise, when the whole chain of wrapped
+/// template errors can be read, one block per template (location, action,
+/// message) so users can follow nested `include`s; anything else verbatim.
 fn exec_error(name: &str, msg: &str) -> String {
     let tokens: Vec<&str> = msg.splitn(3, ": ").collect();
     if tokens.len() != 3 {
         return format!("execution error in ({name}): {msg}");
     }
     let location = tokens[1];
-    // `executing "x" at <y>: error calling fail: MSG` → Helm shows MSG only.
-    if let Some(idx) = tokens[2].find(": error calling ") {
-        let rest = &tokens[2][idx + ": error calling ".len()..];
-        if let Some((func, cause)) = rest.split_once(": ") {
-            if func == "fail" || func == "required" {
-                return format!("execution error at ({location}): {cause}");
+    // Go's `warnRegex`, `HELM_ERR_START((?s).*)HELM_ERR_END`: the first
+    // start marker to the last end marker.
+    if let Some(i) = tokens[2].find(WARN_START) {
+        let rest = &tokens[2][i + WARN_START.len()..];
+        if let Some(j) = rest.rfind(WARN_END) {
+            return format!("execution error at ({location}): {}", &rest[..j]);
+        }
+    }
+    match trace_chain(msg) {
+        Some(trace) => trace,
+        None => msg.to_string(),
+    }
+}
+
+/// One link of a wrapped template error, as Helm's `TraceableError`.
+#[derive(PartialEq)]
+struct Traceable<'a> {
+    location: &'a str,
+    executed: String,
+    message: &'a str,
+}
+
+/// Reads one link: `template: LOC: executing "NAME" at <CTX>: MSG`,
+/// `template: LOC: MSG`, or Go's `template: no template ...` (message only).
+/// MSG stops before a nested ` template:` error, which is the next link.
+fn parse_traceable(s: &str) -> Option<Traceable<'_>> {
+    let rest = s.strip_prefix("template: ")?;
+    if rest.starts_with("no template ") {
+        return Some(Traceable {
+            location: "",
+            executed: String::new(),
+            message: s,
+        });
+    }
+    let (location, after) = rest.split_once(": ")?;
+    if after.starts_with("executing ") {
+        if let Some(at) = after.find(" at <") {
+            if let Some(end) = after[at..].find(">: ") {
+                let end = at + end;
+                return Some(Traceable {
+                    location,
+                    executed: format!("{}:", &after[..=end]),
+                    message: cut_next(&after[end + 3..]),
+                });
             }
         }
     }
-    msg.to_string()
+    Some(Traceable {
+        location,
+        executed: String::new(),
+        message: cut_next(after),
+    })
+}
+
+/// Go's error chain of a flat message: after `error calling F: ` comes the
+/// function's own error (`%w`); `include` returns the inner template's
+/// error, which starts a new link. A function error that is not a template
+/// error ends the chain unreadable, as does any unparsable link.
+fn trace_chain(msg: &str) -> Option<String> {
+    let mut links: Vec<Traceable> = Vec::new();
+    let mut current = Some(msg);
+    while let Some(text) = current {
+        let t = parse_traceable(text)?;
+        current = None;
+        if !t.executed.is_empty() {
+            let body = &text[text.len() - text_after_executing(text).len()..];
+            if let Some(call) = body.strip_prefix("error calling ") {
+                current = Some(call.split_once(": ").map(|(_, inner)| inner)?);
+            }
+        }
+        links.push(t);
+    }
+    let mut out = String::new();
+    for l in &links {
+        let m = l.message;
+        if !l.location.is_empty() {
+            out.push_str(l.location);
+            out.push_str("\n  ");
+        }
+        if !l.executed.is_empty() {
+            out.push_str(&l.executed);
+            out.push_str("\n    ");
+        }
+        let m = if !l.executed.is_empty() && m.contains(&l.executed) {
+            ""
+        } else {
+            m
+        };
+        if !m.is_empty() {
+            out.push_str(m);
+            out.push('\n');
+        }
+    }
+    Some(out.trim().to_string())
+}
+
+/// A message up to a nested ` template:` error (at least one character).
+fn cut_next(m: &str) -> &str {
+    match m.get(1..).and_then(|t| t.find(" template:")) {
+        Some(i) => &m[..i + 1],
+        None => m,
+    }
+}
+
+/// The MSG part of `template: LOC: executing "NAME" at <CTX>: MSG`.
+fn text_after_executing(text: &str) -> &str {
+    let Some(rest) = text.strip_prefix("template: ") else {
+        return "";
+    };
+    let Some((_, after)) = rest.split_once(": ") else {
+        return "";
+    };
+    let Some(at) = after.find(" at <") else {
+        return "";
+    };
+    match after[at..].find(">: ") {
+        Some(end) => &after[at + end + 3..],
+        None => "",
+    }
 }
 
 #[cfg(test)]
@@ -317,6 +445,77 @@ mod tests {
         let out = e.render(&tpls).expect("renders");
         assert_eq!(out.len(), 1);
         assert_eq!(out["c/templates/a.yaml"], "n=x||c/templates/a.yaml");
+    }
+
+    #[test]
+    fn exec_errors_are_reformatted_like_helm() {
+        // Outputs of Helm v4.2.3 for the same failures.
+        let f = "c/templates/a.yaml";
+        assert_eq!(
+            exec_error(f, "template: c/templates/a.yaml:1:10: executing \"c/templates/a.yaml\" at <.Values.m.a.b>: can't evaluate field b in type interface {}"),
+            "c/templates/a.yaml:1:10\n  executing \"c/templates/a.yaml\" at <.Values.m.a.b>:\n    can't evaluate field b in type interface {}"
+        );
+        assert_eq!(
+            exec_error(f, "template: c/templates/a.yaml:1:3: executing \"c/templates/a.yaml\" at <include \"h2\" .>: error calling include: template: c/templates/_h.tpl:1:65: executing \"h2\" at <include \"h\" .>: error calling include: template: c/templates/_h.tpl:1:26: executing \"h\" at <.Values.nope.x>: nil pointer evaluating interface {}.x"),
+            "c/templates/a.yaml:1:3\n  executing \"c/templates/a.yaml\" at <include \"h2\" .>:\n    error calling include:\nc/templates/_h.tpl:1:65\n  executing \"h2\" at <include \"h\" .>:\n    error calling include:\nc/templates/_h.tpl:1:26\n  executing \"h\" at <.Values.nope.x>:\n    nil pointer evaluating interface {}.x"
+        );
+        assert_eq!(
+            exec_error(f, "template: c/templates/a.yaml:1:3: executing \"c/templates/a.yaml\" at <include \"missing\" .>: error calling include: template: no template \"missing\" associated with template \"gotpl\""),
+            "c/templates/a.yaml:1:3\n  executing \"c/templates/a.yaml\" at <include \"missing\" .>:\n    error calling include:\ntemplate: no template \"missing\" associated with template \"gotpl\""
+        );
+        // A function's own error ends the readable chain: kept verbatim.
+        let verbatim = "template: c/templates/a.yaml:1:3: executing \"c/templates/a.yaml\" at <include \"e\" .>: error calling include: template: c/templates/_h.tpl:1:171: executing \"e\" at <eq 1 \"a\">: error calling eq: incompatible types for comparison: int and string";
+        assert_eq!(exec_error(f, verbatim), verbatim);
+        // `required` deep inside includes: its message at the outer location.
+        assert_eq!(
+            exec_error(f, &format!("template: c/templates/a.yaml:1:3: executing \"c/templates/a.yaml\" at <include \"r\" .>: error calling include: template: c/templates/_h.tpl:1:9: executing \"r\" at <required \"m\" .x>: error calling required: {}", warn_wrap("need: x"))),
+            "execution error at (c/templates/a.yaml:1:3): need: x"
+        );
+    }
+
+    #[test]
+    fn values_methods_are_callable() {
+        let e = Engine::new();
+        let values = Value::from_json(&serde_json::json!({
+            "m": {"a": 1, "c": {"d": 2}}, "l": [1], "AsMap": "key"
+        }));
+        let mut top = gotmpl::Map::new();
+        top.insert(
+            "Values".into(),
+            Value::Map(
+                values
+                    .as_map()
+                    .unwrap()
+                    .retyped(MapKind::Named("common.Values")),
+            ),
+        );
+        let run = |text: &str| {
+            e.render(&[Renderable {
+                name: "c/templates/a.yaml".into(),
+                text: text.into(),
+                vals: MapRef::new(top.clone()),
+                base_path: "c/templates".into(),
+            }])
+            .map(|out| out["c/templates/a.yaml"].clone())
+            .map_err(|e| e.to_string())
+        };
+        // Outputs of Helm v4.2.3.
+        assert_eq!(
+            run("{{ .Values.AsMap | toJson }} {{ typeOf .Values.AsMap }}").unwrap(),
+            r#"{"AsMap":"key","l":[1],"m":{"a":1,"c":{"d":2}}} map[string]interface {}"#
+        );
+        assert_eq!(
+            run("{{ (.Values.Table \"m\").YAML }}|{{ typeOf (.Values.Table \"m.c\") }}").unwrap(),
+            "a: 1\nc:\n  d: 2\n|common.Values"
+        );
+        assert_eq!(run("{{ .Values.PathValue \"m.c.d\" }}").unwrap(), "2");
+        assert!(run("{{ .Values.Table \"l\" }}")
+            .unwrap_err()
+            .ends_with("error calling Table: \"l\" is not a table"));
+        assert!(run("{{ .Values.PathValue \"m\" }}")
+            .unwrap_err()
+            .ends_with("error calling PathValue: \"m\" is not a value"));
+        assert_eq!(run("{{ index .Values \"AsMap\" }}").unwrap(), "key");
     }
 
     #[test]

@@ -247,22 +247,37 @@ impl Encoder {
                 }
                 self.out.push(']');
             }
+            Value::Map(m) if m.is_nil_map() => self.out.push_str("null"),
             Value::Map(m) => {
                 let m = m.borrow();
                 self.map(&m)?;
             }
-            Value::Object(o) => match o.to_json() {
-                Some(j) => self.json(&j)?,
-                None => self.out.push_str("{}"),
-            },
+            Value::Object(o) => {
+                if let Some(fields) = o.json_fields() {
+                    self.object(fields.iter().map(|(k, v)| (*k, v)))?;
+                } else {
+                    match o.to_json() {
+                        Some(j) => self.json(&j)?,
+                        None => self.out.push_str("{}"),
+                    }
+                }
+            }
             Value::Func(f) => return Err(JsonError::UnsupportedType(f.type_name())),
         }
         Ok(())
     }
 
     fn map(&mut self, m: &Map) -> Result<(), JsonError> {
+        self.object(m.iter().map(|(k, v)| (k.as_ref(), v)))
+    }
+
+    /// A JSON object of `entries`, in the order given.
+    fn object<'v>(
+        &mut self,
+        entries: impl Iterator<Item = (&'v str, &'v Value)>,
+    ) -> Result<(), JsonError> {
         self.out.push('{');
-        for (i, (k, v)) in m.iter().enumerate() {
+        for (i, (k, v)) in entries.enumerate() {
             if i > 0 {
                 self.out.push(',');
             }

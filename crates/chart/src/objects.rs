@@ -267,6 +267,13 @@ impl Object for KubeVersion {
     fn to_json(&self) -> Option<serde_json::Value> {
         Some(serde_json::json!({"Version": self.version, "Major": self.major, "Minor": self.minor}))
     }
+    fn json_fields(&self) -> Option<Vec<(&'static str, Value)>> {
+        Some(vec![
+            ("Version", Value::str(&self.version)),
+            ("Major", Value::str(&self.major)),
+            ("Minor", Value::str(&self.minor)),
+        ])
+    }
     fn as_any(&self) -> &dyn Any {
         self
     }
@@ -436,6 +443,13 @@ impl Object for HelmVersion {
             serde_json::json!({"version": "v4.2", "go_version": "go1.26.6", "kube_client_version": "v1.36"}),
         )
     }
+    fn json_fields(&self) -> Option<Vec<(&'static str, Value)>> {
+        Some(vec![
+            ("version", Value::str("v4.2")),
+            ("go_version", Value::str("go1.26.6")),
+            ("kube_client_version", Value::str("v1.36")),
+        ])
+    }
     fn as_any(&self) -> &dyn Any {
         self
     }
@@ -471,6 +485,13 @@ impl Object for Capabilities {
             "HelmVersion": HelmVersion.to_json(),
         }))
     }
+    fn json_fields(&self) -> Option<Vec<(&'static str, Value)>> {
+        Some(vec![
+            ("KubeVersion", Value::object(self.kube_version.clone())),
+            ("APIVersions", Value::object(self.api_versions.clone())),
+            ("HelmVersion", Value::object(HelmVersion)),
+        ])
+    }
     fn as_any(&self) -> &dyn Any {
         self
     }
@@ -492,6 +513,20 @@ mod tests {
         .expect("Get runs");
         let s = v.as_str().expect("a string");
         assert_eq!(gotmpl::gostr::to_bytes(s).as_ref(), png);
+    }
+
+    #[test]
+    fn structs_encode_in_go_field_order() {
+        let caps = Value::object(Capabilities::default());
+        let j = crate::json::to_json(&caps).unwrap();
+        assert!(
+            j.starts_with(r#"{"KubeVersion":{"Version":"v1.36.0","Major":"1","Minor":"36"},"APIVersions":["v1","#),
+            "{j}"
+        );
+        assert!(
+            j.ends_with(r#""HelmVersion":{"version":"v4.2","go_version":"go1.26.6","kube_client_version":"v1.36"}}"#),
+            "{j}"
+        );
     }
 
     #[test]

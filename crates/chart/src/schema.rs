@@ -83,11 +83,64 @@ pub fn validate_single(values: &Values, schema: &[u8]) -> Result<(), String> {
     }
     lines.sort();
     lines.dedup();
-    let mut out = String::new();
+    // v6 reports all missing properties of one object in one message.
+    let mut merged: Vec<(String, String)> = Vec::with_capacity(lines.len());
     for (path, msg) in lines {
-        out.push_str(&format!("- at '{path}': {msg}\n"));
+        if let (Some(prop), Some((lp, lm))) =
+            (msg.strip_prefix("missing property "), merged.last_mut())
+        {
+            if *lp == path {
+                if let Some(rest) = lm.strip_prefix("missing property ") {
+                    *lm = format!("missing properties {rest}, {prop}");
+                    continue;
+                }
+                if lm.starts_with("missing properties ") {
+                    lm.push_str(&format!(", {prop}"));
+                    continue;
+                }
+            }
+        }
+        merged.push((path, msg));
     }
+    let mut out = String::new();
+    write_tree(&merged, 0, 0, &mut out);
     Err(out)
+}
+
+/// v6 reports the errors of one subschema under a `validation failed`
+/// entry at its location when there are several, and hoists a lone error;
+/// the subschemas here are those of nested properties and items, so the
+/// errors are grouped by instance location, one level per path segment.
+fn write_tree(errors: &[(String, String)], depth: usize, indent: usize, out: &mut String) {
+    let seg =
+        |path: &str| -> Option<String> { path.split('/').nth(depth + 1).map(|s| s.to_string()) };
+    let pad = "  ".repeat(indent);
+    let mut i = 0;
+    while i < errors.len() {
+        let Some(key) = seg(&errors[i].0) else {
+            // An error at this very location.
+            out.push_str(&format!("{pad}- at '{}': {}\n", errors[i].0, errors[i].1));
+            i += 1;
+            continue;
+        };
+        let mut j = i + 1;
+        while j < errors.len() && seg(&errors[j].0).as_deref() == Some(key.as_str()) {
+            j += 1;
+        }
+        if j - i == 1 {
+            out.push_str(&format!("{pad}- at '{}': {}\n", errors[i].0, errors[i].1));
+        } else {
+            let group: String = errors[i]
+                .0
+                .split('/')
+                .take(depth + 2)
+                .collect::<Vec<_>>()
+                .join("/");
+            out.push_str(&format!("{pad}- at '{group}': validation failed\n"));
+            write_tree(&errors[i..j], depth + 1, indent + 1, out);
+        }
+        i = j;
+    }
 }
 
 /// The validator of a schema document; compiling one (with the check of
@@ -117,16 +170,23 @@ fn type_name(t: jsonschema::JsonType) -> String {
     t.to_string()
 }
 
-/// The wording of Go's `santhosh-tekuri/jsonschema` for the common cases.
+/// The wording of Go's `santhosh-tekuri/jsonschema` (v6) for each keyword.
 fn message(e: &jsonschema::ValidationError) -> String {
     use jsonschema::error::{TypeKind, ValidationErrorKind as K};
-    let got = match e.instance().as_ref() {
+    let inst = e.instance().as_ref();
+    let got = match inst {
         Json::Null => "null",
         Json::Bool(_) => "boolean",
         Json::Number(_) => "number",
         Json::String(_) => "string",
         Json::Array(_) => "array",
         Json::Object(_) => "object",
+    };
+    let size = || match inst {
+        Json::String(s) => s.chars().count(),
+        Json::Array(a) => a.len(),
+        Json::Object(o) => o.len(),
+        _ => 0,
     };
     match e.kind() {
         K::Type { kind } => {
@@ -139,18 +199,92 @@ fn message(e: &jsonschema::ValidationError) -> String {
         K::Required { property } => {
             format!("missing property {}", quote_prop(property))
         }
-        K::Enum { options } => {
-            let opts = match options.as_ref() {
-                Json::Array(a) => a
-                    .iter()
-                    .map(|o| o.to_string())
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                other => other.to_string(),
-            };
-            format!("value must be one of {opts}")
+        K::Enum { options } => match options.as_ref() {
+            Json::Array(a) if a.iter().all(is_primitive) => match a.as_slice() {
+                [one] => format!("value must be {}", display(one)),
+                _ => format!(
+                    "value must be one of {}",
+                    a.iter().map(display).collect::<Vec<_>>().join(", ")
+                ),
+            },
+            _ => "'enum' failed".into(),
+        },
+        K::Constant { expected_value } if is_primitive(expected_value) => {
+            format!("value must be {}", display(expected_value))
         }
+        K::Constant { .. } => "'const' failed".into(),
+        K::AdditionalProperties { unexpected } => format!(
+            "additional properties {} not allowed",
+            unexpected
+                .iter()
+                .map(|p| format!("'{p}'"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        K::MaxLength { limit } => format!("maxLength: got {}, want {limit}", size()),
+        K::MinLength { limit } => format!("minLength: got {}, want {limit}", size()),
+        K::MaxItems { limit } => format!("maxItems: got {}, want {limit}", size()),
+        K::MinItems { limit } => format!("minItems: got {}, want {limit}", size()),
+        K::MaxProperties { limit } => format!("maxProperties: got {}, want {limit}", size()),
+        K::MinProperties { limit } => format!("minProperties: got {}, want {limit}", size()),
+        K::Maximum { limit } => format!("maximum: got {}, want {}", display(inst), display(limit)),
+        K::Minimum { limit } => format!("minimum: got {}, want {}", display(inst), display(limit)),
+        K::ExclusiveMaximum { limit } => format!(
+            "exclusiveMaximum: got {}, want {}",
+            display(inst),
+            display(limit)
+        ),
+        K::ExclusiveMinimum { limit } => format!(
+            "exclusiveMinimum: got {}, want {}",
+            display(inst),
+            display(limit)
+        ),
+        K::MultipleOf { multiple_of } => format!(
+            "multipleOf: got {}, want {}",
+            display(inst),
+            crate::json::format_float_g(*multiple_of)
+        ),
+        K::Pattern { pattern } => match inst {
+            Json::String(s) => format!("'{s}' does not match pattern '{pattern}'"),
+            _ => e.to_string(),
+        },
+        K::UniqueItems => match inst {
+            Json::Array(a) => {
+                // v6 reports the first item that repeats an earlier one.
+                let dup = (1..a.len()).find_map(|i| (0..i).find(|&j| a[j] == a[i]).map(|j| (j, i)));
+                match dup {
+                    Some((j, i)) => format!("items at {j} and {i} are equal"),
+                    None => e.to_string(),
+                }
+            }
+            _ => e.to_string(),
+        },
+        K::Not { .. } => "'not' failed".into(),
+        K::FalseSchema => "false schema".into(),
+        K::AnyOf { .. } => "'anyOf' failed".into(),
+        K::OneOfNotValid { .. } => "'oneOf' failed".into(),
+        K::Contains => "no items match contains schema".into(),
         _ => e.to_string(),
+    }
+}
+
+fn is_primitive(v: &Json) -> bool {
+    !matches!(v, Json::Array(_) | Json::Object(_))
+}
+
+/// How v6 shows a value in a message: strings in single quotes, null as
+/// Go's `<nil>`, numbers as Go's `%v`.
+fn display(v: &Json) -> String {
+    match v {
+        Json::String(s) => format!("'{s}'"),
+        Json::Null => "<nil>".into(),
+        Json::Number(n) => match (n.as_i64(), n.as_u64(), n.as_f64()) {
+            (Some(i), _, _) => i.to_string(),
+            (None, Some(u), _) => u.to_string(),
+            (None, None, Some(f)) => crate::json::format_float_g(f),
+            _ => n.to_string(),
+        },
+        other => other.to_string(),
     }
 }
 
@@ -187,6 +321,81 @@ mod tests {
         assert_eq!(
             e.to_string(),
             "values don't meet the specifications of the schema(s) in the following chart(s):\nmariadb:\n- at '/tls/autoGenerated': got boolean, want object\n"
+        );
+    }
+
+    #[test]
+    fn keyword_messages_are_worded_like_v6() {
+        // Each line as Helm v4.2.3 prints it (its order of lines varies).
+        let schema = json!({
+            "type": "object",
+            "required": ["r1", "r2"],
+            "properties": {
+                "ml": {"maxLength": 2}, "mi": {"minItems": 2}, "mp": {"minProperties": 2},
+                "e1": {"enum": ["a"]}, "e2": {"enum": [1, null, true, "x"]},
+                "e3": {"enum": [{"a": 1}, "b"]}, "c1": {"const": "k"}, "c3": {"const": {"a": 1}},
+                "pt": {"pattern": "^[a-z]+$"}, "mx": {"maximum": 1.5},
+                "emn": {"exclusiveMinimum": 3}, "mo": {"multipleOf": 2},
+                "ui": {"uniqueItems": true}, "fs": false, "nt": {"not": {"type": "string"}},
+                "ap": {"additionalProperties": false, "properties": {"a": {}}}
+            }
+        });
+        let vals = json!({
+            "ml": "abc", "mi": [1], "mp": {"a": 1}, "e1": "b", "e2": "z", "e3": "z",
+            "c1": "j", "c3": "z", "pt": "AB1", "mx": 2.0, "emn": 3.0, "mo": 3.0,
+            "ui": [1, 1], "fs": 1, "nt": "s", "ap": {"b": 1, "c": 2}
+        });
+        let err = validate_single(
+            vals.as_object().unwrap(),
+            &serde_json::to_vec(&schema).unwrap(),
+        )
+        .unwrap_err();
+        for want in [
+            "- at '': missing properties 'r1', 'r2'\n",
+            "- at '/ml': maxLength: got 3, want 2\n",
+            "- at '/mi': minItems: got 1, want 2\n",
+            "- at '/mp': minProperties: got 1, want 2\n",
+            "- at '/e1': value must be 'a'\n",
+            "- at '/e2': value must be one of 1, <nil>, true, 'x'\n",
+            "- at '/e3': 'enum' failed\n",
+            "- at '/c1': value must be 'k'\n",
+            "- at '/c3': 'const' failed\n",
+            "- at '/pt': 'AB1' does not match pattern '^[a-z]+$'\n",
+            "- at '/mx': maximum: got 2, want 1.5\n",
+            "- at '/emn': exclusiveMinimum: got 3, want 3\n",
+            "- at '/mo': multipleOf: got 3, want 2\n",
+            "- at '/ui': items at 0 and 1 are equal\n",
+            "- at '/fs': false schema\n",
+            "- at '/nt': 'not' failed\n",
+            "- at '/ap': additional properties 'b', 'c' not allowed\n",
+        ] {
+            assert!(err.contains(want), "{want:?} not in {err}");
+        }
+    }
+
+    #[test]
+    fn errors_of_one_property_are_grouped() {
+        let schema = json!({"type": "object", "properties": {
+            "name": {"minLength": 3},
+            "nested": {"additionalProperties": false, "properties": {"x": {"type": "boolean"}}},
+            "tags": {"maxItems": 2, "items": {"type": "string"}}
+        }});
+        let vals = json!({"name": "ab", "nested": {"x": 1, "y": 2}, "tags": [1, "a", "b"]});
+        let err = validate_single(
+            vals.as_object().unwrap(),
+            &serde_json::to_vec(&schema).unwrap(),
+        )
+        .unwrap_err();
+        // Helm v4.2.3 shows the same tree (its order of lines varies).
+        assert_eq!(
+            err,
+            "- at '/name': minLength: got 2, want 3\n\
+             - at '/nested': validation failed\n\
+             \x20 - at '/nested': additional properties 'y' not allowed\n\
+             \x20 - at '/nested/x': got number, want boolean\n\
+             - at '/tags': validation failed\n\
+             \x20 - at '/tags': maxItems: got 3, want 2\n\
+             \x20 - at '/tags/0': got number, want string\n"
         );
     }
 

@@ -3,7 +3,6 @@
 
 use std::cmp::Ordering;
 
-use crate::gofmt::format_value;
 use crate::value::{List, MapKind, UintKind, Value};
 
 /// Go's `len`.
@@ -221,13 +220,14 @@ pub fn eq(a: &Value, others: &[Value]) -> Result<bool, String> {
                     } else if !comparable(b) {
                         return Err(format!(
                             "non-comparable type {}: {}",
-                            format_value(b),
+                            // Go formats the reflect.Value with %s.
+                            crate::gofmt::sprintf("%s", std::slice::from_ref(b)),
                             b.type_name()
                         ));
                     } else if !comparable(a) {
                         return Err(format!(
                             "non-comparable type {}: {}",
-                            format_value(a),
+                            crate::gofmt::sprintf("%s", std::slice::from_ref(a)),
                             a.type_name()
                         ));
                     } else if a.type_name() != b.type_name() {

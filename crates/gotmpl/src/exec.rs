@@ -366,7 +366,8 @@ enum At<'t> {
     Arg(&'t Arg),
     Cmd(&'t Command),
     Pipe(&'t Pipe),
-    Pos(usize, &'t str),
+    /// A `{{template}}` action, which Go shows whole.
+    Template(usize, &'t str, Option<&'t Pipe>),
 }
 
 enum Flow {
@@ -389,6 +390,15 @@ type R<T> = Result<T, Error>;
 /// The value a command receives from the previous pipeline stage.
 type Final = Option<Value>;
 
+/// Go reports a wrong argument count at the function's name, not at the
+/// whole command (`at <not>`, not `at <not 1 2>`).
+fn arity_at<'t>(at: At<'t>, args: &'t [Arg]) -> At<'t> {
+    match (at, args.first()) {
+        (At::Cmd(_), Some(ident)) => At::Arg(ident),
+        (at, _) => at,
+    }
+}
+
 fn ty_can_be_nil(ty: Ty) -> bool {
     matches!(
         ty,
@@ -404,7 +414,13 @@ impl<'a> State<'a, '_> {
             At::Arg(a) => (a.pos(), a.to_string()),
             At::Cmd(c) => (c.pos, c.to_string()),
             At::Pipe(p) => (p.pos, p.to_string()),
-            At::Pos(p, s) => (p, s.to_string()),
+            At::Template(p, name, pipe) => (
+                p,
+                match pipe {
+                    Some(pipe) => format!("{{{{template {} {pipe}}}}}", crate::gofmt::quote(name)),
+                    None => format!("{{{{template {}}}}}", crate::gofmt::quote(name)),
+                },
+            ),
         };
         Err(Error::Exec(format!(
             "template: {}: executing {:?} at <{}>: {}",
@@ -454,7 +470,7 @@ impl<'a> State<'a, '_> {
             Node::With(b) => grow(|| self.walk_if_with(dot, b, true)),
             Node::Range(b) => grow(|| self.walk_range(dot, b)),
             Node::Template { pos, name, pipe } => {
-                self.at = At::Pos(*pos, "template");
+                self.at = At::Template(*pos, name, pipe.as_ref());
                 let tmpl: &'a Rc<Templates> = self.tmpl;
                 let Some(tree) = tmpl.lookup(name) else {
                     return self.errorf(format!("template {name:?} not defined"));
@@ -876,6 +892,13 @@ impl<'a> State<'a, '_> {
                 ))
             }
             Value::Map(m) => {
+                if let MapKind::Named(type_name) = m.kind() {
+                    if let Some(f) = self.tmpl.funcs.method(type_name, name) {
+                        let bound = f.bind(recv.v.clone());
+                        let v = self.eval_call(dot, &bound, false, node, name, args, fin)?;
+                        return Ok(Cur::plain(v));
+                    }
+                }
                 if has_args {
                     return self.errorf(format!("{name} is not a method but has arguments"));
                 }
@@ -1014,7 +1037,7 @@ impl<'a> State<'a, '_> {
         args: &'a [Arg],
         fin: Final,
     ) -> R<Value> {
-        self.at = at;
+        self.at = arity_at(at, args);
         self.check_arity(name, f.params.len(), f.variadic.is_some(), args, &fin)?;
         let argv = self.build_args(dot, &f.params, f.variadic, args, fin)?;
         self.at = at;
@@ -1196,9 +1219,10 @@ impl<'a> State<'a, '_> {
         args: &'a [Arg],
         fin: Final,
     ) -> R<Value> {
-        self.at = at;
+        self.at = arity_at(at, args);
         let (params, variadic) = sig;
         self.check_arity(name, params.len(), variadic.is_some(), args, &fin)?;
+        self.at = at;
         if name == "and" || name == "or" {
             let rest = if args.is_empty() { args } else { &args[1..] };
             let mut v = Value::Invalid;

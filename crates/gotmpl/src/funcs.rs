@@ -11,6 +11,9 @@ use crate::value::Func;
 #[derive(Clone, Default)]
 pub struct FuncMap {
     own: HashMap<String, Func>,
+    /// Methods of named map types (`MapKind::Named`), by type and method
+    /// name; each takes the receiver as its first parameter.
+    methods: HashMap<(String, String), Func>,
     base: Option<Rc<FuncMap>>,
 }
 
@@ -23,6 +26,7 @@ impl FuncMap {
     pub fn layered(base: Rc<FuncMap>) -> Self {
         FuncMap {
             own: HashMap::new(),
+            methods: HashMap::new(),
             base: Some(base),
         }
     }
@@ -36,6 +40,24 @@ impl FuncMap {
             Some(f) => Some(f),
             None => self.base.as_ref().and_then(|b| b.get(name)),
         }
+    }
+
+    /// Adds a method to the named map type `type_name`: `f` receives the
+    /// map itself first, then the template's arguments. Go calls a method
+    /// in preference to reading the map key of the same name.
+    pub fn insert_method(&mut self, type_name: &str, name: &str, f: Func) {
+        self.methods
+            .insert((type_name.to_string(), name.to_string()), f);
+    }
+
+    /// The method `name` of the named map type `type_name`, receiver unbound.
+    pub fn method(&self, type_name: &str, name: &str) -> Option<&Func> {
+        if !self.methods.is_empty() {
+            if let Some(f) = self.methods.get(&(type_name.to_string(), name.to_string())) {
+                return Some(f);
+            }
+        }
+        self.base.as_ref().and_then(|b| b.method(type_name, name))
     }
 
     pub fn contains(&self, name: &str) -> bool {

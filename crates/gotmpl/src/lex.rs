@@ -407,11 +407,12 @@ impl<'a> Lexer<'a> {
                 self.paren_depth += 1;
             }
             ')' => {
-                self.emit(ItemType::RightParen);
+                // Checked before emitting, so a stray paren is a lex error.
                 self.paren_depth -= 1;
                 if self.paren_depth < 0 {
                     return self.error("unexpected right paren".into());
                 }
+                self.emit(ItemType::RightParen);
             }
             c if c.is_ascii() && !c.is_ascii_control() => self.emit(ItemType::Char),
             c => {

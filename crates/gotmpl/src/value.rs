@@ -119,6 +119,8 @@ impl MapKind {
 pub struct MapRef {
     inner: Rc<RefCell<Map>>,
     kind: MapKind,
+    /// A Go nil map: reads as empty, but `encoding/json` writes `null`.
+    nil: bool,
 }
 
 impl MapRef {
@@ -126,12 +128,22 @@ impl MapRef {
         MapRef {
             inner: Rc::new(RefCell::new(map)),
             kind: MapKind::Any,
+            nil: false,
         }
     }
     pub fn with_kind(map: Map, kind: MapKind) -> Self {
         MapRef {
             inner: Rc::new(RefCell::new(map)),
             kind,
+            nil: false,
+        }
+    }
+    /// A nil map of the given Go type, as a struct field that was never
+    /// set (Helm's `.Chart.Annotations` without annotations).
+    pub fn nil_of(kind: MapKind) -> Self {
+        MapRef {
+            nil: true,
+            ..MapRef::with_kind(Map::new(), kind)
         }
     }
     /// The same shared map seen under another Go type (no copy).
@@ -139,10 +151,15 @@ impl MapRef {
         MapRef {
             inner: self.inner.clone(),
             kind,
+            nil: self.nil,
         }
     }
     pub fn kind(&self) -> MapKind {
         self.kind
+    }
+    /// Whether this is a Go nil map (see [`MapRef::nil_of`]).
+    pub fn is_nil_map(&self) -> bool {
+        self.nil && self.inner.borrow().is_empty()
     }
     pub fn borrow(&self) -> Ref<'_, Map> {
         self.inner.borrow()
@@ -324,6 +341,11 @@ pub trait Object: fmt::Debug {
     }
     /// A JSON form for `toJson`/`toYaml`; `None` means `{}`.
     fn to_json(&self) -> Option<serde_json::Value> {
+        None
+    }
+    /// For Go structs: the JSON fields in declaration order, which is the
+    /// order `encoding/json` writes them in (`to_json` maps are sorted).
+    fn json_fields(&self) -> Option<Vec<(&'static str, Value)>> {
         None
     }
     /// Entries for `range` and `len`, for objects that are Go maps or
@@ -519,6 +541,7 @@ impl Value {
                 J::String(base64::engine::general_purpose::STANDARD.encode(b))
             }
             Value::List(l) => J::Array(l.iter().map(|v| v.to_json()).collect()),
+            Value::Map(m) if m.is_nil_map() => J::Null,
             Value::Map(m) => J::Object(
                 m.borrow()
                     .iter()
@@ -665,6 +688,21 @@ pub struct Func {
 }
 
 impl Func {
+    /// This method with its receiver (the first parameter) fixed, as a Go
+    /// method value.
+    pub fn bind(&self, recv: Value) -> Func {
+        let imp = self.imp.clone();
+        Func {
+            params: self.params.get(1..).unwrap_or_default().into(),
+            variadic: self.variadic,
+            result: self.result,
+            imp: Rc::new(move |ctx, mut args| {
+                args.insert(0, recv.clone());
+                imp(ctx, args)
+            }),
+        }
+    }
+
     /// A function with fixed parameters.
     pub fn new(
         params: &[Ty],

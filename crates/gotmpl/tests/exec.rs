@@ -112,6 +112,15 @@ fn define_template_block() {
     );
     ok("{{ block \"b\" .n }}<{{ . }}>{{ end }}", "<3>");
     err("{{ template \"nope\" }}", "template \"nope\" not defined");
+    // Go shows the whole action as the error context.
+    err(
+        "{{ template \"nope\" .name }}",
+        "at <{{template \"nope\" .name}}>: template \"nope\" not defined",
+    );
+    err(
+        "{{ template \"nope\" }}",
+        "at <{{template \"nope\"}}>: template",
+    );
 }
 
 #[test]
@@ -130,6 +139,14 @@ fn builtins_and_pipelines() {
     ok("{{ slice .list 1 }}", "[b c]");
     ok("{{ .n }}", "3");
     err("{{ eq 1 1.0 }}", "incompatible types for comparison");
+    err(
+        "{{ eq .list .list }}",
+        "non-comparable type [a b c]: []interface {}",
+    );
+    err(
+        "{{ eq .m .m }}",
+        "non-comparable type map[a:%!s(float64=1) b:%!s(float64=2)]: map[string]interface {}",
+    );
     err("{{ index .list 5 }}", "index out of range");
     err("{{ upper 1 }}", "expected string; found 1");
     err(
@@ -216,4 +233,55 @@ fn go_strings_are_bytes() {
         r#"{{ eq (printf "%s%s" (slice "é" 0 1) (slice "é" 1)) "é" }}"#,
         "true",
     );
+}
+
+#[test]
+fn methods_of_named_maps_win_over_keys() {
+    use gotmpl::value::{Map, MapKind, MapRef};
+    let mut funcs = FuncMap::new();
+    funcs.insert_method(
+        "my.Values",
+        "Get",
+        Func::new(&[Ty::Any, Ty::String], |_, a| {
+            let key = a[1].as_str().unwrap_or_default().to_string();
+            Ok(a[0]
+                .as_map()
+                .and_then(|m| m.get(&key))
+                .unwrap_or(Value::Nil))
+        }),
+    );
+    let mut m = Map::new();
+    m.insert("k".into(), Value::str("v"));
+    m.insert("Get".into(), Value::str("key"));
+    let named = Value::Map(MapRef::with_kind(m.clone(), MapKind::Named("my.Values")));
+    let plain = Value::map(m);
+    let mut set = Templates::new(Rc::new(funcs));
+    set.parse("t", "{{ .Get \"k\" }}").unwrap();
+    let set = Rc::new(set);
+    assert_eq!(set.execute("t", &named).unwrap(), "v");
+    // Only the named type has the method; a plain map reads its key.
+    let mut set2 = Templates::new(Rc::new(FuncMap::new()));
+    set2.parse("t", "{{ .Get }}").unwrap();
+    assert_eq!(Rc::new(set2).execute("t", &plain).unwrap(), "key");
+    let err = set.execute("t", &plain).unwrap_err().to_string();
+    assert!(
+        err.contains("Get is not a method but has arguments"),
+        "{err}"
+    );
+}
+
+#[test]
+fn error_contexts_match_go() {
+    // A stray right paren is the lexer's error.
+    err("{{ 1) }}", "unexpected right paren");
+    // Arity errors point at the function name, call errors at the command.
+    err(
+        "{{ not 1 2 }}",
+        "at <not>: wrong number of args for not: want 1 got 2",
+    );
+    err(
+        "{{ upper \"a\" \"b\" }}",
+        "at <upper>: wrong number of args for upper: want 1 got 2",
+    );
+    err("{{ index 1 2 }}", "at <index 1 2>: error calling index");
 }

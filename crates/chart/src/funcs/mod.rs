@@ -27,6 +27,7 @@ pub fn register_all(m: &mut FuncMap) {
     regex::register(m);
     lists::register(m);
     dicts::register(m);
+    dicts::register_values_methods(m);
     defaults::register(m);
     conv::register(m);
     math::register(m);

@@ -451,6 +451,8 @@ impl Emitter {
         let json = self.flavor == Flavor::JsonV2;
         Ok(Some(match v {
             Value::Invalid | Value::Nil => Scalar::Plain("null".into()),
+            // Through JSON a nil map is `null`; yaml.v3 writes it as `{}`.
+            Value::Map(m) if json && m.is_nil_map() => Scalar::Plain("null".into()),
             Value::Bool(b) => Scalar::Plain(if *b { "true" } else { "false" }.into()),
             Value::Int(i, _) => Scalar::Plain(i.to_string().into()),
             Value::Uint(u, _) => Scalar::Plain(u.to_string().into()),

@@ -647,7 +647,7 @@ async fn install_locked(
     let chart_rec = chart_record(&chart);
     let rendered = render_in_cluster(client, chart, values.clone(), opts, version, false).await?;
     let hook_recs: Vec<_> = rendered.hooks.iter().map(hook_record).collect();
-    let kube = Kube::new(client.clone());
+    let kube = Kube::with_discovery(client.clone(), opts.discovery.clone());
     let plan = plan(
         &kube,
         opts,
@@ -847,7 +847,7 @@ async fn upgrade_locked(
     let chart_rec = chart_record(&chart);
     let rendered = render_in_cluster(client, chart, values.clone(), opts, version, true).await?;
     let hook_recs: Vec<_> = rendered.hooks.iter().map(hook_record).collect();
-    let kube = Kube::new(client.clone());
+    let kube = Kube::with_discovery(client.clone(), opts.discovery.clone());
     let owner = opts.owner();
     let plan = plan(
         &kube,
@@ -955,7 +955,7 @@ async fn change_steps(
 pub async fn rollback(client: Client, to: i64, opts: &ActionOptions) -> Result<Release> {
     let lock = lock::acquire(&client, &opts.namespace, &opts.name).await?;
     let store = storage(&client, &opts.namespace, opts.max_history);
-    let kube = Kube::new(client.clone());
+    let kube = Kube::with_discovery(client.clone(), opts.discovery.clone());
     let result = match recover(&store, &opts.name).await {
         Ok(_) => rollback_steps(&store, &kube, to, opts, &lock).await,
         Err(e) => Err(e),
@@ -1194,7 +1194,7 @@ pub async fn repair(client: Client, opts: &ActionOptions) -> Result<RepairReport
 async fn repair_locked(client: &Client, opts: &ActionOptions) -> Result<RepairReport> {
     let store = storage(client, &opts.namespace, opts.max_history);
     let rel = deployed(&store, &opts.name).await?;
-    let kube = Kube::new(client.clone());
+    let kube = Kube::with_discovery(client.clone(), opts.discovery.clone());
     let owner = opts.owner();
     let mut docs = manifest_documents(&rel.manifest);
     sort_by_kind(&mut docs, INSTALL_ORDER, |(_, d)| doc_kind(d));
@@ -1301,7 +1301,7 @@ async fn test_locked(client: &Client, opts: &ActionOptions, lock: &ReleaseLock) 
     let name = &opts.name;
     recover(&store, name).await?;
     let mut rel = current(&store, name).await?;
-    let kube = Kube::new(client.clone());
+    let kube = Kube::with_discovery(client.clone(), opts.discovery.clone());
     let owner = opts.owner();
     let objects = prepare_hooks(&kube, &owner, &rel.hooks, Some(opts)).await?;
     let mut result = Ok(());

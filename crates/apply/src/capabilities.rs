@@ -3,10 +3,15 @@
 //! `/version`, and every served `group/version` plus `group/version/Kind` from
 //! discovery (`/api`, `/apis` and each group version's resource list).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 
+use kube::discovery::ApiResource;
 use kube::Client;
+
+/// `(apiVersion, kind)` → the API resource and whether it is namespaced.
+pub(crate) type Mapping = (ApiResource, bool);
+type MappingKey = (String, String);
 
 /// What templates see as `.Capabilities` when rendering against a cluster.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -116,10 +121,14 @@ pub async fn discover(client: &Client) -> Result<Capabilities, DiscoveryError> {
 /// same reason). Release upgrades are decided by their inputs, not by the
 /// cluster's APIs, so an API that appears is seen by the next action after
 /// the cache expires.
+///
+/// It also remembers how each object kind maps to an API resource, which
+/// every action otherwise looks up again (one request per group version).
 #[derive(Debug)]
 pub struct DiscoveryCache {
     ttl: Duration,
     slot: tokio::sync::Mutex<Option<(Instant, Capabilities)>>,
+    mappings: std::sync::Mutex<HashMap<MappingKey, (Instant, Mapping)>>,
 }
 
 impl DiscoveryCache {
@@ -127,6 +136,20 @@ impl DiscoveryCache {
         DiscoveryCache {
             ttl,
             slot: tokio::sync::Mutex::new(None),
+            mappings: std::sync::Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// A remembered resource mapping younger than the TTL.
+    pub(crate) fn mapping(&self, key: &MappingKey) -> Option<Mapping> {
+        let mappings = self.mappings.lock().ok()?;
+        let (at, hit) = mappings.get(key)?;
+        (at.elapsed() < self.ttl).then(|| hit.clone())
+    }
+
+    pub(crate) fn remember_mapping(&self, key: MappingKey, hit: Mapping) {
+        if let Ok(mut m) = self.mappings.lock() {
+            m.insert(key, (Instant::now(), hit));
         }
     }
 
@@ -147,12 +170,35 @@ impl DiscoveryCache {
     /// Forgets what was discovered (after a CRD was installed, say).
     pub async fn invalidate(&self) {
         *self.slot.lock().await = None;
+        if let Ok(mut m) = self.mappings.lock() {
+            m.clear();
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn mappings_expire_with_the_ttl_and_on_invalidate() {
+        let gvk = kube::api::GroupVersionKind::gvk("", "v1", "ConfigMap");
+        let hit = (ApiResource::from_gvk(&gvk), true);
+        let key = ("v1".to_string(), "ConfigMap".to_string());
+
+        let expired = DiscoveryCache::new(Duration::ZERO);
+        expired.remember_mapping(key.clone(), hit.clone());
+        assert!(expired.mapping(&key).is_none());
+
+        let kept = DiscoveryCache::new(Duration::from_secs(3600));
+        kept.remember_mapping(key.clone(), hit.clone());
+        assert_eq!(
+            kept.mapping(&key).map(|m| m.0.plural),
+            Some("configmaps".into())
+        );
+        kept.invalidate().await;
+        assert!(kept.mapping(&key).is_none());
+    }
 
     #[test]
     fn discovery_errors_name_the_endpoint() {

@@ -101,14 +101,25 @@ pub struct Kube {
     /// Kinds the chart's CRDs will define, for resolving objects before those CRDs
     /// are installed (so the whole release is checked before anything is written).
     planned: Mutex<HashMap<(String, String), (ApiResource, bool)>>,
+    /// Mappings shared with other actions, when the caller keeps them.
+    shared: Option<std::sync::Arc<crate::capabilities::DiscoveryCache>>,
 }
 
 impl Kube {
     pub fn new(client: Client) -> Kube {
+        Kube::with_discovery(client, None)
+    }
+
+    /// A client that also reads and fills `shared`'s resource mappings.
+    pub fn with_discovery(
+        client: Client,
+        shared: Option<std::sync::Arc<crate::capabilities::DiscoveryCache>>,
+    ) -> Kube {
         Kube {
             client,
             cache: Mutex::new(HashMap::new()),
             planned: Mutex::new(HashMap::new()),
+            shared,
         }
     }
 
@@ -230,6 +241,12 @@ impl Kube {
         if let Some(hit) = self.cache.lock().ok().and_then(|c| c.get(&key).cloned()) {
             return Ok(hit);
         }
+        if let Some(hit) = self.shared.as_ref().and_then(|s| s.mapping(&key)) {
+            if let Ok(mut c) = self.cache.lock() {
+                c.insert(key, hit.clone());
+            }
+            return Ok(hit);
+        }
         let (group, version) = match api_version.split_once('/') {
             Some((g, v)) => (g, v),
             None => ("", api_version),
@@ -243,6 +260,9 @@ impl Kube {
                 return planned.ok_or(e);
             }
         };
+        if let Some(s) = &self.shared {
+            s.remember_mapping(key.clone(), hit.clone());
+        }
         if let Ok(mut c) = self.cache.lock() {
             c.insert(key, hit.clone());
         }

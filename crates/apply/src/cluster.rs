@@ -14,6 +14,7 @@ use kube::discovery::{self, Scope};
 use kube::Client;
 use serde_json::Value;
 
+use crate::capabilities::{DiscoveryCache, Mapping};
 use crate::error::{Error, Result};
 
 /// The field manager of every server-side apply rudder makes.
@@ -97,12 +98,12 @@ pub struct Object {
 /// A kube client with a discovery cache.
 pub struct Kube {
     client: Client,
-    cache: Mutex<HashMap<(String, String), (ApiResource, bool)>>,
+    cache: Mutex<HashMap<(String, String), Mapping>>,
     /// Kinds the chart's CRDs will define, for resolving objects before those CRDs
     /// are installed (so the whole release is checked before anything is written).
-    planned: Mutex<HashMap<(String, String), (ApiResource, bool)>>,
+    planned: Mutex<HashMap<(String, String), Mapping>>,
     /// Mappings shared with other actions, when the caller keeps them.
-    shared: Option<std::sync::Arc<crate::capabilities::DiscoveryCache>>,
+    shared: Option<std::sync::Arc<DiscoveryCache>>,
 }
 
 impl Kube {
@@ -111,10 +112,7 @@ impl Kube {
     }
 
     /// A client that also reads and fills `shared`'s resource mappings.
-    pub fn with_discovery(
-        client: Client,
-        shared: Option<std::sync::Arc<crate::capabilities::DiscoveryCache>>,
-    ) -> Kube {
+    pub fn with_discovery(client: Client, shared: Option<std::sync::Arc<DiscoveryCache>>) -> Kube {
         Kube {
             client,
             cache: Mutex::new(HashMap::new()),
@@ -232,11 +230,7 @@ impl Kube {
         }))
     }
 
-    async fn resolve(
-        &self,
-        api_version: &str,
-        kind: &str,
-    ) -> Result<(ApiResource, bool), kube::Error> {
+    async fn resolve(&self, api_version: &str, kind: &str) -> Result<Mapping, kube::Error> {
         let key = (api_version.to_string(), kind.to_string());
         if let Some(hit) = self.cache.lock().ok().and_then(|c| c.get(&key).cloned()) {
             return Ok(hit);

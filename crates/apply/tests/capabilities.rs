@@ -287,40 +287,23 @@ async fn a_discovery_cache_is_reused_until_it_expires_or_is_invalidated() {
     let cache = Arc::new(apply::DiscoveryCache::new(Duration::from_secs(3600)));
     let mut cached = opts("cached");
     cached.discovery = Some(cache.clone());
+    let crd_kind_seen = || async { caps_data(&client, "cached").await.get("crdKind").cloned() };
 
     apply::install(client.clone(), load(), Map::new(), &cached)
         .await
         .expect("install");
-    assert_eq!(
-        caps_data(&client, "cached")
-            .await
-            .get("crdKind")
-            .map(String::as_str),
-        Some("false")
-    );
+    assert_eq!(crd_kind_seen().await.as_deref(), Some("false"));
     create_crd(&client).await;
     // Within the TTL the remembered discovery is used: the new CRD is not seen.
     apply::upgrade(client.clone(), load(), Map::new(), &cached)
         .await
         .expect("upgrade");
-    assert_eq!(
-        caps_data(&client, "cached")
-            .await
-            .get("crdKind")
-            .map(String::as_str),
-        Some("false")
-    );
+    assert_eq!(crd_kind_seen().await.as_deref(), Some("false"));
     cache.invalidate().await;
     apply::upgrade(client.clone(), load(), Map::new(), &cached)
         .await
         .expect("upgrade after invalidate");
-    assert_eq!(
-        caps_data(&client, "cached")
-            .await
-            .get("crdKind")
-            .map(String::as_str),
-        Some("true")
-    );
+    assert_eq!(crd_kind_seen().await.as_deref(), Some("true"));
 
     // An expired cache discovers again.
     let expired = apply::DiscoveryCache::new(Duration::ZERO);

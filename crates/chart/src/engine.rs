@@ -153,14 +153,18 @@ impl Engine {
         );
         m.insert(
             "required",
-            Func::new(&[Ty::String, Ty::Any], |_, args| match &args[1] {
-                Value::Nil | Value::Invalid => Err(FuncError::new(warn_wrap(
-                    args[0].as_str().unwrap_or_default(),
-                ))),
-                Value::String(s) if s.is_empty() => Err(FuncError::new(warn_wrap(
-                    args[0].as_str().unwrap_or_default(),
-                ))),
-                other => Ok(other.clone()),
+            Func::new(&[Ty::String, Ty::Any], |_, args| {
+                let missing = match &args[1] {
+                    Value::Nil | Value::Invalid => true,
+                    Value::String(s) => s.is_empty(),
+                    _ => false,
+                };
+                if missing {
+                    return Err(FuncError::new(warn_wrap(
+                        args[0].as_str().unwrap_or_default(),
+                    )));
+                }
+                Ok(args[1].clone())
             }),
         );
         // Helm's own `fail`, marked like `required` (Sprig's is not).

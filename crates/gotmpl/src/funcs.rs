@@ -11,9 +11,10 @@ use crate::value::Func;
 #[derive(Clone, Default)]
 pub struct FuncMap {
     own: HashMap<String, Func>,
-    /// Methods of named map types (`MapKind::Named`), by type and method
-    /// name; each takes the receiver as its first parameter.
-    methods: HashMap<(String, String), Func>,
+    /// Methods of named map types (`MapKind::Named`), by type, then by
+    /// method name; each takes the receiver as its first parameter. Nested
+    /// so that a lookup on every field access allocates no key.
+    methods: HashMap<String, HashMap<String, Func>>,
     base: Option<Rc<FuncMap>>,
 }
 
@@ -47,17 +48,17 @@ impl FuncMap {
     /// in preference to reading the map key of the same name.
     pub fn insert_method(&mut self, type_name: &str, name: &str, f: Func) {
         self.methods
-            .insert((type_name.to_string(), name.to_string()), f);
+            .entry(type_name.to_string())
+            .or_default()
+            .insert(name.to_string(), f);
     }
 
     /// The method `name` of the named map type `type_name`, receiver unbound.
     pub fn method(&self, type_name: &str, name: &str) -> Option<&Func> {
-        if !self.methods.is_empty() {
-            if let Some(f) = self.methods.get(&(type_name.to_string(), name.to_string())) {
-                return Some(f);
-            }
+        match self.methods.get(type_name).and_then(|m| m.get(name)) {
+            Some(f) => Some(f),
+            None => self.base.as_ref().and_then(|b| b.method(type_name, name)),
         }
-        self.base.as_ref().and_then(|b| b.method(type_name, name))
     }
 
     pub fn contains(&self, name: &str) -> bool {

@@ -17,6 +17,28 @@ fn mv(from: &mut Map<String, Value>, to: &mut Map<String, Value>, a: &str, b: &s
     }
 }
 
+/// Fields spelled the same in both Event APIs.
+const SAME_FIELDS: [&str; 9] = [
+    "kind",
+    "metadata",
+    "eventTime",
+    "series",
+    "reason",
+    "action",
+    "type",
+    "related",
+    "reportingInstance",
+];
+
+/// `(events.k8s.io/v1 name, core v1 name)` of fields that are only renamed.
+const RENAMED_FIELDS: [(&str, &str); 5] = [
+    ("regarding", "involvedObject"),
+    ("note", "message"),
+    ("deprecatedCount", "count"),
+    ("deprecatedFirstTimestamp", "firstTimestamp"),
+    ("deprecatedLastTimestamp", "lastTimestamp"),
+];
+
 /// `events.k8s.io/v1` shape to core `v1` shape. Works on partial objects
 /// (patches, apply configurations): only fields present are converted.
 pub fn to_core(obj: Value) -> Value {
@@ -28,34 +50,12 @@ pub fn to_core(obj: Value) -> Value {
         src.remove("apiVersion");
         out.insert("apiVersion".into(), json!("v1"));
     }
-    for k in [
-        "kind",
-        "metadata",
-        "eventTime",
-        "series",
-        "reason",
-        "action",
-        "type",
-        "related",
-        "reportingInstance",
-    ] {
+    for k in SAME_FIELDS {
         mv(&mut src, &mut out, k, k);
     }
-    mv(&mut src, &mut out, "regarding", "involvedObject");
-    mv(&mut src, &mut out, "note", "message");
-    mv(&mut src, &mut out, "deprecatedCount", "count");
-    mv(
-        &mut src,
-        &mut out,
-        "deprecatedFirstTimestamp",
-        "firstTimestamp",
-    );
-    mv(
-        &mut src,
-        &mut out,
-        "deprecatedLastTimestamp",
-        "lastTimestamp",
-    );
+    for (events, core) in RENAMED_FIELDS {
+        mv(&mut src, &mut out, events, core);
+    }
     let controller = src.remove("reportingController");
     let source = src.remove("deprecatedSource");
     if let Some(c) = &controller {
@@ -87,34 +87,12 @@ pub fn from_core(obj: Value) -> Value {
     if src.remove("apiVersion").is_some() {
         out.insert("apiVersion".into(), json!("events.k8s.io/v1"));
     }
-    for k in [
-        "kind",
-        "metadata",
-        "eventTime",
-        "series",
-        "reason",
-        "action",
-        "type",
-        "related",
-        "reportingInstance",
-    ] {
+    for k in SAME_FIELDS {
         mv(&mut src, &mut out, k, k);
     }
-    mv(&mut src, &mut out, "involvedObject", "regarding");
-    mv(&mut src, &mut out, "message", "note");
-    mv(&mut src, &mut out, "count", "deprecatedCount");
-    mv(
-        &mut src,
-        &mut out,
-        "firstTimestamp",
-        "deprecatedFirstTimestamp",
-    );
-    mv(
-        &mut src,
-        &mut out,
-        "lastTimestamp",
-        "deprecatedLastTimestamp",
-    );
+    for (events, core) in RENAMED_FIELDS {
+        mv(&mut src, &mut out, core, events);
+    }
     mv(
         &mut src,
         &mut out,

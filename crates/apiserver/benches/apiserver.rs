@@ -1,6 +1,6 @@
 //! Throughput, watch latency and memory figures for the embedded API
 //! server, measured through kube-rs over loopback as real clients see it.
-//! Run with `cargo bench -p rudder-apiserver --bench apiserver`; it takes
+//! Run with `cargo bench -p apiserver --bench apiserver`; it takes
 //! well under two minutes in release mode.
 //!
 //! The server and its clients share this process, so memory is measured
@@ -300,7 +300,7 @@ fn main() {
         }
     };
     if !full {
-        println!("apiserver bench: run with `cargo bench -p rudder-apiserver --bench apiserver`");
+        println!("apiserver bench: run with `cargo bench -p apiserver --bench apiserver`");
         return;
     }
     let started = Instant::now();

@@ -5,7 +5,7 @@
 //! first of them, made with every cache empty (Helm's figure is always a
 //! first render in a fresh chart load).
 //!
-//! Run: `cargo bench -p rudder-chart --bench corpus_vs_helm`
+//! Run: `cargo bench -p chart --bench corpus_vs_helm`
 //! (needs `../shared` and the oracle: `../shared/tools/install-oracle.sh`).
 
 use std::alloc::{GlobalAlloc, Layout, System};

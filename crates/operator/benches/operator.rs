@@ -4,7 +4,7 @@
 //! running, per-reconcile latency (install, upgrade, no-op), the operator's heap, the
 //! process RSS, and the size of the release records each release costs.
 //!
-//! Run with `cargo bench -p rudder-operator --bench operator`; `RUDDER_BENCH_CRS` sets N
+//! Run with `cargo bench -p operator --bench operator`; `RUDDER_BENCH_CRS` sets N
 //! (default 50). The API server shares the process, so the operator runs on its own
 //! tokio runtime whose threads are marked for the counting allocator: "operator heap"
 //! is what those threads allocate (controller, caches, kube client, reconciles), and
@@ -521,7 +521,7 @@ fn main() {
             instance: None,
         },
         reconcile_period: Some(Duration::from_secs(3600)),
-        discovery: Arc::new(apply::DiscoveryCache::new(Duration::from_secs(60))),
+        discovery: Arc::new(action::DiscoveryCache::new(Duration::from_secs(60))),
     });
     let names: Vec<String> = (0..n).map(|i| format!("direct-{i}")).collect();
     driver.block_on(async {

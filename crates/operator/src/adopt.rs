@@ -4,8 +4,8 @@
 //! any failure, might leave the workload in doubt; adoption keeps every object (same
 //! UIDs: server-side apply patches in place), runs no hooks and deletes nothing.
 
-use apply::cluster::{Owner, RELEASE_NAMESPACE_ANNOTATION, RELEASE_NAME_ANNOTATION};
-use apply::{ActionOptions, Kube, ObjectRef};
+use action::cluster::{Owner, RELEASE_NAMESPACE_ANNOTATION, RELEASE_NAME_ANNOTATION};
+use action::{ActionOptions, Kube, ObjectRef};
 use kube::Client;
 use release::record::Release;
 
@@ -18,7 +18,7 @@ pub enum AdoptError {
         release: String,
         namespace: String,
         #[source]
-        source: apply::Error,
+        source: action::Error,
     },
     /// Reading a live object failed.
     #[error("release {namespace}/{release}: cannot look up existing object: {source}")]
@@ -26,7 +26,7 @@ pub enum AdoptError {
         release: String,
         namespace: String,
         #[source]
-        source: apply::Error,
+        source: action::Error,
     },
     /// Recording the release over the live objects failed (for example because one of
     /// them belongs to another release). Nothing was deleted.
@@ -39,7 +39,7 @@ pub enum AdoptError {
         found: usize,
         example: String,
         #[source]
-        source: apply::Error,
+        source: action::Error,
     },
 }
 
@@ -60,7 +60,7 @@ pub async fn find_live_objects(
     values: chart::loader::Values,
     opts: &ActionOptions,
 ) -> Result<LiveObjects, AdoptError> {
-    let rendered = apply::render(chart, values, opts, 1, false)
+    let rendered = action::render(chart, values, opts, 1, false)
         .await
         .map_err(|source| AdoptError::Render {
             release: opts.name.clone(),
@@ -84,7 +84,7 @@ pub async fn find_live_objects(
             Ok(None) => continue,
             // A kind the cluster does not serve has no live objects; the install that
             // follows reports it properly.
-            Err(apply::Error::UnknownKind { .. }) => continue,
+            Err(action::Error::UnknownKind { .. }) => continue,
             Err(e) => return Err(lookup(e)),
         };
         let Some(found) = kube.get(&owner, &object).await.map_err(lookup)? else {
@@ -105,7 +105,7 @@ pub async fn find_live_objects(
 /// Called when the release has no records. Renders the chart and looks for live
 /// objects carrying this release's ownership annotations: with none, returns `Ok(None)`
 /// so the caller installs normally. Otherwise records a new release over them with
-/// `apply::install` without hooks (server-side apply keeps the objects and their UIDs)
+/// `action::install` without hooks (server-side apply keeps the objects and their UIDs)
 /// and returns the record. Objects of another release are refused by apply's ownership
 /// check and reported; nothing is ever deleted, also not on failure.
 pub async fn adopt(
@@ -133,7 +133,7 @@ pub async fn adopt(
     adopt_opts.description = Some(format!(
         "Adopted {found} existing objects after the release records were lost"
     ));
-    apply::install(client, chart, values, &adopt_opts)
+    action::install(client, chart, values, &adopt_opts)
         .await
         .map(Some)
         .map_err(|source| AdoptError::Install {

@@ -394,7 +394,7 @@ async fn run_watch(
             instance: pod_name(),
         },
         reconcile_period: (!period.is_zero()).then_some(period),
-        discovery: Arc::new(apply::DiscoveryCache::new(reconcile::DISCOVERY_TTL)),
+        discovery: Arc::new(action::DiscoveryCache::new(reconcile::DISCOVERY_TTL)),
     });
 
     let mut config = watcher::Config::default();

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use apiserver::{Config, Server};
-use apply::ActionOptions;
+use action::ActionOptions;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
@@ -133,7 +133,7 @@ async fn lost_records_are_rewritten_over_live_objects() {
     let (_server, client) = start().await;
     let chart = load_chart("lost");
     let vals = values(json!({"greeting": "hi"}));
-    apply::install(client.clone(), chart.clone(), vals.clone(), &opts("web"))
+    action::install(client.clone(), chart.clone(), vals.clone(), &opts("web"))
         .await
         .expect("install");
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), NS);
@@ -180,7 +180,7 @@ async fn lost_records_are_rewritten_over_live_objects() {
     assert_eq!(labels.get("status").map(String::as_str), Some("deployed"));
 
     // With records present again, a normal upgrade works on top of the adopted one.
-    let up = apply::upgrade(client.clone(), chart, vals, &opts("web"))
+    let up = action::upgrade(client.clone(), chart, vals, &opts("web"))
         .await
         .expect("upgrade after adoption");
     assert_eq!(up.version, 2);
@@ -212,7 +212,7 @@ async fn objects_of_another_release_stop_adoption_without_deleting() {
     let (_server, client) = start().await;
     let chart = load_chart("foreign");
     let vals = values(json!({}));
-    apply::install(client.clone(), chart.clone(), vals.clone(), &opts("web"))
+    action::install(client.clone(), chart.clone(), vals.clone(), &opts("web"))
         .await
         .expect("install");
     delete_release_secrets(&client, "web").await;

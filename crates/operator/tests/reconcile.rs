@@ -88,7 +88,7 @@ fn context(client: &Client, watch: Watch) -> Arc<Context> {
             instance: None,
         },
         reconcile_period: Some(Duration::from_secs(600)),
-        discovery: Arc::new(apply::DiscoveryCache::new(Duration::from_secs(60))),
+        discovery: Arc::new(action::DiscoveryCache::new(Duration::from_secs(60))),
     })
 }
 
@@ -624,8 +624,8 @@ async fn releases_made_by_helm_are_compared_by_render() {
             .as_object()
             .cloned()
             .unwrap_or_default();
-        let opts = apply::ActionOptions::new(name, NS);
-        apply::install(client.clone(), chart.clone(), values, &opts)
+        let opts = action::ActionOptions::new(name, NS);
+        action::install(client.clone(), chart.clone(), values, &opts)
             .await
             .expect("helm-style install");
         create_cr(&client, name, json!({"greeting": "hi", "random": random})).await;
@@ -783,7 +783,7 @@ async fn status_goes_to_the_main_resource_without_a_status_subresource() {
             instance: None,
         },
         reconcile_period: None,
-        discovery: Arc::new(apply::DiscoveryCache::new(Duration::from_secs(60))),
+        discovery: Arc::new(action::DiscoveryCache::new(Duration::from_secs(60))),
     });
     let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), NS, &plain);
     let obj: DynamicObject = serde_json::from_value(json!({

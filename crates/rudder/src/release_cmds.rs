@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context as _};
-use apply::{ActionOptions, UninstallOptions};
+use action::{ActionOptions, UninstallOptions};
 use chart::loader::Values;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, ListParams, PostParams};
@@ -579,7 +579,7 @@ fn failed(prefix: &str, e: anyhow::Error) -> anyhow::Error {
 
 /// Marks a pending record left by a dead action failed, so this action can proceed.
 async fn recover(client: &Client, opts: &ActionOptions) -> anyhow::Result<()> {
-    if let Some(rel) = apply::recover_pending(client.clone(), opts).await? {
+    if let Some(rel) = action::recover_pending(client.clone(), opts).await? {
         eprintln!(
             "recovered release {:?}: revision {} had been left pending by an interrupted action; it is now marked {}",
             rel.name,
@@ -683,10 +683,10 @@ async fn run_install(
         ensure_namespace(client, &opts.namespace).await?;
     }
     recover(client, opts).await?;
-    let rel = apply::install(client.clone(), chart, values, opts)
+    let rel = action::install(client.clone(), chart, values, opts)
         .await
         .map_err(|e| match e {
-            apply::Error::InUse { .. } => anyhow!("cannot re-use a name that is still in use"),
+            action::Error::InUse { .. } => anyhow!("cannot re-use a name that is still in use"),
             other => anyhow!(other),
         })?;
     status_output(&rel, output, false)
@@ -718,14 +718,14 @@ async fn dry_run_release(
     is_upgrade: bool,
     status: Status,
 ) -> anyhow::Result<Release> {
-    let chart_rec = apply::record::chart_record(&chart);
+    let chart_rec = action::record::chart_record(&chart);
     let rendered = match client {
         Some(c) => {
-            apply::render_in_cluster(c, chart, values.clone(), opts, version, is_upgrade).await?
+            action::render_in_cluster(c, chart, values.clone(), opts, version, is_upgrade).await?
         }
-        None => apply::render(chart, values.clone(), opts, version, is_upgrade).await?,
+        None => action::render(chart, values.clone(), opts, version, is_upgrade).await?,
     };
-    Ok(apply::record::new_release(
+    Ok(action::record::new_release(
         &opts.name,
         &opts.namespace,
         version,
@@ -735,7 +735,7 @@ async fn dry_run_release(
         rendered
             .hooks
             .iter()
-            .map(apply::record::hook_record)
+            .map(action::record::hook_record)
             .collect(),
         rendered.notes.clone(),
         status,
@@ -841,7 +841,7 @@ async fn upgrade(a: UpgradeArgs) -> anyhow::Result<String> {
         )
         .await
         .map_err(|e| failed("UPGRADE FAILED", e))?;
-        let diff = apply::diff_upgrade(client.clone(), chart, values, &opts)
+        let diff = action::diff_upgrade(client.clone(), chart, values, &opts)
             .await
             .map_err(|e| failed("UPGRADE FAILED", anyhow!(e)))?;
         let mut out = if a.output == OutputFormat::Table {
@@ -866,10 +866,10 @@ async fn upgrade(a: UpgradeArgs) -> anyhow::Result<String> {
     recover(&client, &opts)
         .await
         .map_err(|e| failed("UPGRADE FAILED", e))?;
-    let rel = apply::upgrade(client.clone(), chart, values, &opts)
+    let rel = action::upgrade(client.clone(), chart, values, &opts)
         .await
         .map_err(|e| match e {
-            apply::Error::NotDeployed { release } => helm_err(format!(
+            action::Error::NotDeployed { release } => helm_err(format!(
                 "UPGRADE FAILED: {release:?} has no deployed releases"
             )),
             other => failed("UPGRADE FAILED", anyhow!(other)),
@@ -894,11 +894,11 @@ async fn rollback(a: RollbackArgs) -> anyhow::Result<String> {
     opts.force = a.force;
     opts.max_history = a.history_max;
     recover(&client, &opts).await?;
-    apply::rollback(client, a.revision.unwrap_or(0), &opts)
+    action::rollback(client, a.revision.unwrap_or(0), &opts)
         .await
         .map_err(|e| match e {
-            apply::Error::NotDeployed { .. } => helm_err("release: not found"),
-            apply::Error::RevisionNotFound { version, .. } => {
+            action::Error::NotDeployed { .. } => helm_err("release: not found"),
+            action::Error::RevisionNotFound { version, .. } => {
                 helm_err(format!("release has no {version} version"))
             }
             other => anyhow!(other),
@@ -917,10 +917,10 @@ async fn uninstall(a: UninstallArgs) -> anyhow::Result<String> {
         opts.disable_hooks = a.no_hooks;
         opts.wait = a.wait;
         opts.description = a.description.clone();
-        match apply::uninstall(client.clone(), &opts).await {
+        match action::uninstall(client.clone(), &opts).await {
             Ok(_) => out.push_str(&format!("release {name:?} uninstalled\n")),
-            Err(apply::Error::NotDeployed { .. }) if a.ignore_not_found => {}
-            Err(apply::Error::NotDeployed { .. }) => {
+            Err(action::Error::NotDeployed { .. }) if a.ignore_not_found => {}
+            Err(action::Error::NotDeployed { .. }) => {
                 print!("{out}");
                 return Err(helm_err(format!(
                     "uninstall: Release not loaded: {name}: release: not found"

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use apply::{ActionOptions, UninstallOptions};
+use action::{ActionOptions, UninstallOptions};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
 use kube::runtime::events::Reporter;
@@ -52,7 +52,7 @@ pub struct Context {
     /// The watch's `reconcilePeriod` or `--reconcile-period`.
     pub reconcile_period: Option<Duration>,
     /// Cluster discovery shared by this watch's installs and upgrades.
-    pub discovery: Arc<apply::DiscoveryCache>,
+    pub discovery: Arc<action::DiscoveryCache>,
 }
 
 /// How long a watch reuses what discovery found. Upgrades are decided by
@@ -100,7 +100,7 @@ pub enum ReconcileError {
         cr: String,
         action: &'static str,
         #[source]
-        source: Box<apply::Error>,
+        source: Box<action::Error>,
         /// When to try again (the backoff of this failure).
         retry_in: Option<Duration>,
     },
@@ -233,7 +233,7 @@ impl Run {
     fn action_error(
         &self,
         action: &'static str,
-        source: apply::Error,
+        source: action::Error,
         retry_in: Option<Duration>,
     ) -> ReconcileError {
         ReconcileError::Action {
@@ -358,7 +358,7 @@ impl Run {
         opts.disable_hooks = a.bool_or(ann::UNINSTALL_DISABLE_HOOKS, false);
         opts.wait = a.bool_or(ann::UNINSTALL_WAIT, false);
         opts.description = a.text(ann::UNINSTALL_DESCRIPTION);
-        match apply::uninstall(self.ctx.client.clone(), &opts).await {
+        match action::uninstall(self.ctx.client.clone(), &opts).await {
             Ok(rel) => {
                 tracing::info!(cr = %self.cr_id, release = %self.name, "uninstalled release");
                 self.status.remove(st::RELEASE_FAILED);
@@ -376,7 +376,7 @@ impl Run {
                     )
                     .await;
             }
-            Err(apply::Error::NotDeployed { .. }) => {
+            Err(action::Error::NotDeployed { .. }) => {
                 tracing::info!(cr = %self.cr_id, release = %self.name, "release not found");
                 self.status.remove(st::RELEASE_FAILED);
             }
@@ -599,7 +599,7 @@ impl Run {
 
         if let Some(newest) = metas.last().filter(|m| m.status.is_pending()) {
             let opts = self.action_options(&digest, 1);
-            let recovered = apply::recover_pending(self.ctx.client.clone(), &opts).await;
+            let recovered = action::recover_pending(self.ctx.client.clone(), &opts).await;
             match recovered {
                 Ok(Some(rel)) => {
                     tracing::warn!(cr = %self.cr_id, release = %self.name, version = rel.version,
@@ -609,7 +609,7 @@ impl Run {
                         .await
                         .map_err(|e| self.storage_err(e))?;
                 }
-                Ok(None) | Err(apply::Error::Locked { .. }) => {
+                Ok(None) | Err(action::Error::Locked { .. }) => {
                     return Err(ReconcileError::InProgress {
                         cr: self.cr_id.clone(),
                         release: self.name.clone(),
@@ -679,7 +679,7 @@ impl Run {
             (Plan::Upgrade, Some(d)) if !d.labels.contains_key(digest::LABEL) => {
                 // A record written by helm (or before digests): compare renders.
                 let chart = (*self.ctx.chart).clone();
-                match apply::diff_upgrade(self.ctx.client.clone(), chart, values.clone(), &opts)
+                match action::diff_upgrade(self.ctx.client.clone(), chart, values.clone(), &opts)
                     .await
                 {
                     Ok(diff) if diff.changed => Plan::Upgrade,
@@ -770,7 +770,7 @@ impl Run {
         opts.description = a.text(ann::INSTALL_DESCRIPTION);
         self.warn_overrides().await;
         let chart = (*self.ctx.chart).clone();
-        match apply::install(self.ctx.client.clone(), chart, values, &opts).await {
+        match action::install(self.ctx.client.clone(), chart, values, &opts).await {
             Ok(rel) => {
                 tracing::info!(cr = %self.cr_id, release = %rel.name, version = rel.version, "installed release");
                 let notes = notes(&rel);
@@ -812,7 +812,7 @@ impl Run {
         let rollback_force = a.bool_or(ann::ROLLBACK_FORCE, true);
         self.warn_overrides().await;
         let chart = (*self.ctx.chart).clone();
-        let source = match apply::upgrade(self.ctx.client.clone(), chart, values, &opts).await {
+        let source = match action::upgrade(self.ctx.client.clone(), chart, values, &opts).await {
             Ok(rel) => {
                 tracing::info!(cr = %self.cr_id, release = %rel.name, version = rel.version, force = opts.force, "upgraded release");
                 let notes = notes(&rel);
@@ -850,7 +850,7 @@ impl Run {
             if let Some(d) = deployed.labels.get(digest::LABEL) {
                 ropts.labels.insert(digest::LABEL.to_string(), d.clone());
             }
-            match apply::rollback(self.ctx.client.clone(), deployed.version, &ropts).await {
+            match action::rollback(self.ctx.client.clone(), deployed.version, &ropts).await {
                 Ok(rel) => {
                     self.events
                         .normal(
@@ -899,7 +899,7 @@ impl Run {
         // The inputs match the deployed release again: an earlier failed change is no
         // longer being attempted (as in Go).
         self.status.remove(st::RELEASE_FAILED);
-        let report = match apply::repair(self.ctx.client.clone(), &opts).await {
+        let report = match action::repair(self.ctx.client.clone(), &opts).await {
             Ok(r) => r,
             Err(source) => {
                 let msg = format!("failed to reconcile release: {source}");
@@ -965,15 +965,15 @@ fn notes(rel: &Release) -> String {
 }
 
 /// Errors raised before an action touched any object.
-fn changed_nothing(e: &apply::Error) -> bool {
+fn changed_nothing(e: &action::Error) -> bool {
     matches!(
         e,
-        apply::Error::Render { .. }
-            | apply::Error::InvalidDocument { .. }
-            | apply::Error::Conflict { .. }
-            | apply::Error::Transform { .. }
-            | apply::Error::Locked { .. }
-            | apply::Error::InUse { .. }
+        action::Error::Render { .. }
+            | action::Error::InvalidDocument { .. }
+            | action::Error::Conflict { .. }
+            | action::Error::Transform { .. }
+            | action::Error::Locked { .. }
+            | action::Error::InUse { .. }
     )
 }
 
@@ -1041,8 +1041,8 @@ fn failures_with(metas: &[RecordMeta], digest: &str) -> Option<Failures> {
 /// The kinds of the objects in a manifest, each once, in first-seen order.
 fn manifest_kinds(release: &str, manifest: &str) -> Vec<GroupVersionKind> {
     let mut out: Vec<GroupVersionKind> = Vec::new();
-    for (source, doc) in apply::record::manifest_documents(manifest) {
-        let Ok(Some(obj)) = apply::Kube::parse_document(release, &source, &doc) else {
+    for (source, doc) in action::record::manifest_documents(manifest) {
+        let Ok(Some(obj)) = action::Kube::parse_document(release, &source, &doc) else {
             continue;
         };
         let Some(types) = obj.types else { continue };

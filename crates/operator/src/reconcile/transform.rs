@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use apply::{ObjectRef, Transform};
+use action::{ObjectRef, Transform};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::DynamicObject;
 

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use apiserver::{Config, Server};
-use apply::ActionOptions;
+use action::ActionOptions;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::Api;

@@ -5,7 +5,7 @@ mod common;
 
 use std::time::Duration;
 
-use apply::Error;
+use action::Error;
 use common::*;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job;
@@ -60,7 +60,7 @@ async fn lease_exists(client: &Client, release: &str) -> bool {
 }
 
 fn host() -> String {
-    apply::lock::hostname()
+    action::lock::hostname()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -71,7 +71,7 @@ async fn locks_refuse_live_holders_and_take_over_dead_ones() {
 
     // A live holder elsewhere: every action is refused with who and until when.
     put_lease(&client, "l", "other-host/42/abcd", 0).await;
-    let err = apply::install(client.clone(), load(), Map::new(), &opts("l"))
+    let err = action::install(client.clone(), load(), Map::new(), &opts("l"))
         .await
         .expect_err("locked");
     let msg = err.to_string();
@@ -82,14 +82,14 @@ async fn locks_refuse_live_holders_and_take_over_dead_ones() {
         "{msg}"
     );
     assert!(record_secret(&client, "l", 1).await.is_none());
-    let err = apply::uninstall(client.clone(), &apply::UninstallOptions::new("l", NS))
+    let err = action::uninstall(client.clone(), &action::UninstallOptions::new("l", NS))
         .await
         .expect_err("locked");
     assert!(matches!(err, Error::Locked { .. }), "{err}");
 
     // An expired Lease is taken over; the action gives the lock back when done.
     put_lease(&client, "l", "other-host/42/abcd", 120).await;
-    apply::install(client.clone(), load(), Map::new(), &opts("l"))
+    action::install(client.clone(), load(), Map::new(), &opts("l"))
         .await
         .expect("install after expiry");
     assert!(!lease_exists(&client, "l").await);
@@ -99,7 +99,7 @@ async fn locks_refuse_live_holders_and_take_over_dead_ones() {
     let dead_pid = child.id();
     child.wait().expect("wait");
     put_lease(&client, "l", &format!("{}/{dead_pid}/x", host()), 0).await;
-    apply::upgrade(client.clone(), load(), Map::new(), &opts("l"))
+    action::upgrade(client.clone(), load(), Map::new(), &opts("l"))
         .await
         .expect("upgrade after a dead holder");
     // So is one with our pid that this process never handed out (a restarted pid 1).
@@ -110,15 +110,15 @@ async fn locks_refuse_live_holders_and_take_over_dead_ones() {
         0,
     )
     .await;
-    apply::rollback(client.clone(), 1, &opts("l"))
+    action::rollback(client.clone(), 1, &opts("l"))
         .await
         .expect("rollback after a previous incarnation");
     assert!(!lease_exists(&client, "l").await);
 
     // Two concurrent actions of this process: one wins, the other is told it is locked.
     let (oa, ob) = (opts("l"), opts("l"));
-    let a = apply::upgrade(client.clone(), load(), Map::new(), &oa);
-    let b = apply::upgrade(client.clone(), load(), Map::new(), &ob);
+    let a = action::upgrade(client.clone(), load(), Map::new(), &oa);
+    let b = action::upgrade(client.clone(), load(), Map::new(), &ob);
     let (a, b) = tokio::join!(a, b);
     let locked = [&a, &b]
         .iter()
@@ -154,7 +154,7 @@ async fn pending_leftovers_are_recovered() {
 
     // An install that crashed after creating objects: the next install adopts them.
     let crashed = opts("p");
-    let partial = apply::render(load(), Map::new(), &crashed, 1, false)
+    let partial = action::render(load(), Map::new(), &crashed, 1, false)
         .await
         .expect("render");
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), NS);
@@ -177,7 +177,7 @@ async fn pending_leftovers_are_recovered() {
 
     // Under a live lock it is not a leftover: nothing is recovered.
     put_lease_live(&client, "p").await;
-    assert!(apply::recover_pending(client.clone(), &opts("p"))
+    assert!(action::recover_pending(client.clone(), &opts("p"))
         .await
         .expect("recover")
         .is_none());
@@ -190,7 +190,7 @@ async fn pending_leftovers_are_recovered() {
         .await
         .expect("drop lease");
 
-    let rel = apply::install(client.clone(), load(), Map::new(), &opts("p"))
+    let rel = action::install(client.clone(), load(), Map::new(), &opts("p"))
         .await
         .expect("install proceeds");
     assert_eq!(rel.version, 2);
@@ -213,7 +213,7 @@ async fn pending_leftovers_are_recovered() {
 
     // An upgrade that crashed: the next upgrade continues from the deployed revision.
     leave_pending(&client, "p", 3, Status::PendingUpgrade, "Preparing upgrade").await;
-    let rel = apply::upgrade(
+    let rel = action::upgrade(
         client.clone(),
         load(),
         values(json!({"greeting": "again"})),
@@ -241,13 +241,13 @@ async fn pending_leftovers_are_recovered() {
 
     // recover_pending on its own.
     leave_pending(&client, "p", 5, Status::PendingRollback, "Rollback to 2").await;
-    let recovered = apply::recover_pending(client.clone(), &opts("p"))
+    let recovered = action::recover_pending(client.clone(), &opts("p"))
         .await
         .expect("recover")
         .expect("something recovered");
     assert_eq!(recovered.version, 5);
     assert_eq!(recovered.status(), Status::Failed);
-    assert!(apply::recover_pending(client.clone(), &opts("p"))
+    assert!(action::recover_pending(client.clone(), &opts("p"))
         .await
         .expect("recover")
         .is_none());
@@ -265,11 +265,11 @@ async fn repair_restores_drift_without_a_new_revision() {
     let (server, client) = start().await;
     let chart_dir = write_chart(&server);
     let load = || chart::loader::load(&chart_dir).expect("chart loads");
-    let err = apply::repair(client.clone(), &opts("r"))
+    let err = action::repair(client.clone(), &opts("r"))
         .await
         .expect_err("nothing deployed");
     assert!(matches!(err, Error::NotDeployed { .. }), "{err}");
-    apply::install(client.clone(), load(), Map::new(), &opts("r"))
+    action::install(client.clone(), load(), Map::new(), &opts("r"))
         .await
         .expect("install");
 
@@ -289,7 +289,7 @@ async fn repair_restores_drift_without_a_new_revision() {
     .await
     .expect("edit cm");
 
-    let report = apply::repair(client.clone(), &opts("r"))
+    let report = action::repair(client.clone(), &opts("r"))
         .await
         .expect("repair");
     let mut names: Vec<String> = report.repaired.iter().map(|r| r.to_string()).collect();
@@ -322,14 +322,14 @@ async fn repair_restores_drift_without_a_new_revision() {
     );
     // A transform is applied on repair as well.
     let mut o = opts("r");
-    o.transform = Some(apply::Transform(std::sync::Arc::new(|obj, _| {
+    o.transform = Some(action::Transform(std::sync::Arc::new(|obj, _| {
         obj.metadata
             .labels
             .get_or_insert_with(Default::default)
             .insert("repaired".into(), "yes".into());
         Ok(())
     })));
-    apply::repair(client.clone(), &o).await.expect("repair");
+    action::repair(client.clone(), &o).await.expect("repair");
     let cm = cms.get("r-cfg").await.expect("cm");
     assert!(cm
         .metadata
@@ -345,11 +345,11 @@ async fn diff_upgrade_and_test_hooks() {
     let chart_dir = write_chart(&server);
     let load = || chart::loader::load(&chart_dir).expect("chart loads");
     let v = values(json!({"greeting": "hi"}));
-    apply::install(client.clone(), load(), v.clone(), &opts("d"))
+    action::install(client.clone(), load(), v.clone(), &opts("d"))
         .await
         .expect("install");
 
-    let same = apply::diff_upgrade(client.clone(), load(), v.clone(), &opts("d"))
+    let same = action::diff_upgrade(client.clone(), load(), v.clone(), &opts("d"))
         .await
         .expect("diff");
     assert!(
@@ -357,7 +357,7 @@ async fn diff_upgrade_and_test_hooks() {
         "{} vs {}",
         same.current_manifest, same.new_manifest
     );
-    let other = apply::diff_upgrade(
+    let other = action::diff_upgrade(
         client.clone(),
         load(),
         values(json!({"greeting": "hi", "service": false})),
@@ -374,11 +374,11 @@ async fn diff_upgrade_and_test_hooks() {
     // Same manifest text in another document order and formatting is no change.
     let a = "---\n# Source: x/a.yaml\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\n# Source: x/b.yaml\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b\n";
     let b = "---\n# Source: x/b.yaml\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: b}\n---\n# Source: x/a.yaml\nkind: ConfigMap\napiVersion: v1\nmetadata:\n  name: a\n";
-    assert!(apply::same_manifest(a, b));
-    assert!(!apply::same_manifest(a, &b.replace("name: b", "name: c")));
+    assert!(action::same_manifest(a, b));
+    assert!(!action::same_manifest(a, &b.replace("name: b", "name: c")));
 
     // Test hooks run and their executions are recorded.
-    let rel = apply::test(client.clone(), &opts("d")).await.expect("test");
+    let rel = action::test(client.clone(), &opts("d")).await.expect("test");
     let smoke = rel
         .hooks
         .iter()
@@ -409,8 +409,8 @@ async fn uninstall_runs_unlocked_in_a_terminating_namespace() {
         .create(&PostParams::default(), &ns)
         .await
         .expect("create namespace");
-    let o = apply::ActionOptions::new("z", "doomed");
-    apply::install(client.clone(), load(), Map::new(), &o)
+    let o = action::ActionOptions::new("z", "doomed");
+    action::install(client.clone(), load(), Map::new(), &o)
         .await
         .expect("install");
     // Hold the record (as a CR's finalizer holds the operator's CR) while the
@@ -438,9 +438,9 @@ async fn uninstall_runs_unlocked_in_a_terminating_namespace() {
         matches!(&refused, Err(kube::Error::Api(s)) if s.code == 403),
         "{refused:?}"
     );
-    let mut u = apply::UninstallOptions::new("z", "doomed");
+    let mut u = action::UninstallOptions::new("z", "doomed");
     u.timeout = Duration::from_secs(10);
-    apply::uninstall(client.clone(), &u)
+    action::uninstall(client.clone(), &u)
         .await
         .expect("uninstall proceeds without the lock");
     server.stop().await;

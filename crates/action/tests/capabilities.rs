@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use apply::Error;
+use action::Error;
 use common::{faulty_client, opts, record_secret, start, storage, NS};
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -108,7 +108,7 @@ async fn install_and_upgrade_see_the_clusters_capabilities() {
         .git_version;
 
     // The discovery itself, as Helm lists it.
-    let found = apply::discover(&client).await.expect("discovery");
+    let found = action::discover(&client).await.expect("discovery");
     assert_eq!(found.kube_version, server_version);
     for entry in [
         "v1",
@@ -132,7 +132,7 @@ async fn install_and_upgrade_see_the_clusters_capabilities() {
     );
 
     let load = || chart::loader::load(&chart).expect("chart loads");
-    apply::install(client.clone(), load(), Map::new(), &opts("caps"))
+    action::install(client.clone(), load(), Map::new(), &opts("caps"))
         .await
         .expect("install");
     let data = caps_data(&client, "caps").await;
@@ -166,7 +166,7 @@ async fn install_and_upgrade_see_the_clusters_capabilities() {
     let mut explicit = opts("caps");
     explicit.kube_version = Some("v1.20.0".into());
     explicit.api_versions = Some(vec!["nope.example.com/v1".into()]);
-    apply::upgrade(client.clone(), load(), Map::new(), &explicit)
+    action::upgrade(client.clone(), load(), Map::new(), &explicit)
         .await
         .expect("upgrade with explicit capabilities");
     let data = caps_data(&client, "caps").await;
@@ -176,12 +176,12 @@ async fn install_and_upgrade_see_the_clusters_capabilities() {
     assert_eq!(data.get("modern").map(String::as_str), Some("false"));
 
     // Back to discovery: the CRD's kind is seen again; diff_upgrade renders the same.
-    apply::upgrade(client.clone(), load(), Map::new(), &opts("caps"))
+    action::upgrade(client.clone(), load(), Map::new(), &opts("caps"))
         .await
         .expect("upgrade");
     let data = caps_data(&client, "caps").await;
     assert_eq!(data.get("crdKind").map(String::as_str), Some("true"));
-    let diff = apply::diff_upgrade(client.clone(), load(), Map::new(), &opts("caps"))
+    let diff = action::diff_upgrade(client.clone(), load(), Map::new(), &opts("caps"))
         .await
         .expect("diff");
     assert!(!diff.changed, "{}", diff.new_manifest);
@@ -198,7 +198,7 @@ async fn chart_kube_version_constraint_is_checked_against_the_cluster() {
         .expect("server version")
         .git_version;
     let c = chart::loader::load(&chart).expect("chart loads");
-    let err = apply::install(client.clone(), c, Map::new(), &opts("future"))
+    let err = action::install(client.clone(), c, Map::new(), &opts("future"))
         .await
         .expect_err("refused");
     assert!(matches!(err, Error::Render { .. }), "{err}");
@@ -211,7 +211,7 @@ async fn chart_kube_version_constraint_is_checked_against_the_cluster() {
     // A constraint the cluster satisfies installs.
     let ok = write_chart(&chart_dir(&server), "present", Some(">=1.20.0-0"));
     let c = chart::loader::load(&ok).expect("chart loads");
-    apply::install(client.clone(), c, Map::new(), &opts("present"))
+    action::install(client.clone(), c, Map::new(), &opts("present"))
         .await
         .expect("install");
     server.stop().await;
@@ -230,7 +230,7 @@ async fn discovery_failures() {
             (m == http::Method::GET && p == "/version").then(|| (503, "version is down".into()))
         }),
     );
-    let err = apply::install(no_version.clone(), load(), Map::new(), &opts("down"))
+    let err = action::install(no_version.clone(), load(), Map::new(), &opts("down"))
         .await
         .expect_err("discovery fails");
     assert!(matches!(err, Error::Discovery { .. }), "{err}");
@@ -248,7 +248,7 @@ async fn discovery_failures() {
     // Explicit capabilities need no discovery.
     let mut explicit = opts("down");
     explicit.api_versions = Some(Vec::new());
-    apply::install(no_version, load(), Map::new(), &explicit)
+    action::install(no_version, load(), Map::new(), &explicit)
         .await
         .expect("install without discovery");
     let data = caps_data(&client, "down").await;
@@ -267,13 +267,13 @@ async fn discovery_failures() {
             })
         }),
     );
-    let found = apply::discover(&broken_group)
+    let found = action::discover(&broken_group)
         .await
         .expect("partial discovery");
     assert!(found.api_versions.iter().any(|v| v == "batch/v1"));
     assert!(!found.api_versions.iter().any(|v| v == "batch/v1/Job"));
     assert!(found.api_versions.iter().any(|v| v == "apps/v1/Deployment"));
-    apply::install(broken_group, load(), Map::new(), &opts("partial"))
+    action::install(broken_group, load(), Map::new(), &opts("partial"))
         .await
         .expect("install despite a broken group");
     server.stop().await;
@@ -284,29 +284,29 @@ async fn a_discovery_cache_is_reused_until_it_expires_or_is_invalidated() {
     let (server, client) = start().await;
     let chart = write_chart(&chart_dir(&server), "cached", None);
     let load = || chart::loader::load(&chart).expect("chart loads");
-    let cache = Arc::new(apply::DiscoveryCache::new(Duration::from_secs(3600)));
+    let cache = Arc::new(action::DiscoveryCache::new(Duration::from_secs(3600)));
     let mut cached = opts("cached");
     cached.discovery = Some(cache.clone());
     let crd_kind_seen = || async { caps_data(&client, "cached").await.get("crdKind").cloned() };
 
-    apply::install(client.clone(), load(), Map::new(), &cached)
+    action::install(client.clone(), load(), Map::new(), &cached)
         .await
         .expect("install");
     assert_eq!(crd_kind_seen().await.as_deref(), Some("false"));
     create_crd(&client).await;
     // Within the TTL the remembered discovery is used: the new CRD is not seen.
-    apply::upgrade(client.clone(), load(), Map::new(), &cached)
+    action::upgrade(client.clone(), load(), Map::new(), &cached)
         .await
         .expect("upgrade");
     assert_eq!(crd_kind_seen().await.as_deref(), Some("false"));
     cache.invalidate().await;
-    apply::upgrade(client.clone(), load(), Map::new(), &cached)
+    action::upgrade(client.clone(), load(), Map::new(), &cached)
         .await
         .expect("upgrade after invalidate");
     assert_eq!(crd_kind_seen().await.as_deref(), Some("true"));
 
     // An expired cache discovers again.
-    let expired = apply::DiscoveryCache::new(Duration::ZERO);
+    let expired = action::DiscoveryCache::new(Duration::ZERO);
     let first = expired.get(&client).await.expect("discovery");
     assert!(first
         .api_versions

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use apply::{Error, Transform, UninstallOptions};
+use action::{Error, Transform, UninstallOptions};
 use common::*;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job;
@@ -27,7 +27,7 @@ async fn disable_hooks_description_and_labels() {
     o.disable_hooks = true;
     o.description = Some("installed by test".into());
     o.labels = [("team".to_string(), "a".to_string())].into();
-    let rel = apply::install(client.clone(), load(), Map::new(), &o)
+    let rel = action::install(client.clone(), load(), Map::new(), &o)
         .await
         .expect("install");
     // The hooks are recorded but never ran.
@@ -53,7 +53,7 @@ async fn disable_hooks_description_and_labels() {
         ("env".to_string(), "dev".to_string()),
     ]
     .into();
-    apply::upgrade(client.clone(), load(), Map::new(), &o)
+    action::upgrade(client.clone(), load(), Map::new(), &o)
         .await
         .expect("upgrade");
     let labels = record_secret(&client, "quiet", 2)
@@ -71,7 +71,7 @@ async fn disable_hooks_description_and_labels() {
     u.wait = true;
     u.disable_hooks = true;
     u.description = Some("removed by test".into());
-    apply::uninstall(client.clone(), &u)
+    action::uninstall(client.clone(), &u)
         .await
         .expect("uninstall");
     assert_eq!(description(&client, "quiet", 2).await, "removed by test");
@@ -95,7 +95,7 @@ async fn transform_changes_objects_and_refusal_writes_nothing() {
             Ok(())
         }
     })));
-    let err = apply::install(client.clone(), load(), Map::new(), &o)
+    let err = action::install(client.clone(), load(), Map::new(), &o)
         .await
         .expect_err("refused");
     let msg = err.to_string();
@@ -123,7 +123,7 @@ async fn transform_changes_objects_and_refusal_writes_nothing() {
             .insert("stamped".into(), "yes".into());
         Ok(())
     })));
-    apply::install(client.clone(), load(), Map::new(), &o)
+    action::install(client.clone(), load(), Map::new(), &o)
         .await
         .expect("install");
     let cm = cms.get("t-cfg").await.expect("configmap");
@@ -167,7 +167,7 @@ async fn wait_for_ready_objects_and_jobs() {
     o.wait = true;
     o.wait_for_jobs = true;
     let v = values(json!({"job": true}));
-    apply::install(client.clone(), load(), v, &o)
+    action::install(client.clone(), load(), v, &o)
         .await
         .expect("install waits until ready");
     let deps: Api<Deployment> = Api::namespaced(client.clone(), NS);
@@ -182,7 +182,7 @@ async fn wait_for_ready_objects_and_jobs() {
     o.wait = true;
     o.timeout = Duration::from_secs(2);
     let v = values(json!({"pvc": true}));
-    let err = apply::upgrade(client.clone(), load(), v, &o)
+    let err = action::upgrade(client.clone(), load(), v, &o)
         .await
         .expect_err("times out");
     let msg = err.to_string();
@@ -211,14 +211,14 @@ async fn rollback_on_failure_undoes_upgrade_and_install() {
     let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), NS);
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), NS);
 
-    apply::install(client.clone(), load(), Map::new(), &opts("a"))
+    action::install(client.clone(), load(), Map::new(), &opts("a"))
         .await
         .expect("install");
     let mut o = opts("a");
     o.rollback_on_failure = true;
     o.timeout = Duration::from_secs(2);
     let v = values(json!({"pvc": true, "greeting": "new"}));
-    let err = apply::upgrade(client.clone(), load(), v, &o)
+    let err = action::upgrade(client.clone(), load(), v, &o)
         .await
         .expect_err("rolled back");
     let msg = err.to_string();
@@ -256,7 +256,7 @@ async fn rollback_on_failure_undoes_upgrade_and_install() {
     o.rollback_on_failure = true;
     o.take_ownership = true;
     o.timeout = Duration::from_secs(2);
-    let err = apply::install(client.clone(), load(), values(json!({"pvc": true})), &o)
+    let err = action::install(client.clone(), load(), values(json!({"pvc": true})), &o)
         .await
         .expect_err("uninstalled");
     let msg = err.to_string();
@@ -275,7 +275,7 @@ async fn force_replaces_objects_that_cannot_change() {
     let (server, client) = start().await;
     let chart_dir = write_chart(&server);
     let load = || chart::loader::load(&chart_dir).expect("chart loads");
-    apply::install(client.clone(), load(), Map::new(), &opts("f"))
+    action::install(client.clone(), load(), Map::new(), &opts("f"))
         .await
         .expect("install");
     let svcs: Api<Service> = Api::namespaced(client.clone(), NS);
@@ -297,7 +297,7 @@ async fn force_replaces_objects_that_cannot_change() {
             })
         }),
     );
-    let err = apply::upgrade(faulty.clone(), load(), Map::new(), &opts("f"))
+    let err = action::upgrade(faulty.clone(), load(), Map::new(), &opts("f"))
         .await
         .expect_err("immutable without force");
     assert!(err.to_string().contains("field is immutable"), "{err}");
@@ -311,7 +311,7 @@ async fn force_replaces_objects_that_cannot_change() {
     refusals.store(0, Ordering::SeqCst);
     let mut o = opts("f");
     o.force = true;
-    apply::upgrade(faulty, load(), Map::new(), &o)
+    action::upgrade(faulty, load(), Map::new(), &o)
         .await
         .expect("force replaces");
     let svc = svcs.get("f-svc").await.expect("svc recreated");
@@ -336,7 +336,7 @@ async fn api_failures_mid_action_leave_no_pending_record() {
     let (server, client) = start().await;
     let chart_dir = write_chart(&server);
     let load = || chart::loader::load(&chart_dir).expect("chart loads");
-    apply::install(client.clone(), load(), Map::new(), &opts("m"))
+    action::install(client.clone(), load(), Map::new(), &opts("m"))
         .await
         .expect("install");
 
@@ -349,7 +349,7 @@ async fn api_failures_mid_action_leave_no_pending_record() {
         }),
     );
     let v = values(json!({"service": false, "greeting": "x"}));
-    let err = apply::upgrade(faulty.clone(), load(), v.clone(), &opts("m"))
+    let err = action::upgrade(faulty.clone(), load(), v.clone(), &opts("m"))
         .await
         .expect_err("upgrade fails");
     assert!(err.to_string().contains("etcd is unhappy"), "{err}");
@@ -366,7 +366,7 @@ async fn api_failures_mid_action_leave_no_pending_record() {
     assert!(svcs.get_opt("m-svc").await.expect("read").is_some());
 
     // Rollback and uninstall failing mid-way are marked failed too.
-    let err = apply::rollback(faulty.clone(), 1, &opts("m"))
+    let err = action::rollback(faulty.clone(), 1, &opts("m"))
         .await
         .expect_err("rollback fails");
     assert!(err.to_string().contains("etcd is unhappy"), "{err}");
@@ -381,7 +381,7 @@ async fn api_failures_mid_action_leave_no_pending_record() {
                 .then(|| (500, "etcd is unhappy".to_string()))
         }),
     );
-    let err = apply::uninstall(faulty_delete, &UninstallOptions::new("m", NS))
+    let err = action::uninstall(faulty_delete, &UninstallOptions::new("m", NS))
         .await
         .expect_err("uninstall fails");
     assert!(err.to_string().contains("etcd is unhappy"), "{err}");
@@ -391,7 +391,7 @@ async fn api_failures_mid_action_leave_no_pending_record() {
     );
 
     // The release still upgrades cleanly afterwards, from the deployed revision.
-    let rel = apply::upgrade(client.clone(), load(), v, &opts("m"))
+    let rel = action::upgrade(client.clone(), load(), v, &opts("m"))
         .await
         .expect("upgrade");
     assert_eq!(rel.version, 4);

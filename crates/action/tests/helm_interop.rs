@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::Command;
 
 use apiserver::{Config, Server};
-use apply::ActionOptions;
+use action::ActionOptions;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::Api;
 use serde_json::{Map, Value};
@@ -87,7 +87,7 @@ async fn helm_reads_and_uninstalls_our_release() {
     .expect("template");
     let chart = chart::loader::load(&chart_dir).expect("chart loads");
 
-    apply::install(
+    action::install(
         client.clone(),
         chart,
         Map::new(),

@@ -4,7 +4,7 @@
 
 mod common;
 
-use apply::{Error, UninstallOptions};
+use action::{Error, UninstallOptions};
 use common::*;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job;
@@ -22,7 +22,7 @@ async fn install_upgrade_rollback_uninstall() {
     let load = || chart::loader::load(&chart_dir).expect("chart loads");
 
     // Install.
-    let rel = apply::install(client.clone(), load(), Map::new(), &opts("demo"))
+    let rel = action::install(client.clone(), load(), Map::new(), &opts("demo"))
         .await
         .expect("install");
     assert_eq!(rel.version, 1);
@@ -76,14 +76,14 @@ async fn install_upgrade_rollback_uninstall() {
         .is_none());
 
     // A second install of the same name is refused.
-    let err = apply::install(client.clone(), load(), Map::new(), &opts("demo"))
+    let err = action::install(client.clone(), load(), Map::new(), &opts("demo"))
         .await
         .expect_err("name in use");
     assert!(matches!(err, Error::InUse { .. }), "{err}");
 
     // Upgrade: changed values, Service dropped.
     let v2 = values(json!({"greeting": "bonjour", "replicas": 2, "service": false}));
-    let rel = apply::upgrade(client.clone(), load(), v2, &opts("demo"))
+    let rel = action::upgrade(client.clone(), load(), v2, &opts("demo"))
         .await
         .expect("upgrade");
     assert_eq!(rel.version, 2);
@@ -122,7 +122,7 @@ async fn install_upgrade_rollback_uninstall() {
     );
 
     // Rollback to revision 1 brings back the Service and the old value.
-    let rel = apply::rollback(client.clone(), 1, &opts("demo"))
+    let rel = action::rollback(client.clone(), 1, &opts("demo"))
         .await
         .expect("rollback");
     assert_eq!(rel.version, 3);
@@ -146,7 +146,7 @@ async fn install_upgrade_rollback_uninstall() {
     assert!(svcs.get_opt("demo-svc").await.expect("read svc").is_some());
 
     // Uninstall removes the objects and every record.
-    let rel = apply::uninstall(client.clone(), &UninstallOptions::new("demo", NS))
+    let rel = action::uninstall(client.clone(), &UninstallOptions::new("demo", NS))
         .await
         .expect("uninstall");
     assert_eq!(rel.status(), release::Status::Uninstalled);
@@ -187,7 +187,7 @@ async fn refuses_objects_of_another_release() {
         .await
         .expect("create");
 
-    let err = apply::install(client.clone(), load(), Map::new(), &opts("demo"))
+    let err = action::install(client.clone(), load(), Map::new(), &opts("demo"))
         .await
         .expect_err("conflict");
     let msg = err.to_string();
@@ -211,7 +211,7 @@ async fn refuses_objects_of_another_release() {
     // With take_ownership the failed release can be installed again, adopting it.
     let mut o = opts("demo");
     o.take_ownership = true;
-    let rel = apply::install(client.clone(), load(), Map::new(), &o)
+    let rel = action::install(client.clone(), load(), Map::new(), &o)
         .await
         .expect("install with take_ownership");
     assert_eq!(rel.version, 2);
@@ -281,7 +281,7 @@ async fn crds_keep_policy_and_keep_history() {
     );
     let load = || chart::loader::load(&chart_dir).expect("chart loads");
 
-    apply::install(client.clone(), load(), Map::new(), &opts("w"))
+    action::install(client.clone(), load(), Map::new(), &opts("w"))
         .await
         .expect("install with CRD");
     let ar = kube::core::ApiResource::from_gvk_with_plural(
@@ -295,7 +295,7 @@ async fn crds_keep_policy_and_keep_history() {
 
     // The kept ConfigMap survives being dropped by an upgrade.
     let v2 = values(json!({"size": 2, "kept": false}));
-    apply::upgrade(client.clone(), load(), v2, &opts("w"))
+    action::upgrade(client.clone(), load(), v2, &opts("w"))
         .await
         .expect("upgrade");
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), NS);
@@ -306,7 +306,7 @@ async fn crds_keep_policy_and_keep_history() {
     // keep_history leaves the records, the newest marked uninstalled.
     let mut u = UninstallOptions::new("w", NS);
     u.keep_history = true;
-    apply::uninstall(client.clone(), &u)
+    action::uninstall(client.clone(), &u)
         .await
         .expect("uninstall");
     assert!(widgets.get_opt("w-widget").await.expect("read").is_none());
@@ -319,11 +319,11 @@ async fn crds_keep_policy_and_keep_history() {
         Some("uninstalled")
     );
     // Again with keep_history: refused; without: the kept history is purged.
-    let err = apply::uninstall(client.clone(), &u)
+    let err = action::uninstall(client.clone(), &u)
         .await
         .expect_err("already uninstalled");
     assert!(matches!(err, Error::AlreadyUninstalled { .. }), "{err}");
-    apply::uninstall(client.clone(), &UninstallOptions::new("w", NS))
+    action::uninstall(client.clone(), &UninstallOptions::new("w", NS))
         .await
         .expect("purge");
     assert_eq!(record_status(&client, "w", 2).await, None);
@@ -345,7 +345,7 @@ async fn unknown_kind_fails_the_release() {
         ],
     );
     let chart = chart::loader::load(&chart_dir).expect("chart loads");
-    let err = apply::install(client.clone(), chart, Map::new(), &opts("bad"))
+    let err = action::install(client.clone(), chart, Map::new(), &opts("bad"))
         .await
         .expect_err("unknown kind");
     let msg = err.to_string();
@@ -366,12 +366,12 @@ async fn upgrades_prune_history_to_max_history() {
     let load = || chart::loader::load(&chart_dir).expect("chart loads");
     let mut o = opts("p");
     o.max_history = 2;
-    apply::install(client.clone(), load(), Map::new(), &o)
+    action::install(client.clone(), load(), Map::new(), &o)
         .await
         .expect("install");
     for i in 0..3 {
         let v = values(json!({"greeting": format!("v{i}")}));
-        apply::upgrade(client.clone(), load(), v, &o)
+        action::upgrade(client.clone(), load(), v, &o)
             .await
             .expect("upgrade");
     }

@@ -57,7 +57,7 @@ async fn lookup_sees_the_live_cluster() {
         .expect("create existing");
 
     let chart = chart::loader::load(write_chart(&dir, TEMPLATE)).expect("chart");
-    apply::install(client.clone(), chart, Map::new(), &opts("lk"))
+    action::install(client.clone(), chart, Map::new(), &opts("lk"))
         .await
         .expect("install");
     let data = cms
@@ -79,7 +79,7 @@ async fn lookup_sees_the_live_cluster() {
         "{{ $x := lookup \"nope.example.com/v1\" \"Thing\" \"\" \"x\" }}\n",
     );
     let chart = chart::loader::load(bad).expect("chart");
-    let err = apply::install(client.clone(), chart, Map::new(), &opts("bad"))
+    let err = action::install(client.clone(), chart, Map::new(), &opts("bad"))
         .await
         .expect_err("unserved group");
     assert!(
@@ -114,7 +114,7 @@ async fn generated_passwords_survive_upgrades() {
             .cloned()
             .expect("password")
     };
-    apply::install(client.clone(), load(), Map::new(), &opts("pw"))
+    action::install(client.clone(), load(), Map::new(), &opts("pw"))
         .await
         .expect("install");
     let first = password().await;
@@ -123,7 +123,7 @@ async fn generated_passwords_survive_upgrades() {
             .as_object()
             .cloned()
             .unwrap_or_default();
-        apply::upgrade(client.clone(), load(), values, &opts("pw"))
+        action::upgrade(client.clone(), load(), values, &opts("pw"))
             .await
             .expect("upgrade");
         assert_eq!(

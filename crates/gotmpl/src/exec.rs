@@ -3,7 +3,8 @@
 //! error messages (`template: NAME:LINE:COL: executing "NAME" at <NODE>: ...`).
 
 use std::cell::RefCell;
-use std::collections::HashMap;
+// Names are looked up on every parse and call: a fast hasher.
+use foldhash::HashMap;
 use std::rc::Rc;
 
 use crate::funcs::FuncMap;
@@ -83,7 +84,7 @@ impl ParseCache {
     /// A cache holding parses of up to `limit_bytes` of template text.
     pub fn new(limit_bytes: usize) -> Self {
         ParseCache {
-            entries: HashMap::new(),
+            entries: HashMap::default(),
             bytes: 0,
             limit: limit_bytes,
         }
@@ -139,7 +140,7 @@ impl Templates {
     pub fn new(funcs: Rc<FuncMap>) -> Self {
         Templates {
             root_name: String::new(),
-            own: HashMap::new(),
+            own: HashMap::default(),
             base: None,
             funcs,
             options: Options::default(),
@@ -158,7 +159,7 @@ impl Templates {
     pub fn layered(base: Rc<Templates>) -> Self {
         Templates {
             root_name: base.root_name.clone(),
-            own: HashMap::new(),
+            own: HashMap::default(),
             funcs: base.funcs.clone(),
             options: base.options,
             cache: base.cache.clone(),

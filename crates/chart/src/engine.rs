@@ -133,16 +133,20 @@ impl Engine {
                 let Some(parent) = ctx.templates() else {
                     return Err(FuncError::new("tpl: no template set"));
                 };
+                // Go's `tpl` parses into a clone of the calling set and runs
+                // exactly the tree it parsed: an empty or blank text runs as
+                // itself, even where it leaves an outer `tpl`'s text in place
+                // under the same name. A layer is that clone, copy-on-write.
                 let mut child = Templates::layered(parent.clone());
                 let name = parent.root_name().to_string();
-                child
+                let tree = child
                     .parse(&name, text)
                     .map_err(|e| FuncError::new(format!("cannot parse template {text:?}: {e}")))?;
                 let child = Rc::new(child);
                 let mut out = String::new();
                 let data = nil_to_invalid(&args[1]);
                 child
-                    .execute_into(&name, &data, &mut out, ctx.depth() + 1)
+                    .execute_tree(&tree, &data, &mut out, ctx.depth() + 1)
                     .map_err(|e| {
                         FuncError::new(format!(
                             "error during tpl function execution for {text:?}: {e}"
@@ -520,6 +524,25 @@ mod tests {
             .unwrap_err()
             .ends_with("error calling PathValue: \"m\" is not a value"));
         assert_eq!(run("{{ index .Values \"AsMap\" }}").unwrap(), "key");
+    }
+
+    #[test]
+    fn tpl_recursion_is_an_error_not_a_crash() {
+        // Go has no limit here and dies of stack overflow; rudder stops at
+        // its template depth limit with an error the chart author can read.
+        let e = Engine::new();
+        let tpls = vec![Renderable {
+            name: "c/templates/a.yaml".into(),
+            text: "{{ tpl .Values.a . }}".into(),
+            vals: vals(serde_json::json!({"a": "{{ tpl .Values.a . }}"})),
+            base_path: "c/templates".into(),
+        }];
+        let err = e.render(&tpls).unwrap_err().to_string();
+        assert!(
+            err.ends_with("exceeded maximum template depth (10000)"),
+            "{}",
+            &err[err.len() - 200..]
+        );
     }
 
     #[test]

@@ -424,7 +424,7 @@ struct HelmVersion;
 
 impl Object for HelmVersion {
     fn type_name(&self) -> String {
-        "common.BuildInfo".into()
+        "version.BuildInfo".into()
     }
     fn field(&self, name: &str) -> Option<Value> {
         Some(Value::str(match name {

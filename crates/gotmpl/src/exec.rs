@@ -3,7 +3,8 @@
 //! error messages (`template: NAME:LINE:COL: executing "NAME" at <NODE>: ...`).
 
 use std::cell::RefCell;
-use std::collections::HashMap;
+// Names are looked up on every parse and call: a fast hasher.
+use foldhash::HashMap;
 use std::rc::Rc;
 
 use crate::funcs::FuncMap;
@@ -83,7 +84,7 @@ impl ParseCache {
     /// A cache holding parses of up to `limit_bytes` of template text.
     pub fn new(limit_bytes: usize) -> Self {
         ParseCache {
-            entries: HashMap::new(),
+            entries: HashMap::default(),
             bytes: 0,
             limit: limit_bytes,
         }
@@ -139,7 +140,7 @@ impl Templates {
     pub fn new(funcs: Rc<FuncMap>) -> Self {
         Templates {
             root_name: String::new(),
-            own: HashMap::new(),
+            own: HashMap::default(),
             base: None,
             funcs,
             options: Options::default(),
@@ -158,7 +159,7 @@ impl Templates {
     pub fn layered(base: Rc<Templates>) -> Self {
         Templates {
             root_name: base.root_name.clone(),
-            own: HashMap::new(),
+            own: HashMap::default(),
             funcs: base.funcs.clone(),
             options: base.options,
             cache: base.cache.clone(),
@@ -191,7 +192,11 @@ impl Templates {
     /// Parses `text` as template `name`, adding it and every template it
     /// defines. Like Go's `Template.New(name).Parse(text)`: a later definition
     /// of a name replaces an earlier one unless the later one is empty.
-    pub fn parse(&mut self, name: &str, text: &str) -> Result<(), Error> {
+    /// Returns the tree just parsed for `name` even when it was empty and
+    /// so did not replace an earlier `name` in the set: like the template Go
+    /// returns, it is what [`Templates::execute_tree`] runs to execute
+    /// exactly this text.
+    pub fn parse(&mut self, name: &str, text: &str) -> Result<Rc<Tree>, Error> {
         let key = self.cache.as_ref().map(|_| ParseCache::key(name, text));
         let cached = match (&self.cache, &key) {
             (Some(c), Some(k)) => c.borrow().get(k, text),
@@ -217,7 +222,7 @@ impl Templates {
             }
             self.own.insert(t.name.clone(), t.clone());
         }
-        Ok(())
+        Ok(trees[0].clone())
     }
 
     /// The template of that name, searching base layers too.
@@ -272,10 +277,22 @@ impl Templates {
                 self.root_name
             )));
         };
+        self.execute_tree(&tree.clone(), data, out, depth)
+    }
+
+    /// Executes `tree` (one [`Templates::parse`] returned) in this set, as
+    /// Go's `Execute` runs a template's own tree whatever its name maps to.
+    pub fn execute_tree(
+        self: &Rc<Self>,
+        tree: &Rc<Tree>,
+        data: &Value,
+        out: &mut String,
+        depth: usize,
+    ) -> Result<(), Error> {
         if depth >= self.options.max_depth {
             return Err(Error::Exec(format!(
                 "template: {}: exceeded maximum template depth ({})",
-                name, self.options.max_depth
+                tree.name, self.options.max_depth
             )));
         }
         let mut st = State {
@@ -286,8 +303,12 @@ impl Templates {
             depth,
             at: At::None,
         };
-        st.walk_list(&Cur::plain(data.clone()), &tree.root)
-            .map(|_| ())
+        // Hosts re-enter here from inside a function call (Helm's `include`
+        // and `tpl`), with many frames since the last check: a wide margin.
+        stacker::maybe_grow(256 * 1024, 2 * 1024 * 1024, || {
+            st.walk_list(&Cur::plain(data.clone()), &tree.root)
+        })
+        .map(|_| ())
     }
 }
 

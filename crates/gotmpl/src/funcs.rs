@@ -1,6 +1,7 @@
 //! The function registry a template set calls into.
 
-use std::collections::HashMap;
+// Names are looked up on every parse and call: a fast hasher.
+use foldhash::HashMap;
 use std::rc::Rc;
 
 use crate::value::Func;
@@ -26,8 +27,8 @@ impl FuncMap {
     /// A new layer over `base`; entries added to it shadow the base.
     pub fn layered(base: Rc<FuncMap>) -> Self {
         FuncMap {
-            own: HashMap::new(),
-            methods: HashMap::new(),
+            own: HashMap::default(),
+            methods: HashMap::default(),
             base: Some(base),
         }
     }

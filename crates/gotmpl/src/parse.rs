@@ -289,8 +289,11 @@ pub fn is_builtin(name: &str) -> bool {
     BUILTINS.contains(&name)
 }
 
-/// Parses `text` as the template `name`. Returns the main tree first and then
-/// every `define`/`block` tree, in source order.
+/// Parses `text` as the template `name`. Returns the tree of `name` first and
+/// then every other `define`/`block` tree, in source order. As in Go, the main tree is
+/// one more definition of `name`: a non-empty `define` of the same name wins
+/// over an empty main body (and is then the only tree of that name), and two
+/// non-empty ones are an error.
 pub fn parse(
     name: &str,
     text: &str,
@@ -318,9 +321,26 @@ pub fn parse(
         text: src,
         root,
     };
-    let mut out = vec![main];
-    out.append(&mut p.trees);
-    Ok(out)
+    match p.trees.iter().position(|t| t.name == name) {
+        Some(i) if !p.trees[i].is_empty() => {
+            if !main.is_empty() {
+                return p.err(format!(
+                    "template: multiple definition of template {name:?}"
+                ));
+            }
+            let mut out = vec![p.trees.remove(i)];
+            out.append(&mut p.trees);
+            Ok(out)
+        }
+        same => {
+            if let Some(i) = same {
+                p.trees.remove(i);
+            }
+            let mut out = vec![main];
+            out.append(&mut p.trees);
+            Ok(out)
+        }
+    }
 }
 
 struct Parser<'a, 's> {
@@ -948,6 +968,54 @@ pub fn unquote(s: &str) -> Result<String, String> {
     }
 }
 
+/// Go's `strconv.UnquoteChar(s, '\'')`: the code point that `s` starts
+/// with (an escape read as in a rune literal) and the rest of `s`, or `None`
+/// where Go reports `ErrSyntax`.
+fn unquote_rune(s: &str) -> Option<(u32, &str)> {
+    let mut chars = s.chars();
+    let c = chars.next()?;
+    if c == '\'' {
+        return None;
+    }
+    if c != '\\' {
+        // A stray byte decodes as Go's RuneError.
+        let r = crate::gostr::escaped_byte(c).map_or(c as u32, |_| 0xFFFD);
+        return Some((r, chars.as_str()));
+    }
+    let e = chars.next()?;
+    let rest = chars.as_str();
+    let digits = |n: usize, radix: u32| -> Option<(u32, &str)> {
+        let d = rest.get(..n)?;
+        let mut v: u32 = 0;
+        for ch in d.chars() {
+            v = v * radix + ch.to_digit(radix)?;
+        }
+        Some((v, &rest[n..]))
+    };
+    let simple = |v: char| Some((v as u32, rest));
+    match e {
+        'a' => simple('\x07'),
+        'b' => simple('\x08'),
+        'f' => simple('\x0c'),
+        'n' => simple('\n'),
+        'r' => simple('\r'),
+        't' => simple('\t'),
+        'v' => simple('\x0b'),
+        '\\' | '\'' => simple(e),
+        'x' => digits(2, 16),
+        'u' | 'U' => {
+            let (v, tail) = digits(if e == 'u' { 4 } else { 8 }, 16)?;
+            char::from_u32(v).map(|_| (v, tail))
+        }
+        '0'..='7' => {
+            let (low, tail) = digits(2, 8)?;
+            let v = (e as u32 - '0' as u32) << 6 | low;
+            (v <= 255).then_some((v, tail))
+        }
+        _ => None,
+    }
+}
+
 fn parse_go_int(text: &str) -> Option<(bool, u64)> {
     // strconv.ParseInt/ParseUint with base 0: sign, prefixes, underscores.
     let (neg, body) = match text.as_bytes().first() {
@@ -1040,12 +1108,15 @@ pub fn parse_number(text: &str, typ: ItemType) -> Result<Number, String> {
         ..Default::default()
     };
     if typ == ItemType::CharConstant {
-        let s = unquote(text).map_err(|_| format!("malformed character constant: {text}"))?;
-        let c = s
-            .chars()
-            .next()
-            .ok_or_else(|| format!("malformed character constant: {text}"))?;
-        let r = c as i64;
+        // Go: `strconv.UnquoteChar` after the opening quote; its error is
+        // "invalid syntax", and anything but the closing quote after one
+        // character is a malformed constant.
+        let body = text.strip_prefix('\'').unwrap_or(text);
+        let (r, tail) = unquote_rune(body).ok_or_else(|| "invalid syntax".to_string())?;
+        if tail != "'" {
+            return Err(format!("malformed character constant: {text}"));
+        }
+        let r = i64::from(r);
         n.is_int = true;
         n.int = r;
         n.is_uint = true;
@@ -1196,5 +1267,64 @@ mod tests {
         assert!(parse_number("1e400", ItemType::Number).is_err());
         let n = parse_number("'a'", ItemType::CharConstant).expect("char");
         assert_eq!(n.int, 97);
+    }
+
+    #[test]
+    fn character_constants_like_strconv_unquote_char() {
+        let rune = |t: &str| parse_number(t, ItemType::CharConstant).map(|n| n.int);
+        for (text, want) in [
+            (r"'\n'", 10),
+            (r"'\x41'", 65),
+            (r"'\xff'", 255),
+            (r"'\101'", 65),
+            (r"'\377'", 255),
+            (r"'\u00e9'", 233),
+            (r"'\U0001F600'", 0x1F600),
+            (r"'\''", 39),
+            ("'\"'", 34),
+            ("'é'", 233),
+        ] {
+            assert_eq!(rune(text), Ok(want), "{text}");
+        }
+        // What strconv rejects is Go's bare "invalid syntax".
+        for text in [
+            "''",
+            r"'\z'",
+            "'\\\"'",
+            r"'\400'",
+            r"'\08'",
+            r"'\xZZ'",
+            r"'\x4'",
+            r"'\u12'",
+            r"'\ud800'",
+            r"'\U00110000'",
+        ] {
+            assert_eq!(rune(text), Err("invalid syntax".to_string()), "{text}");
+        }
+        assert_eq!(
+            rune("'ab'"),
+            Err("malformed character constant: 'ab'".to_string())
+        );
+        let e = p("x\n{{ '' }}").unwrap_err().0;
+        assert_eq!(e, "template: t:2: invalid syntax");
+    }
+
+    #[test]
+    fn main_body_is_one_more_definition_of_its_name() {
+        // An empty body gives way to a define of the same name...
+        let trees = p(r#"{{define "t"}}D{{end}} "#).expect("parses");
+        assert_eq!(trees.len(), 1);
+        assert_eq!(trees[0].name, "t");
+        assert!(!trees[0].is_empty());
+        // ...an empty define to the body...
+        let trees = p(r#"{{define "t"}} {{end}}B"#).expect("parses");
+        assert_eq!(trees.len(), 1);
+        assert!(matches!(&trees[0].root[..], [Node::Text(b)] if &**b == "B"));
+        // ...and two bodies are an error at the last line, as in Go.
+        let e = p("a\n{{define \"t\"}}D{{end}}\n").unwrap_err().0;
+        assert_eq!(
+            e,
+            r#"template: t:3: template: multiple definition of template "t""#
+        );
     }
 }

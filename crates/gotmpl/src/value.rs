@@ -78,6 +78,8 @@ pub enum ListKind {
     Int64,
     /// `[]float64`.
     Float64,
+    /// `[][]interface {}` — Sprig's `chunk`.
+    AnyList,
 }
 
 impl ListKind {
@@ -88,6 +90,7 @@ impl ListKind {
             ListKind::Int => "[]int",
             ListKind::Int64 => "[]int64",
             ListKind::Float64 => "[]float64",
+            ListKind::AnyList => "[][]interface {}",
         }
     }
 }

@@ -285,3 +285,28 @@ fn error_contexts_match_go() {
     );
     err("{{ index 1 2 }}", "at <index 1 2>: error calling index");
 }
+
+#[test]
+fn parse_returns_the_tree_it_parsed_even_when_it_replaced_nothing() {
+    // As Go's `t.New(name).Parse(text)`: an empty text leaves the earlier
+    // `name` in the set, but the template returned runs the empty text.
+    let mut set = Templates::new(Rc::new(FuncMap::new()));
+    set.parse("t", "first").expect("parses");
+    let blank = set.parse("t", "  ").expect("parses");
+    let set = Rc::new(set);
+    assert_eq!(set.execute("t", &Value::Nil).as_deref(), Ok("first"));
+    let mut out = String::new();
+    set.execute_tree(&blank, &Value::Nil, &mut out, 0)
+        .expect("runs");
+    assert_eq!(out, "  ");
+    // A layer over the set: the same, without touching the base.
+    let mut layer = Templates::layered(set.clone());
+    let empty = layer.parse("t", "").expect("parses");
+    let layer = Rc::new(layer);
+    let mut out = String::new();
+    layer
+        .execute_tree(&empty, &Value::Nil, &mut out, 0)
+        .expect("runs");
+    assert_eq!(out, "");
+    assert_eq!(layer.execute("t", &Value::Nil).as_deref(), Ok("first"));
+}

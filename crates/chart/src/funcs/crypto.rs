@@ -315,31 +315,19 @@ impl PrivateKey {
     }
 }
 
-/// A fresh RSA key, as Go's `rsa.GenerateKey`. AWS-LC finds the primes:
-/// the pure-Rust prime search is 5-10x slower than Go's, which made charts
-/// that generate certificates slower to render than with Helm. The key is
-/// carried over as PKCS#8 into the `rsa` crate, which encodes and signs.
+/// A fresh RSA key, as Go's `rsa.GenerateKey` (see [`super::rsa_keygen`]:
+/// the pure-Rust prime search is 5-10x slower than Go's, and AWS-LC's own
+/// key generation slower than Go's on one core). Sizes its rule does not
+/// cover (never asked for by Sprig) fall back to the `rsa` crate.
 fn generate_rsa(bits: usize) -> Result<PrivateKey, String> {
-    use aws_lc_rs::encoding::AsDer;
-    use aws_lc_rs::rsa::{KeyPair, KeySize};
-    use rsa::pkcs8::DecodePrivateKey as _;
     let err = |e: &dyn std::fmt::Display| format!("error generating rsa key: {e}");
-    let size = match bits {
-        2048 => KeySize::Rsa2048,
-        3072 => KeySize::Rsa3072,
-        4096 => KeySize::Rsa4096,
-        8192 => KeySize::Rsa8192,
-        _ => {
-            return rsa::RsaPrivateKey::new(&mut OsRng, bits)
-                .map(|k| PrivateKey::Rsa(Box::new(k)))
-                .map_err(|e| err(&e))
+    let key = match super::rsa_keygen::generate(bits) {
+        Err(super::rsa_keygen::KeygenError::Size(_)) => {
+            rsa::RsaPrivateKey::new(&mut OsRng, bits).map_err(|e| err(&e))?
         }
+        other => other.map_err(|e| err(&e))?,
     };
-    let pair = KeyPair::generate(size).map_err(|e| err(&e))?;
-    let der: aws_lc_rs::encoding::Pkcs8V1Der<'static> = pair.as_der().map_err(|e| err(&e))?;
-    rsa::RsaPrivateKey::from_pkcs8_der(der.as_ref())
-        .map(|k| PrivateKey::Rsa(Box::new(k)))
-        .map_err(|e| err(&e))
+    Ok(PrivateKey::Rsa(Box::new(key)))
 }
 
 /// `parsePrivateKeyPEM`, with Sprig's messages.

@@ -88,7 +88,7 @@ fn chunk(size: i64, items: &[Value]) -> Result<Value, FuncError> {
         }
         out.push(any_list(part));
     }
-    Ok(any_list(out))
+    Ok(Value::List(List::with_kind(out, ListKind::AnyList)))
 }
 
 pub fn register(m: &mut FuncMap) {
@@ -282,6 +282,10 @@ mod tests {
             call("uniq", vec![strs(&["a"])]).unwrap().type_name(),
             "[]interface {}"
         );
+        // Sprig's chunk returns [][]interface{}: each chunk is a list.
+        let chunks = call("chunk", vec![Value::int(2), ints(&[1, 2, 3])]).unwrap();
+        assert_eq!(chunks.type_name(), "[][]interface {}");
+        assert_eq!(fmt_v(&chunks), "[[1 2] [3]]");
     }
 
     #[test]

@@ -12,6 +12,7 @@ pub mod paths;
 pub mod random;
 pub mod reflect;
 pub mod regex;
+pub mod rsa_keygen;
 pub mod semver;
 pub mod serialization;
 pub mod strings;

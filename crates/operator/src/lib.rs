@@ -3,7 +3,6 @@
 //! namespace. A drop-in for operator-sdk's Go `helm-operator` (same `watches.yaml`,
 //! flags, annotations and status).
 
-pub mod adopt;
 pub mod annotations;
 pub mod controller;
 pub mod error;

@@ -625,7 +625,8 @@ async fn releases_made_by_helm_are_compared_by_render() {
             .cloned()
             .unwrap_or_default();
         let opts = action::ActionOptions::new(name, NS);
-        action::install(client.clone(), chart.clone(), values, &opts)
+        action::Install::new(&action::ActionConfig::new(client.clone()), opts)
+            .run(&chart, values)
             .await
             .expect("helm-style install");
         create_cr(&client, name, json!({"greeting": "hi", "random": random})).await;

@@ -34,7 +34,7 @@ fn field(h: &mut Sha256, bytes: &[u8]) {
 
 fn hash_chart(h: &mut Sha256, chart: &Chart) {
     field(h, b"chart");
-    let meta = action::record::chart_record(chart).metadata;
+    let meta = action::chart_record(chart).metadata;
     let meta = serde_json::to_value(meta).unwrap_or(Value::Null);
     let mut buf = Vec::new();
     canonical(&meta, &mut buf);

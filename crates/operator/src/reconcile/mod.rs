@@ -13,13 +13,16 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use action::{ActionOptions, UninstallOptions};
+use action::{
+    ActionConfig, ActionOptions, Install, Recover, Repair, Rollback, Uninstall, UninstallOptions,
+    Upgrade,
+};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
 use kube::runtime::events::Reporter;
 use kube::{Client, Resource, ResourceExt};
 use release::record::{Release, Status};
-use release::{RecordMeta, SecretDriver, Storage};
+use release::{RecordMeta, Storage};
 use serde_json::json;
 
 use crate::annotations::{self as ann, AnnotationError, Annotations, FINALIZER, LEGACY_FINALIZER};
@@ -86,8 +89,12 @@ pub enum ReconcileError {
     },
     #[error("{cr}: cannot migrate the release's old records: {message}")]
     Migrate { cr: String, message: String },
-    #[error("{cr}: cannot adopt the release's existing objects: {message}")]
-    Adopt { cr: String, message: String },
+    #[error("{cr}: cannot adopt the release's existing objects: {source}")]
+    Adopt {
+        cr: String,
+        #[source]
+        source: Box<action::Error>,
+    },
     #[error("{cr}: cannot read the records of release {release:?}: {source}")]
     Storage {
         cr: String,
@@ -221,11 +228,13 @@ impl Run {
         Annotations::new(self.cr.meta().annotations.as_ref())
     }
 
+    /// The actions' configuration: this watch's discovery cache over the client.
+    fn actions(&self) -> ActionConfig {
+        ActionConfig::new(self.ctx.client.clone()).with_discovery(Arc::clone(&self.ctx.discovery))
+    }
+
     fn storage(&self) -> Storage {
-        Storage::new(Arc::new(SecretDriver::for_namespace(
-            self.ctx.client.clone(),
-            &self.namespace,
-        )))
+        self.actions().storage(&self.namespace)
     }
 
     /// A failed release action on this CR, retried after `retry_in` (the controller's
@@ -358,7 +367,7 @@ impl Run {
         opts.disable_hooks = a.bool_or(ann::UNINSTALL_DISABLE_HOOKS, false);
         opts.wait = a.bool_or(ann::UNINSTALL_WAIT, false);
         opts.description = a.text(ann::UNINSTALL_DESCRIPTION);
-        match action::uninstall(self.ctx.client.clone(), &opts).await {
+        match Uninstall::new(&self.actions(), opts).run().await {
             Ok(rel) => {
                 tracing::info!(cr = %self.cr_id, release = %self.name, "uninstalled release");
                 self.status.remove(st::RELEASE_FAILED);
@@ -463,7 +472,6 @@ impl Run {
             (ROLLBACK_OF_LABEL.to_string(), "null".to_string()),
         ]);
         opts.transform = Some(transform::transform(Arc::new(self.policy())));
-        opts.discovery = Some(Arc::clone(&self.ctx.discovery));
         opts
     }
 
@@ -563,43 +571,9 @@ impl Run {
             Err(e) => return Err(self.storage_err(e)),
         };
 
-        if metas.is_empty() {
-            let opts = self.action_options(&digest, 1);
-            let chart = (*self.ctx.chart).clone();
-            match crate::adopt::adopt(self.ctx.client.clone(), chart, values.clone(), &opts).await {
-                Ok(Some(rel)) => {
-                    self.events
-                        .normal(
-                            events::ADOPTED,
-                            "Adopt",
-                            format!(
-                                "Recorded release {} revision {} over its existing objects",
-                                self.name, rel.version
-                            ),
-                        )
-                        .await;
-                    metas = store
-                        .history_meta(&self.name)
-                        .await
-                        .map_err(|e| self.storage_err(e))?;
-                }
-                Ok(None) => {}
-                Err(e) => {
-                    let err = ReconcileError::Adopt {
-                        cr: self.cr_id.clone(),
-                        message: e.to_string(),
-                    };
-                    let msg = err.to_string();
-                    return Err(self
-                        .fail(st::RELEASE_FAILED, st::INSTALL_ERROR, msg, "Install", err)
-                        .await);
-                }
-            }
-        }
-
         if let Some(newest) = metas.last().filter(|m| m.status.is_pending()) {
             let opts = self.action_options(&digest, 1);
-            let recovered = action::recover_pending(self.ctx.client.clone(), &opts).await;
+            let recovered = Recover::new(&self.actions(), opts).run().await;
             match recovered {
                 Ok(Some(rel)) => {
                     tracing::warn!(cr = %self.cr_id, release = %self.name, version = rel.version,
@@ -678,10 +652,10 @@ impl Run {
         let plan = match (&plan, &deployed) {
             (Plan::Upgrade, Some(d)) if !d.labels.contains_key(digest::LABEL) => {
                 // A record written by helm (or before digests): compare renders.
-                let chart = (*self.ctx.chart).clone();
-                match action::diff_upgrade(self.ctx.client.clone(), chart, values.clone(), &opts)
-                    .await
-                {
+                let diff = Upgrade::new(&self.actions(), opts.clone())
+                    .diff(&self.ctx.chart, values.clone())
+                    .await;
+                match diff {
                     Ok(diff) if diff.changed => Plan::Upgrade,
                     Ok(_) => {
                         stamp_digest = true;
@@ -710,12 +684,12 @@ impl Run {
                     .await?
             }
             Plan::Repair => {
-                let rel = self.repair(opts).await?;
-                if stamp_digest {
-                    self.stamp_digest(rel, &digest).await?
+                let stamp = if stamp_digest {
+                    BTreeMap::from([(digest::LABEL.to_string(), digest.clone())])
                 } else {
-                    rel
-                }
+                    BTreeMap::new()
+                };
+                self.repair(opts, stamp).await?
             }
         };
 
@@ -728,7 +702,7 @@ impl Run {
         self.write_status().await?;
         self.set_release_metric(Some(rel.status().as_str()));
         let dependents = if self.ctx.watch.watch_dependent_resources {
-            manifest_kinds(&rel.name, &rel.manifest)
+            action::manifest_kinds(&rel.name, &rel.manifest)
         } else {
             Vec::new()
         };
@@ -768,10 +742,35 @@ impl Run {
         let a = self.annotations();
         opts.disable_hooks = a.bool_or(ann::INSTALL_DISABLE_HOOKS, false);
         opts.description = a.text(ann::INSTALL_DESCRIPTION);
-        self.warn_overrides().await;
-        let chart = (*self.ctx.chart).clone();
-        match action::install(self.ctx.client.clone(), chart, values, &opts).await {
-            Ok(rel) => {
+        let installed = Install::new(&self.actions(), opts)
+            .run_or_adopt(&self.ctx.chart, values)
+            .await;
+        match installed {
+            Ok(action::Installed {
+                release: rel,
+                adopted: Some(found),
+            }) => {
+                tracing::info!(cr = %self.cr_id, release = %rel.name, version = rel.version, found, "adopted the release's existing objects");
+                self.events
+                    .normal(
+                        events::ADOPTED,
+                        "Adopt",
+                        format!(
+                            "Recorded release {} revision {} over its existing objects",
+                            self.name, rel.version
+                        ),
+                    )
+                    .await;
+                let reason = if rel.version == 1 {
+                    st::INSTALL_SUCCESSFUL
+                } else {
+                    st::UPGRADE_SUCCESSFUL
+                };
+                self.status.set(st::DEPLOYED, st::TRUE, reason, notes(&rel));
+                Ok(rel)
+            }
+            Ok(action::Installed { release: rel, .. }) => {
+                self.warn_overrides().await;
                 tracing::info!(cr = %self.cr_id, release = %rel.name, version = rel.version, "installed release");
                 let notes = notes(&rel);
                 self.status
@@ -785,7 +784,18 @@ impl Run {
                     .await;
                 Ok(rel)
             }
+            Err(source @ action::Error::Adopt { .. }) => {
+                let err = ReconcileError::Adopt {
+                    cr: self.cr_id.clone(),
+                    source: Box::new(source),
+                };
+                let msg = err.to_string();
+                Err(self
+                    .fail(st::RELEASE_FAILED, st::INSTALL_ERROR, msg, "Install", err)
+                    .await)
+            }
             Err(source) => {
+                self.warn_overrides().await;
                 self.set_release_metric(Some(Status::Failed.as_str()));
                 let msg = format!("failed to install release: {source}");
                 let err = self.action_error("install", source, Some(backoff(attempt)));
@@ -811,8 +821,10 @@ impl Run {
         opts.description = a.text(ann::UPGRADE_DESCRIPTION);
         let rollback_force = a.bool_or(ann::ROLLBACK_FORCE, true);
         self.warn_overrides().await;
-        let chart = (*self.ctx.chart).clone();
-        let source = match action::upgrade(self.ctx.client.clone(), chart, values, &opts).await {
+        let upgraded = Upgrade::new(&self.actions(), opts.clone())
+            .run(&self.ctx.chart, values)
+            .await;
+        let source = match upgraded {
             Ok(rel) => {
                 tracing::info!(cr = %self.cr_id, release = %rel.name, version = rel.version, force = opts.force, "upgraded release");
                 let notes = notes(&rel);
@@ -850,7 +862,10 @@ impl Run {
             if let Some(d) = deployed.labels.get(digest::LABEL) {
                 ropts.labels.insert(digest::LABEL.to_string(), d.clone());
             }
-            match action::rollback(self.ctx.client.clone(), deployed.version, &ropts).await {
+            match Rollback::new(&self.actions(), ropts)
+                .run(deployed.version)
+                .await
+            {
                 Ok(rel) => {
                     self.events
                         .normal(
@@ -879,27 +894,19 @@ impl Run {
             .await)
     }
 
-    /// Writes the inputs digest onto a deployed record that has none (one made by helm),
-    /// without a new revision.
-    async fn stamp_digest(
-        &self,
-        mut rel: Release,
-        digest: &str,
+    async fn repair(
+        &mut self,
+        opts: ActionOptions,
+        stamp: BTreeMap<String, String>,
     ) -> Result<Release, ReconcileError> {
-        rel.labels
-            .insert(digest::LABEL.to_string(), digest.to_string());
-        self.storage()
-            .update(&rel)
-            .await
-            .map_err(|e| self.storage_err(e))?;
-        Ok(rel)
-    }
-
-    async fn repair(&mut self, opts: ActionOptions) -> Result<Release, ReconcileError> {
         // The inputs match the deployed release again: an earlier failed change is no
         // longer being attempted (as in Go).
         self.status.remove(st::RELEASE_FAILED);
-        let report = match action::repair(self.ctx.client.clone(), &opts).await {
+        let repaired = Repair::new(&self.actions(), opts)
+            .ensure_labels(stamp)
+            .run()
+            .await;
+        let (rel, report) = match repaired {
             Ok(r) => r,
             Err(source) => {
                 let msg = format!("failed to reconcile release: {source}");
@@ -914,12 +921,6 @@ impl Run {
                     )
                     .await);
             }
-        };
-        let store = self.storage();
-        let rel = match store.deployed(&self.name).await {
-            Ok(Some(rel)) => rel,
-            Ok(None) => return Err(self.storage_err(release::Error::NotFound(self.name.clone()))),
-            Err(e) => return Err(self.storage_err(e)),
         };
         if !report.repaired.is_empty() {
             let objects: Vec<String> = report.repaired.iter().map(|o| o.to_string()).collect();
@@ -969,6 +970,7 @@ fn changed_nothing(e: &action::Error) -> bool {
     matches!(
         e,
         action::Error::Render { .. }
+            | action::Error::RenderAborted { .. }
             | action::Error::InvalidDocument { .. }
             | action::Error::Conflict { .. }
             | action::Error::Transform { .. }
@@ -1036,30 +1038,6 @@ fn failures_with(metas: &[RecordMeta], digest: &str) -> Option<Failures> {
         attempts: attempts.unwrap_or(count).max(count).max(1),
         at,
     })
-}
-
-/// The kinds of the objects in a manifest, each once, in first-seen order.
-fn manifest_kinds(release: &str, manifest: &str) -> Vec<GroupVersionKind> {
-    let mut out: Vec<GroupVersionKind> = Vec::new();
-    for (source, doc) in action::record::manifest_documents(manifest) {
-        let Ok(Some(obj)) = action::Kube::parse_document(release, &source, &doc) else {
-            continue;
-        };
-        let Some(types) = obj.types else { continue };
-        let (group, version) = match types.api_version.split_once('/') {
-            Some((g, v)) => (g.to_string(), v.to_string()),
-            None => (String::new(), types.api_version.clone()),
-        };
-        let gvk = GroupVersionKind {
-            group,
-            version,
-            kind: types.kind,
-        };
-        if !out.contains(&gvk) {
-            out.push(gvk);
-        }
-    }
-    out
 }
 
 #[cfg(test)]
@@ -1140,15 +1118,5 @@ mod tests {
                 at: Some(5)
             })
         );
-    }
-
-    #[test]
-    fn lists_manifest_kinds_once() {
-        let manifest = "---\n# Source: c/templates/a.yaml\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n---\n# Source: c/templates/b.yaml\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: b\n---\n# Source: c/templates/c.yaml\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n";
-        let kinds = manifest_kinds("r", manifest);
-        assert_eq!(kinds.len(), 2);
-        assert_eq!(kinds[0].kind, "ConfigMap");
-        assert_eq!(kinds[0].group, "");
-        assert_eq!(kinds[1].group, "apps");
     }
 }

@@ -62,7 +62,7 @@ pub use lock::hostname;
 pub use options::{ActionOptions, Transform, TransformFn, UninstallOptions};
 pub use record::{chart_record, manifest_kinds, APPLY_METHOD_SSA};
 pub use recover::Recover;
-pub use render::{render, Revision};
+pub use render::{render, renders, Revision};
 pub use repair::{Repair, RepairReport};
 pub use rollback::Rollback;
 pub use status::ReleaseStatus;

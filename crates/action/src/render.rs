@@ -2,6 +2,8 @@
 //! options name, or the cluster's (discovered as Helm's install and upgrade do), and
 //! with `lookup` against the live cluster when rendering for one.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use chart::loader::{Chart, Values};
 use chart::render::{render_chart, ReleaseInfo, RenderOptions, Rendered};
 use kube::Client;
@@ -10,6 +12,15 @@ use crate::error::{Error, Result};
 use crate::kube::capabilities::{self, DiscoveryCache};
 use crate::kube::lookup::cluster_lookup;
 use crate::options::ActionOptions;
+
+/// Renders started by this process.
+static RENDERS: AtomicU64 = AtomicU64::new(0);
+
+/// How many renders this process has started: a cheap counter for benchmarks and
+/// tests that check how often an action renders.
+pub fn renders() -> u64 {
+    RENDERS.load(Ordering::Relaxed)
+}
 
 /// Which revision a render is for (`.Release.Revision`, `.Release.IsUpgrade`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -116,6 +127,7 @@ async fn render_with(
     lookup_client: Option<Client>,
     revision: Revision,
 ) -> Result<Rendered> {
+    RENDERS.fetch_add(1, Ordering::Relaxed);
     let release = ReleaseInfo {
         name: opts.name.clone(),
         namespace: opts.namespace.clone(),

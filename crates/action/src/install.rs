@@ -70,19 +70,14 @@ impl<'a> Install<'a> {
     /// Installs the chart as a new release (or a new revision after an uninstalled or
     /// failed history).
     pub async fn run(&self, chart: &Chart, values: Values) -> Result<Release> {
-        self.locked(chart, values, Adoption::Off)
-            .await
-            .map(|installed| installed.map(|i| i.release))
-            .and_then(|r| r.ok_or_else(|| self.not_installed()))
+        Ok(self.installing(chart, values, Adoption::Off).await?.release)
     }
 
     /// [`Install::run`], but a release without any record whose objects are live gets a
     /// record over them instead: no hooks run, nothing is deleted (also not on
     /// failure, whatever `rollback_on_failure` says). Renders once either way.
     pub async fn run_or_adopt(&self, chart: &Chart, values: Values) -> Result<Installed> {
-        self.locked(chart, values, Adoption::IfLive)
-            .await?
-            .ok_or_else(|| self.not_installed())
+        self.installing(chart, values, Adoption::IfLive).await
     }
 
     /// The record the install would write (`pending-install`, "Dry run complete"),
@@ -107,11 +102,17 @@ impl<'a> Install<'a> {
         ))
     }
 
-    fn not_installed(&self) -> Error {
-        // Only `Adoption::Only` stops without a record, and no public entry uses it here.
-        Error::NotDeployed {
+    /// An install that always writes a record (only `Adoption::Only` may stop without).
+    async fn installing(
+        &self,
+        chart: &Chart,
+        values: Values,
+        adoption: Adoption,
+    ) -> Result<Installed> {
+        let installed = self.locked(chart, values, adoption).await?;
+        installed.ok_or_else(|| Error::NotDeployed {
             release: self.opts.name.clone(),
-        }
+        })
     }
 
     pub(crate) async fn locked(

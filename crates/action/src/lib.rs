@@ -11,7 +11,7 @@
 //! (record reads and writes), the cluster side in `kube` (Helm's `pkg/kube`).
 //!
 //! Safety rules every verb follows:
-//! - it holds the release's lock from start to end ([`ActionConfig::with_lock`]);
+//! - it holds the release's lock from start to end (`ActionConfig::with_lock`);
 //! - it first turns a `pending-*`/`uninstalling` leftover of a crashed action into
 //!   `failed` ("interrupted: ..."), never deleting anything for it;
 //! - everything that can be checked (parsing, kinds, the caller's transform) is checked

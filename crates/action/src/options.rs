@@ -24,7 +24,7 @@ pub struct ActionOptions {
     pub max_history: usize,
     /// `.Capabilities.KubeVersion` (`--kube-version`). When this and `api_versions` are
     /// both `None`, install, upgrade and diff_upgrade discover the cluster's version and
-    /// served APIs as Helm does; [`crate::render`] alone uses Helm's defaults.
+    /// served APIs as Helm does; [`render()`](crate::render()) alone uses Helm's defaults.
     pub kube_version: Option<String>,
     /// API versions added to Helm's defaults in `.Capabilities.APIVersions`
     /// (`--api-versions`); setting it (or `kube_version`) skips cluster discovery.

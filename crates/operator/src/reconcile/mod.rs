@@ -7,10 +7,12 @@
 //!
 //! This module is the flow only. What to do with the release is decided by
 //! [`plan::decide`] from its history; the release actions go through an
-//! [`ActionClient`]; [`finalize`] handles deletion and [`report`] writes how each step
+//! [`ActionClient`]; `finalize` handles deletion and `report` writes how each step
 //! ended into the status, an Event and the metrics.
 
+mod context;
 pub mod digest;
+mod error;
 mod finalize;
 pub mod plan;
 mod report;
@@ -22,21 +24,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use action::{ActionOptions, Installed};
-use chart::loader::{Chart, Values};
+use chart::loader::Values;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
-use kube::runtime::events::Reporter;
-use kube::{Client, Resource, ResourceExt};
+use kube::{Resource, ResourceExt};
 use release::record::Release;
 
-use crate::action_client::{ActionClient, Actions};
 use crate::annotations::{self as ann, AnnotationError, Annotations};
 use crate::events::{self, EventSink};
-use crate::metrics::Metrics;
 use crate::status::{self as st, HelmAppStatus};
-use crate::watches::{Watch, WatchesError};
-use digest::ChartDigest;
-use plan::{Decision, Deployed, ATTEMPT_LABEL, IN_PROGRESS_RETRY, ROLLBACK_OF_LABEL};
+use crate::watches::Watch;
+pub use context::{Context, DISCOVERY_TTL};
+pub use error::ReconcileError;
+use plan::{Decision, Deployed, ATTEMPT_LABEL, ROLLBACK_OF_LABEL};
 use report::Step;
 
 /// One attempt at changing the release: the values, their inputs digest, and which
@@ -57,108 +57,6 @@ impl<'a> Attempt<'a> {
     }
 }
 
-/// How long a watch reuses what discovery found. Upgrades are decided by
-/// the inputs digest, not by the cluster's APIs, so this only bounds how
-/// stale `.Capabilities` may be when an upgrade does happen.
-pub const DISCOVERY_TTL: Duration = Duration::from_secs(60);
-
-/// What a reconcile needs besides the CR: everything fixed per watch.
-pub struct Context {
-    client: Client,
-    actions: Arc<dyn ActionClient>,
-    watch: Arc<Watch>,
-    chart: Arc<Chart>,
-    /// The chart's half of the inputs digest, hashed once.
-    chart_digest: ChartDigest,
-    /// The watch's `overrideValues`, parsed once.
-    overrides: Values,
-    /// The API resource of the CR kind.
-    resource: ApiResource,
-    metrics: Metrics,
-    reporter: Reporter,
-    /// The watch's `reconcilePeriod` or `--reconcile-period`.
-    reconcile_period: Option<Duration>,
-    /// `--suppress-override-values`: mask override values in Events.
-    suppress_override_values: bool,
-}
-
-impl Context {
-    /// The context of one watch: the real actions through `client` (with a discovery
-    /// cache of their own), fresh metrics, reporter `rudder`, no reconcile period.
-    /// Fails when the watch's `overrideValues` cannot be parsed.
-    pub fn new(
-        client: Client,
-        watch: Arc<Watch>,
-        chart: Arc<Chart>,
-        resource: ApiResource,
-    ) -> Result<Context, WatchesError> {
-        let overrides = watch.override_values()?;
-        let discovery = Arc::new(action::DiscoveryCache::new(DISCOVERY_TTL));
-        Ok(Context {
-            actions: Arc::new(Actions::new(client.clone(), discovery)),
-            chart_digest: ChartDigest::new(&chart),
-            client,
-            watch,
-            chart,
-            overrides,
-            resource,
-            metrics: Metrics::new(),
-            reporter: Reporter {
-                controller: "rudder".into(),
-                instance: None,
-            },
-            reconcile_period: None,
-            suppress_override_values: false,
-        })
-    }
-
-    /// Takes the release actions from `actions` (a fake in tests).
-    pub fn with_actions(mut self, actions: Arc<dyn ActionClient>) -> Context {
-        self.actions = actions;
-        self
-    }
-
-    pub fn with_metrics(mut self, metrics: Metrics) -> Context {
-        self.metrics = metrics;
-        self
-    }
-
-    pub fn with_reporter(mut self, reporter: Reporter) -> Context {
-        self.reporter = reporter;
-        self
-    }
-
-    /// How often an unchanged CR is reconciled again (`None`: only on changes).
-    pub fn with_reconcile_period(mut self, period: Option<Duration>) -> Context {
-        self.reconcile_period = period;
-        self
-    }
-
-    /// Masks override values in the `OverrideValuesInUse` Events.
-    pub fn with_suppress_override_values(mut self, suppress: bool) -> Context {
-        self.suppress_override_values = suppress;
-        self
-    }
-
-    /// The client CRs, their status and Events are written with.
-    pub fn client(&self) -> &Client {
-        &self.client
-    }
-
-    /// The API resource of the CR kind.
-    pub fn resource(&self) -> &ApiResource {
-        &self.resource
-    }
-
-    pub fn watch(&self) -> &Watch {
-        &self.watch
-    }
-
-    pub(crate) fn metrics(&self) -> &Metrics {
-        &self.metrics
-    }
-}
-
 /// What the controller should do after a successful reconcile.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Outcome {
@@ -166,84 +64,6 @@ pub struct Outcome {
     /// Kinds of the deployed release's objects, for dependent watches (empty unless the
     /// watch has `watchDependentResources`).
     pub dependents: Vec<GroupVersionKind>,
-}
-
-/// Why a reconcile failed; the message names the CR and what to change.
-#[derive(Debug, thiserror::Error)]
-pub enum ReconcileError {
-    #[error("{cr}: custom resources without a namespace are not supported; make the CRD's scope Namespaced")]
-    NoNamespace { cr: String },
-    #[error("{cr}: {message}")]
-    InvalidSpec { cr: String, message: String },
-    #[error("{cr}: {source}; fix or remove the annotation")]
-    Annotation {
-        cr: String,
-        #[source]
-        source: AnnotationError,
-    },
-    #[error("{cr}: cannot migrate the release's old records: {source}")]
-    Migrate {
-        cr: String,
-        #[source]
-        source: Box<crate::migrate::MigrateError>,
-    },
-    #[error("{cr}: cannot adopt the release's existing objects: {source}")]
-    Adopt {
-        cr: String,
-        #[source]
-        source: Box<action::Error>,
-    },
-    #[error("{cr}: cannot read the records of release {release:?}: {source}")]
-    Storage {
-        cr: String,
-        release: String,
-        #[source]
-        source: release::Error,
-    },
-    #[error("{cr}: {action} failed: {source}")]
-    Action {
-        cr: String,
-        action: &'static str,
-        #[source]
-        source: Box<action::Error>,
-        /// When to try again (the backoff of this failure).
-        retry_in: Option<Duration>,
-    },
-    #[error("{cr}: revision {version} of release {release:?} is {status}: another operation is in progress; will retry")]
-    InProgress {
-        cr: String,
-        release: String,
-        version: i64,
-        status: String,
-    },
-    #[error("{cr}: {attempts} attempt(s) with the current spec and chart failed; retrying in {}s (change the spec to retry now): {last}", retry_in.as_secs())]
-    BackingOff {
-        cr: String,
-        attempts: u32,
-        retry_in: Duration,
-        /// The last failure, as in the status.
-        last: String,
-    },
-    #[error("{cr}: cannot {action} the custom resource: {source}")]
-    Kube {
-        cr: String,
-        action: &'static str,
-        #[source]
-        source: kube::Error,
-    },
-}
-
-impl ReconcileError {
-    /// When the controller should try again, if this error knows better than the
-    /// controller's default error backoff.
-    pub fn requeue_after(&self) -> Option<Duration> {
-        match self {
-            ReconcileError::BackingOff { retry_in, .. } => Some(*retry_in),
-            ReconcileError::Action { retry_in, .. } => *retry_in,
-            ReconcileError::InProgress { .. } => Some(IN_PROGRESS_RETRY),
-            _ => None,
-        }
-    }
 }
 
 /// Reconciles one CR: uninstalls on deletion, otherwise installs, upgrades or repairs

@@ -17,7 +17,9 @@ use release::record::{Info, Release, Status};
 use release::RecordMeta;
 use serde_json::{json, Value};
 
+use super::plan::IN_PROGRESS_RETRY;
 use super::*;
+use crate::ActionClient;
 
 const NS: &str = "default";
 const MANIFEST: &str = "---\n# Source: demo/templates/cm.yaml\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app-cfg\n";

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::cluster::ObjectRef;
+use crate::kube::ObjectRef;
 
 /// Result alias for this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -72,11 +72,19 @@ pub enum Error {
     Discovery {
         release: String,
         #[source]
-        source: crate::capabilities::DiscoveryError,
+        source: crate::kube::capabilities::DiscoveryError,
     },
-    /// The chart could not be rendered.
-    #[error("release {release:?}: cannot render chart: {message}")]
-    Render { release: String, message: String },
+    /// The chart could not be rendered; `source` keeps the template, line and Go's
+    /// message.
+    #[error("release {release:?}: cannot render chart: {source}")]
+    Render {
+        release: String,
+        #[source]
+        source: Box<chart::render::RenderChartError>,
+    },
+    /// The render stopped without an answer (it panicked or was cancelled).
+    #[error("release {release:?}: cannot render chart: render task failed: {message}")]
+    RenderAborted { release: String, message: String },
     /// Reading or writing the release records failed.
     #[error("release {release:?}: release storage: {source}")]
     Storage {
@@ -91,6 +99,9 @@ pub enum Error {
         version: i64,
         status: String,
     },
+    /// A read found no release of this name (or not that revision of it).
+    #[error("release {release:?}: not found")]
+    ReleaseNotFound { release: String },
     /// `upgrade`/`uninstall` found no release of this name.
     #[error("release {release:?}: has no deployed revision")]
     NotDeployed { release: String },
@@ -132,6 +143,20 @@ pub enum Error {
         timeout: Duration,
         /// One line per object: `Kind ns/name: why it is not ready`.
         not_ready: Vec<String>,
+    },
+    /// The release had no records but live objects of it, and recording a release over
+    /// them failed (for example because one of them belongs to another release).
+    /// Nothing was deleted.
+    #[error(
+        "release {namespace}/{release}: found {found} existing object(s) of this release (e.g. {example}) but could not record a release over them; nothing was deleted: {source}"
+    )]
+    Adopt {
+        release: String,
+        namespace: String,
+        found: usize,
+        example: String,
+        #[source]
+        source: Box<Error>,
     },
     /// The action failed and `rollback_on_failure` undid it (`outcome` says how).
     #[error("release {release:?}: {action} failed and {outcome} (rollback_on_failure): {cause}")]

@@ -1,23 +1,71 @@
-//! Helm release actions (install, upgrade, uninstall, rollback) against any Kubernetes
-//! API through kube-rs: objects are applied with server-side apply under the `rudder`
-//! field manager, carry Helm's ownership metadata, and the release records are written
-//! in Helm's Secret format so the real `helm` CLI sees the same releases.
+//! Helm's `pkg/action` for rudder: the release verbs against any Kubernetes API through
+//! kube-rs. Objects are applied with server-side apply under the `rudder` field
+//! manager and carry Helm's ownership metadata; the release records are Helm's, so the
+//! real `helm` CLI sees the same releases.
+//!
+//! Start here: build an [`ActionConfig`] (client, storage driver, locks, discovery),
+//! then run a verb with it, e.g. `Install::new(&cfg, opts).run(&chart, values)`. One
+//! module per verb (`install`, `upgrade`, `rollback`, `uninstall`, `repair`,
+//! `recover`, `adopt`, `list`, `history`, `status`, `get`, `diff`, `test`); the shared
+//! machinery is in `plan` (parse, transform, apply, CRDs, delete stale) and `store`
+//! (record reads and writes), the cluster side in `kube` (Helm's `pkg/kube`).
+//!
+//! Safety rules every verb follows:
+//! - it holds the release's lock from start to end (`ActionConfig::with_lock`);
+//! - it first turns a `pending-*`/`uninstalling` leftover of a crashed action into
+//!   `failed` ("interrupted: ..."), never deleting anything for it;
+//! - everything that can be checked (parsing, kinds, the caller's transform) is checked
+//!   before the pending record is written, so a refused release leaves no trace;
+//! - once the pending record exists, every error marks it `failed`;
+//! - no failure path deletes objects, except `rollback_on_failure` on install, which
+//!   uninstalls like Helm's `--atomic` but only deletes objects that install created.
 
-pub mod action;
-pub mod capabilities;
-pub mod cluster;
-pub mod error;
-pub mod hooks;
-pub mod lock;
-pub mod lookup;
-pub mod record;
-pub mod wait;
+mod adopt;
+mod config;
+mod diff;
+mod error;
+mod get;
+mod history;
+mod install;
+mod kube;
+mod list;
+mod lock;
+mod options;
+mod plan;
+mod record;
+mod recover;
+mod render;
+mod repair;
+mod rollback;
+mod status;
+mod store;
+mod test;
+#[cfg(test)]
+mod testing;
+mod uninstall;
+mod upgrade;
 
-pub use action::{
-    diff_upgrade, install, recover_pending, render, render_in_cluster, repair, rollback,
-    same_manifest, test, uninstall, upgrade, ActionOptions, RepairReport, Transform, TransformFn,
-    UninstallOptions, UpgradeDiff,
+pub use self::kube::capabilities::{discover, Capabilities, DiscoveryCache, DiscoveryError};
+pub use self::kube::{
+    ObjectRef, FIELD_MANAGER, MANAGED_BY_LABEL, RELEASE_NAMESPACE_ANNOTATION,
+    RELEASE_NAME_ANNOTATION,
 };
-pub use capabilities::{discover, Capabilities, DiscoveryCache, DiscoveryError};
-pub use cluster::{ApplyOptions, Kube, ObjectRef, Owner, FIELD_MANAGER};
+pub use adopt::{Adopt, LiveObjects};
+pub use config::ActionConfig;
+pub use diff::{same_manifest, UpgradeDiff};
 pub use error::{Error, Result};
+pub use get::{release_values, Get};
+pub use history::History;
+pub use install::{DryRun, Install, Installed};
+pub use list::{List, Namespaces, StateFilter};
+pub use lock::hostname;
+pub use options::{ActionOptions, Transform, TransformFn, UninstallOptions};
+pub use record::{chart_record, manifest_kinds, APPLY_METHOD_SSA};
+pub use recover::Recover;
+pub use render::{render, renders, Revision};
+pub use repair::{Repair, RepairReport};
+pub use rollback::Rollback;
+pub use status::ReleaseStatus;
+pub use test::ReleaseTest;
+pub use uninstall::Uninstall;
+pub use upgrade::{ReuseValues, Upgrade};

@@ -1,6 +1,7 @@
 //! The per-release lock every action holds: a `coordination.k8s.io/v1` Lease in the
-//! release namespace (see `release::lock`), renewed in the background while the action
-//! runs, so two actions on one release never interleave.
+//! release namespace (see `release::lock`; any [`LockBackend`] will do, memory in
+//! tests), renewed in the background while the action runs, so two actions on one
+//! release never interleave. [`crate::ActionConfig::with_lock`] is how verbs take it.
 //!
 //! Holder identities are `host/pid/random`. That lets a restarted process recover fast
 //! instead of waiting for the Lease to expire: a holder on this host whose process is
@@ -14,8 +15,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use kube::Client;
-use release::lock::{lease_name, KubeLocks, LockBackend, LockError, LockHandle, ReleaseLocks};
+use release::lock::{lease_name, LockBackend, LockError, LockHandle, ReleaseLocks};
 
 use crate::error::{Error, Result};
 
@@ -100,19 +100,63 @@ pub(crate) fn holder_is_dead(holder: &str) -> bool {
     !pid_alive(pid)
 }
 
+/// Where an action's locks live: Leases in the release namespace, or memory.
+pub(crate) type Backend = Arc<dyn LockBackend>;
+
 /// A held release lock; give it back with [`ReleaseLock::release`].
 pub(crate) struct ReleaseLock {
-    locks: Arc<ReleaseLocks<KubeLocks>>,
+    locks: Arc<ReleaseLocks<Backend>>,
     handle: Arc<Mutex<LockHandle>>,
     lost: Arc<AtomicBool>,
     renewer: tokio::task::JoinHandle<()>,
     identity: String,
 }
 
+/// What an action running under the lock may ask of it: whether it still holds it.
+/// Cheap to clone; `unlocked` for the one action that may run without a lock.
+#[derive(Clone)]
+pub(crate) struct Held {
+    release: String,
+    lost: Option<Arc<AtomicBool>>,
+}
+
+impl Held {
+    /// For an action that runs without the lock (uninstall in a dying namespace).
+    pub(crate) fn unlocked(release: &str) -> Held {
+        Held {
+            release: release.to_string(),
+            lost: None,
+        }
+    }
+
+    /// Fails when the lock was taken over, so a stale action never writes a final
+    /// record over the one of the action that took over.
+    pub(crate) fn check(&self) -> Result<()> {
+        match &self.lost {
+            Some(lost) if lost.load(Ordering::SeqCst) => Err(Error::lock(
+                &self.release,
+                LockError::Lost(self.release.clone()),
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
 impl ReleaseLock {
-    /// Whether the Lease was taken over or deleted while we held it.
-    pub(crate) fn is_lost(&self) -> bool {
-        self.lost.load(Ordering::SeqCst)
+    /// The handle the locked action checks before writing its final record.
+    pub(crate) fn held(&self) -> Held {
+        Held {
+            release: self.handle_release(),
+            lost: Some(self.lost.clone()),
+        }
+    }
+
+    fn handle_release(&self) -> String {
+        self.handle
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .release
+            .clone()
     }
 
     /// Stops renewing and deletes the Lease (if it is still ours).
@@ -169,18 +213,10 @@ pub(crate) fn namespace_unusable(e: &Error) -> bool {
     }
 }
 
-/// Takes the release's lock in `namespace`, or fails with [`Error::Locked`].
-pub(crate) async fn acquire(
-    client: &Client,
-    namespace: &str,
-    release: &str,
-) -> Result<ReleaseLock> {
+/// Takes the release's lock from `backend`, or fails with [`Error::Locked`].
+pub(crate) async fn acquire(backend: Backend, release: &str) -> Result<ReleaseLock> {
     let identity = new_identity();
-    let locks = Arc::new(ReleaseLocks::new(
-        KubeLocks::new(client.clone(), namespace),
-        identity.clone(),
-        LOCK_DURATION,
-    ));
+    let locks = Arc::new(ReleaseLocks::new(backend, identity.clone(), LOCK_DURATION));
     // Mark the identity live before the Lease names it, so no other action of this
     // process mistakes it for a dead one.
     with_live(|l| l.insert(identity.clone()));
@@ -236,7 +272,7 @@ pub(crate) async fn acquire(
 }
 
 async fn renew_loop(
-    locks: Arc<ReleaseLocks<KubeLocks>>,
+    locks: Arc<ReleaseLocks<Backend>>,
     handle: Arc<Mutex<LockHandle>>,
     lost: Arc<AtomicBool>,
 ) {

@@ -4,9 +4,13 @@
 use std::collections::BTreeMap;
 
 use chart::loader::{Chart as LoadedChart, Values};
-use chart::manifest::split_documents;
+use chart::manifest::{split_documents, INSTALL_ORDER};
+use chart::render::Rendered;
+use kube::core::GroupVersionKind;
 use release::record::{Chart, File, Hook, Info, Metadata, Release, Status};
 use release::Time;
+
+use crate::options::ActionOptions;
 
 /// Helm v4's `apply_method` for releases applied with server-side apply.
 pub const APPLY_METHOD_SSA: &str = "ssa";
@@ -48,7 +52,7 @@ pub fn chart_record(chart: &LoadedChart) -> Chart {
 }
 
 /// A rendered hook in the record's shape.
-pub fn hook_record(h: &chart::manifest::Hook) -> Hook {
+pub(crate) fn hook_record(h: &chart::manifest::Hook) -> Hook {
     Hook {
         name: h.name.clone(),
         kind: h.kind.clone(),
@@ -62,45 +66,61 @@ pub fn hook_record(h: &chart::manifest::Hook) -> Hook {
     }
 }
 
-/// A new release record in `status`, deployed now.
-#[allow(clippy::too_many_arguments)]
-pub fn new_release(
-    name: &str,
-    namespace: &str,
-    version: i64,
-    chart: Chart,
-    config: Values,
-    manifest: String,
-    hooks: Vec<Hook>,
-    notes: Option<String>,
-    status: Status,
-    description: &str,
-) -> Release {
+/// What a new release record is made of (see [`new_release`]).
+pub(crate) struct Draft<'a> {
+    /// The release's name and namespace.
+    pub(crate) opts: &'a ActionOptions,
+    pub(crate) version: i64,
+    pub(crate) chart: Chart,
+    pub(crate) config: Values,
+    pub(crate) rendered: &'a Rendered,
+    pub(crate) hooks: Vec<Hook>,
+}
+
+/// A new release record in `status`, deployed now: the render's manifest and notes,
+/// the hooks as given, no custom labels.
+pub(crate) fn new_release(draft: Draft<'_>, status: Status, description: &str) -> Release {
     let now = Time::now();
     Release {
-        name: name.to_string(),
+        name: draft.opts.name.clone(),
         info: Some(Info {
             first_deployed: Some(now),
             last_deployed: Some(now),
             description: description.to_string(),
             status: Some(status),
-            notes: notes.unwrap_or_default(),
+            notes: draft.rendered.notes.clone().unwrap_or_default(),
             ..Info::default()
         }),
-        chart: Some(chart),
-        config,
-        manifest,
-        hooks,
-        version,
-        namespace: namespace.to_string(),
+        chart: Some(draft.chart),
+        config: draft.config,
+        manifest: draft.rendered.manifest_text(),
+        hooks: draft.hooks,
+        version: draft.version,
+        namespace: draft.opts.namespace.clone(),
         apply_method: APPLY_METHOD_SSA.to_string(),
         labels: BTreeMap::new(),
         ..Release::default()
     }
 }
 
+/// Helm's label merge: `extra` overrides `base`, and the value `null` removes a label.
+pub(crate) fn merge_labels(
+    base: &BTreeMap<String, String>,
+    extra: &BTreeMap<String, String>,
+) -> BTreeMap<String, String> {
+    let mut out = base.clone();
+    for (k, v) in extra {
+        if v == "null" {
+            out.remove(k);
+        } else {
+            out.insert(k.clone(), v.clone());
+        }
+    }
+    out
+}
+
 /// The documents of a stored manifest, each with its `# Source:` path.
-pub fn manifest_documents(manifest: &str) -> Vec<(String, String)> {
+pub(crate) fn manifest_documents(manifest: &str) -> Vec<(String, String)> {
     split_documents(manifest)
         .into_iter()
         .map(|doc| {
@@ -116,11 +136,53 @@ pub fn manifest_documents(manifest: &str) -> Vec<(String, String)> {
 }
 
 /// Sorts objects by their kind's position in `order` (unknown kinds last), stably.
-pub fn sort_by_kind<T>(items: &mut [T], order: &[&str], kind: impl Fn(&T) -> &str) {
+pub(crate) fn sort_by_kind<T>(items: &mut [T], order: &[&str], kind: impl Fn(&T) -> &str) {
     items.sort_by_key(|it| {
         let k = kind(it);
         order.iter().position(|o| *o == k).unwrap_or(order.len())
     });
+}
+
+/// The documents of a stored manifest in install order, by the kind each declares
+/// (parsing happens when they are planned).
+pub(crate) fn install_ordered_documents(manifest: &str) -> Vec<(String, String)> {
+    let mut docs = manifest_documents(manifest);
+    sort_by_kind(&mut docs, INSTALL_ORDER, |(_, d)| doc_kind(d));
+    docs
+}
+
+/// The `kind:` a YAML document declares at its top level, for ordering.
+fn doc_kind(doc: &str) -> &str {
+    doc.lines()
+        .find_map(|l| l.strip_prefix("kind:"))
+        .map(|k| k.trim().trim_matches(|c| c == '"' || c == '\''))
+        .unwrap_or("")
+}
+
+/// The kinds of the objects in a stored manifest, each once, in first-seen order
+/// (documents that are not objects are skipped): what a release's objects are made
+/// of, for watching them.
+pub fn manifest_kinds(release: &str, manifest: &str) -> Vec<GroupVersionKind> {
+    let mut out: Vec<GroupVersionKind> = Vec::new();
+    for (source, doc) in manifest_documents(manifest) {
+        let Ok(Some(obj)) = crate::kube::KubeClient::parse_document(release, &source, &doc) else {
+            continue;
+        };
+        let Some(types) = obj.types else { continue };
+        let (group, version) = match types.api_version.split_once('/') {
+            Some((g, v)) => (g.to_string(), v.to_string()),
+            None => (String::new(), types.api_version.clone()),
+        };
+        let gvk = GroupVersionKind {
+            group,
+            version,
+            kind: types.kind,
+        };
+        if !out.contains(&gvk) {
+            out.push(gvk);
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -134,6 +196,37 @@ mod tests {
         assert_eq!(docs.len(), 2);
         assert_eq!(docs[0].0, "c/templates/a.yaml");
         assert!(docs[1].1.contains("kind: Namespace"));
+    }
+
+    #[test]
+    fn lists_manifest_kinds_once() {
+        let manifest = "---\n# Source: c/templates/a.yaml\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n---\n# Source: c/templates/b.yaml\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: b\n---\n# Source: c/templates/c.yaml\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n";
+        let kinds = manifest_kinds("r", manifest);
+        assert_eq!(kinds.len(), 2);
+        assert_eq!(kinds[0].kind, "ConfigMap");
+        assert_eq!(kinds[0].group, "");
+        assert_eq!(kinds[1].group, "apps");
+    }
+
+    #[test]
+    fn orders_stored_documents_for_install() {
+        let text = "---\n# Source: c/templates/d.yaml\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\n---\n# Source: c/templates/n.yaml\napiVersion: v1\nkind: \"Namespace\"\nmetadata:\n  name: n\n";
+        let docs = install_ordered_documents(text);
+        assert_eq!(docs[0].0, "c/templates/n.yaml");
+        assert_eq!(docs[1].0, "c/templates/d.yaml");
+    }
+
+    #[test]
+    fn merges_labels_as_helm() {
+        let base = BTreeMap::from([("a".to_string(), "1".to_string()), ("b".into(), "2".into())]);
+        let extra = BTreeMap::from([
+            ("b".to_string(), "null".to_string()),
+            ("c".into(), "3".into()),
+        ]);
+        let merged = merge_labels(&base, &extra);
+        assert_eq!(merged.get("a").map(String::as_str), Some("1"));
+        assert!(!merged.contains_key("b"));
+        assert_eq!(merged.get("c").map(String::as_str), Some("3"));
     }
 
     #[test]

@@ -22,7 +22,7 @@ async fn install_upgrade_rollback_uninstall() {
     let load = || chart::loader::load(&chart_dir).expect("chart loads");
 
     // Install.
-    let rel = action::install(client.clone(), load(), Map::new(), &opts("demo"))
+    let rel = install(&client, &load(), Map::new(), &opts("demo"))
         .await
         .expect("install");
     assert_eq!(rel.version, 1);
@@ -76,14 +76,14 @@ async fn install_upgrade_rollback_uninstall() {
         .is_none());
 
     // A second install of the same name is refused.
-    let err = action::install(client.clone(), load(), Map::new(), &opts("demo"))
+    let err = install(&client, &load(), Map::new(), &opts("demo"))
         .await
         .expect_err("name in use");
     assert!(matches!(err, Error::InUse { .. }), "{err}");
 
     // Upgrade: changed values, Service dropped.
     let v2 = values(json!({"greeting": "bonjour", "replicas": 2, "service": false}));
-    let rel = action::upgrade(client.clone(), load(), v2, &opts("demo"))
+    let rel = upgrade(&client, &load(), v2, &opts("demo"))
         .await
         .expect("upgrade");
     assert_eq!(rel.version, 2);
@@ -122,9 +122,7 @@ async fn install_upgrade_rollback_uninstall() {
     );
 
     // Rollback to revision 1 brings back the Service and the old value.
-    let rel = action::rollback(client.clone(), 1, &opts("demo"))
-        .await
-        .expect("rollback");
+    let rel = rollback(&client, 1, &opts("demo")).await.expect("rollback");
     assert_eq!(rel.version, 3);
     assert_eq!(
         record_status(&client, "demo", 2).await.as_deref(),
@@ -146,7 +144,7 @@ async fn install_upgrade_rollback_uninstall() {
     assert!(svcs.get_opt("demo-svc").await.expect("read svc").is_some());
 
     // Uninstall removes the objects and every record.
-    let rel = action::uninstall(client.clone(), &UninstallOptions::new("demo", NS))
+    let rel = uninstall(&client, &UninstallOptions::new("demo", NS))
         .await
         .expect("uninstall");
     assert_eq!(rel.status(), release::Status::Uninstalled);
@@ -187,7 +185,7 @@ async fn refuses_objects_of_another_release() {
         .await
         .expect("create");
 
-    let err = action::install(client.clone(), load(), Map::new(), &opts("demo"))
+    let err = install(&client, &load(), Map::new(), &opts("demo"))
         .await
         .expect_err("conflict");
     let msg = err.to_string();
@@ -211,7 +209,7 @@ async fn refuses_objects_of_another_release() {
     // With take_ownership the failed release can be installed again, adopting it.
     let mut o = opts("demo");
     o.take_ownership = true;
-    let rel = action::install(client.clone(), load(), Map::new(), &o)
+    let rel = install(&client, &load(), Map::new(), &o)
         .await
         .expect("install with take_ownership");
     assert_eq!(rel.version, 2);
@@ -281,7 +279,7 @@ async fn crds_keep_policy_and_keep_history() {
     );
     let load = || chart::loader::load(&chart_dir).expect("chart loads");
 
-    action::install(client.clone(), load(), Map::new(), &opts("w"))
+    install(&client, &load(), Map::new(), &opts("w"))
         .await
         .expect("install with CRD");
     let ar = kube::core::ApiResource::from_gvk_with_plural(
@@ -295,7 +293,7 @@ async fn crds_keep_policy_and_keep_history() {
 
     // The kept ConfigMap survives being dropped by an upgrade.
     let v2 = values(json!({"size": 2, "kept": false}));
-    action::upgrade(client.clone(), load(), v2, &opts("w"))
+    upgrade(&client, &load(), v2, &opts("w"))
         .await
         .expect("upgrade");
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), NS);
@@ -306,9 +304,7 @@ async fn crds_keep_policy_and_keep_history() {
     // keep_history leaves the records, the newest marked uninstalled.
     let mut u = UninstallOptions::new("w", NS);
     u.keep_history = true;
-    action::uninstall(client.clone(), &u)
-        .await
-        .expect("uninstall");
+    uninstall(&client, &u).await.expect("uninstall");
     assert!(widgets.get_opt("w-widget").await.expect("read").is_none());
     assert_eq!(
         record_status(&client, "w", 1).await.as_deref(),
@@ -319,11 +315,11 @@ async fn crds_keep_policy_and_keep_history() {
         Some("uninstalled")
     );
     // Again with keep_history: refused; without: the kept history is purged.
-    let err = action::uninstall(client.clone(), &u)
+    let err = uninstall(&client, &u)
         .await
         .expect_err("already uninstalled");
     assert!(matches!(err, Error::AlreadyUninstalled { .. }), "{err}");
-    action::uninstall(client.clone(), &UninstallOptions::new("w", NS))
+    uninstall(&client, &UninstallOptions::new("w", NS))
         .await
         .expect("purge");
     assert_eq!(record_status(&client, "w", 2).await, None);
@@ -345,7 +341,7 @@ async fn unknown_kind_fails_the_release() {
         ],
     );
     let chart = chart::loader::load(&chart_dir).expect("chart loads");
-    let err = action::install(client.clone(), chart, Map::new(), &opts("bad"))
+    let err = install(&client, &chart, Map::new(), &opts("bad"))
         .await
         .expect_err("unknown kind");
     let msg = err.to_string();
@@ -366,14 +362,12 @@ async fn upgrades_prune_history_to_max_history() {
     let load = || chart::loader::load(&chart_dir).expect("chart loads");
     let mut o = opts("p");
     o.max_history = 2;
-    action::install(client.clone(), load(), Map::new(), &o)
+    install(&client, &load(), Map::new(), &o)
         .await
         .expect("install");
     for i in 0..3 {
         let v = values(json!({"greeting": format!("v{i}")}));
-        action::upgrade(client.clone(), load(), v, &o)
-            .await
-            .expect("upgrade");
+        upgrade(&client, &load(), v, &o).await.expect("upgrade");
     }
     for v in 1..=2 {
         assert_eq!(record_status(&client, "p", v).await, None, "v{v} pruned");

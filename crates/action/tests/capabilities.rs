@@ -11,7 +11,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use action::Error;
-use common::{faulty_client, opts, record_secret, start, storage, NS};
+use common::{
+    diff_upgrade, faulty_client, install, opts, record_secret, start, storage, upgrade, NS,
+};
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, PostParams};
@@ -132,7 +134,7 @@ async fn install_and_upgrade_see_the_clusters_capabilities() {
     );
 
     let load = || chart::loader::load(&chart).expect("chart loads");
-    action::install(client.clone(), load(), Map::new(), &opts("caps"))
+    install(&client, &load(), Map::new(), &opts("caps"))
         .await
         .expect("install");
     let data = caps_data(&client, "caps").await;
@@ -166,7 +168,7 @@ async fn install_and_upgrade_see_the_clusters_capabilities() {
     let mut explicit = opts("caps");
     explicit.kube_version = Some("v1.20.0".into());
     explicit.api_versions = Some(vec!["nope.example.com/v1".into()]);
-    action::upgrade(client.clone(), load(), Map::new(), &explicit)
+    upgrade(&client, &load(), Map::new(), &explicit)
         .await
         .expect("upgrade with explicit capabilities");
     let data = caps_data(&client, "caps").await;
@@ -176,12 +178,12 @@ async fn install_and_upgrade_see_the_clusters_capabilities() {
     assert_eq!(data.get("modern").map(String::as_str), Some("false"));
 
     // Back to discovery: the CRD's kind is seen again; diff_upgrade renders the same.
-    action::upgrade(client.clone(), load(), Map::new(), &opts("caps"))
+    upgrade(&client, &load(), Map::new(), &opts("caps"))
         .await
         .expect("upgrade");
     let data = caps_data(&client, "caps").await;
     assert_eq!(data.get("crdKind").map(String::as_str), Some("true"));
-    let diff = action::diff_upgrade(client.clone(), load(), Map::new(), &opts("caps"))
+    let diff = diff_upgrade(&client, &load(), Map::new(), &opts("caps"))
         .await
         .expect("diff");
     assert!(!diff.changed, "{}", diff.new_manifest);
@@ -198,7 +200,7 @@ async fn chart_kube_version_constraint_is_checked_against_the_cluster() {
         .expect("server version")
         .git_version;
     let c = chart::loader::load(&chart).expect("chart loads");
-    let err = action::install(client.clone(), c, Map::new(), &opts("future"))
+    let err = install(&client, &c, Map::new(), &opts("future"))
         .await
         .expect_err("refused");
     assert!(matches!(err, Error::Render { .. }), "{err}");
@@ -211,7 +213,7 @@ async fn chart_kube_version_constraint_is_checked_against_the_cluster() {
     // A constraint the cluster satisfies installs.
     let ok = write_chart(&chart_dir(&server), "present", Some(">=1.20.0-0"));
     let c = chart::loader::load(&ok).expect("chart loads");
-    action::install(client.clone(), c, Map::new(), &opts("present"))
+    install(&client, &c, Map::new(), &opts("present"))
         .await
         .expect("install");
     server.stop().await;
@@ -230,7 +232,7 @@ async fn discovery_failures() {
             (m == http::Method::GET && p == "/version").then(|| (503, "version is down".into()))
         }),
     );
-    let err = action::install(no_version.clone(), load(), Map::new(), &opts("down"))
+    let err = install(&no_version, &load(), Map::new(), &opts("down"))
         .await
         .expect_err("discovery fails");
     assert!(matches!(err, Error::Discovery { .. }), "{err}");
@@ -248,7 +250,7 @@ async fn discovery_failures() {
     // Explicit capabilities need no discovery.
     let mut explicit = opts("down");
     explicit.api_versions = Some(Vec::new());
-    action::install(no_version, load(), Map::new(), &explicit)
+    install(&no_version, &load(), Map::new(), &explicit)
         .await
         .expect("install without discovery");
     let data = caps_data(&client, "down").await;
@@ -273,7 +275,7 @@ async fn discovery_failures() {
     assert!(found.api_versions.iter().any(|v| v == "batch/v1"));
     assert!(!found.api_versions.iter().any(|v| v == "batch/v1/Job"));
     assert!(found.api_versions.iter().any(|v| v == "apps/v1/Deployment"));
-    action::install(broken_group, load(), Map::new(), &opts("partial"))
+    install(&broken_group, &load(), Map::new(), &opts("partial"))
         .await
         .expect("install despite a broken group");
     server.stop().await;
@@ -285,22 +287,22 @@ async fn a_discovery_cache_is_reused_until_it_expires_or_is_invalidated() {
     let chart = write_chart(&chart_dir(&server), "cached", None);
     let load = || chart::loader::load(&chart).expect("chart loads");
     let cache = Arc::new(action::DiscoveryCache::new(Duration::from_secs(3600)));
-    let mut cached = opts("cached");
-    cached.discovery = Some(cache.clone());
+    let cached = opts("cached");
+    let shared = action::ActionConfig::new(client.clone()).with_discovery(cache.clone());
     let crd_kind_seen = || async { caps_data(&client, "cached").await.get("crdKind").cloned() };
 
-    action::install(client.clone(), load(), Map::new(), &cached)
+    action::Install::new(&shared, cached.clone())
+        .run(&load(), Map::new())
         .await
         .expect("install");
     assert_eq!(crd_kind_seen().await.as_deref(), Some("false"));
     create_crd(&client).await;
     // Within the TTL the remembered discovery is used: the new CRD is not seen.
-    action::upgrade(client.clone(), load(), Map::new(), &cached)
-        .await
-        .expect("upgrade");
+    let up = action::Upgrade::new(&shared, cached.clone());
+    up.run(&load(), Map::new()).await.expect("upgrade");
     assert_eq!(crd_kind_seen().await.as_deref(), Some("false"));
     cache.invalidate().await;
-    action::upgrade(client.clone(), load(), Map::new(), &cached)
+    up.run(&load(), Map::new())
         .await
         .expect("upgrade after invalidate");
     assert_eq!(crd_kind_seen().await.as_deref(), Some("true"));

@@ -7,8 +7,8 @@
 use std::path::Path;
 use std::process::Command;
 
-use apiserver::{Config, Server};
 use action::ActionOptions;
+use apiserver::{Config, Server};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::Api;
 use serde_json::{Map, Value};
@@ -87,12 +87,11 @@ async fn helm_reads_and_uninstalls_our_release() {
     .expect("template");
     let chart = chart::loader::load(&chart_dir).expect("chart loads");
 
-    action::install(
-        client.clone(),
-        chart,
-        Map::new(),
-        &ActionOptions::new("interop", "default"),
+    action::Install::new(
+        &action::ActionConfig::new(client.clone()),
+        ActionOptions::new("interop", "default"),
     )
+    .run(&chart, Map::new())
     .await
     .expect("install");
 

@@ -5,7 +5,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::{opts, start, NS};
+use common::{install, opts, start, upgrade, NS};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, PostParams};
 use serde_json::{json, Map};
@@ -57,7 +57,7 @@ async fn lookup_sees_the_live_cluster() {
         .expect("create existing");
 
     let chart = chart::loader::load(write_chart(&dir, TEMPLATE)).expect("chart");
-    action::install(client.clone(), chart, Map::new(), &opts("lk"))
+    install(&client, &chart, Map::new(), &opts("lk"))
         .await
         .expect("install");
     let data = cms
@@ -79,7 +79,7 @@ async fn lookup_sees_the_live_cluster() {
         "{{ $x := lookup \"nope.example.com/v1\" \"Thing\" \"\" \"x\" }}\n",
     );
     let chart = chart::loader::load(bad).expect("chart");
-    let err = action::install(client.clone(), chart, Map::new(), &opts("bad"))
+    let err = install(&client, &chart, Map::new(), &opts("bad"))
         .await
         .expect_err("unserved group");
     assert!(
@@ -114,7 +114,7 @@ async fn generated_passwords_survive_upgrades() {
             .cloned()
             .expect("password")
     };
-    action::install(client.clone(), load(), Map::new(), &opts("pw"))
+    install(&client, &load(), Map::new(), &opts("pw"))
         .await
         .expect("install");
     let first = password().await;
@@ -123,7 +123,7 @@ async fn generated_passwords_survive_upgrades() {
             .as_object()
             .cloned()
             .unwrap_or_default();
-        action::upgrade(client.clone(), load(), values, &opts("pw"))
+        upgrade(&client, &load(), values, &opts("pw"))
             .await
             .expect("upgrade");
         assert_eq!(

@@ -27,7 +27,7 @@ async fn disable_hooks_description_and_labels() {
     o.disable_hooks = true;
     o.description = Some("installed by test".into());
     o.labels = [("team".to_string(), "a".to_string())].into();
-    let rel = action::install(client.clone(), load(), Map::new(), &o)
+    let rel = install(&client, &load(), Map::new(), &o)
         .await
         .expect("install");
     // The hooks are recorded but never ran.
@@ -53,7 +53,7 @@ async fn disable_hooks_description_and_labels() {
         ("env".to_string(), "dev".to_string()),
     ]
     .into();
-    action::upgrade(client.clone(), load(), Map::new(), &o)
+    upgrade(&client, &load(), Map::new(), &o)
         .await
         .expect("upgrade");
     let labels = record_secret(&client, "quiet", 2)
@@ -71,9 +71,7 @@ async fn disable_hooks_description_and_labels() {
     u.wait = true;
     u.disable_hooks = true;
     u.description = Some("removed by test".into());
-    action::uninstall(client.clone(), &u)
-        .await
-        .expect("uninstall");
+    uninstall(&client, &u).await.expect("uninstall");
     assert_eq!(description(&client, "quiet", 2).await, "removed by test");
     let deps: Api<Deployment> = Api::namespaced(client.clone(), NS);
     assert!(deps.get_opt("quiet-web").await.expect("read").is_none());
@@ -88,14 +86,14 @@ async fn transform_changes_objects_and_refusal_writes_nothing() {
 
     // A refusing transform: no record, no object, and the error names the object.
     let mut o = opts("t");
-    o.transform = Some(Transform(Arc::new(|_obj, r| {
+    o.transform = Some(Transform::new(|_obj, r| {
         if r.kind == "Deployment" {
             Err("deployments are not allowed here".to_string())
         } else {
             Ok(())
         }
-    })));
-    let err = action::install(client.clone(), load(), Map::new(), &o)
+    }));
+    let err = install(&client, &load(), Map::new(), &o)
         .await
         .expect_err("refused");
     let msg = err.to_string();
@@ -112,7 +110,7 @@ async fn transform_changes_objects_and_refusal_writes_nothing() {
     let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
     let seen2 = seen.clone();
     let mut o = opts("t");
-    o.transform = Some(Transform(Arc::new(move |obj, r| {
+    o.transform = Some(Transform::new(move |obj, r| {
         seen2
             .lock()
             .map_err(|e| e.to_string())?
@@ -122,8 +120,8 @@ async fn transform_changes_objects_and_refusal_writes_nothing() {
             .get_or_insert_with(Default::default)
             .insert("stamped".into(), "yes".into());
         Ok(())
-    })));
-    action::install(client.clone(), load(), Map::new(), &o)
+    }));
+    install(&client, &load(), Map::new(), &o)
         .await
         .expect("install");
     let cm = cms.get("t-cfg").await.expect("configmap");
@@ -167,7 +165,7 @@ async fn wait_for_ready_objects_and_jobs() {
     o.wait = true;
     o.wait_for_jobs = true;
     let v = values(json!({"job": true}));
-    action::install(client.clone(), load(), v, &o)
+    install(&client, &load(), v, &o)
         .await
         .expect("install waits until ready");
     let deps: Api<Deployment> = Api::namespaced(client.clone(), NS);
@@ -182,7 +180,7 @@ async fn wait_for_ready_objects_and_jobs() {
     o.wait = true;
     o.timeout = Duration::from_secs(2);
     let v = values(json!({"pvc": true}));
-    let err = action::upgrade(client.clone(), load(), v, &o)
+    let err = upgrade(&client, &load(), v, &o)
         .await
         .expect_err("times out");
     let msg = err.to_string();
@@ -211,14 +209,14 @@ async fn rollback_on_failure_undoes_upgrade_and_install() {
     let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), NS);
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), NS);
 
-    action::install(client.clone(), load(), Map::new(), &opts("a"))
+    install(&client, &load(), Map::new(), &opts("a"))
         .await
         .expect("install");
     let mut o = opts("a");
     o.rollback_on_failure = true;
     o.timeout = Duration::from_secs(2);
     let v = values(json!({"pvc": true, "greeting": "new"}));
-    let err = action::upgrade(client.clone(), load(), v, &o)
+    let err = upgrade(&client, &load(), v, &o)
         .await
         .expect_err("rolled back");
     let msg = err.to_string();
@@ -256,7 +254,7 @@ async fn rollback_on_failure_undoes_upgrade_and_install() {
     o.rollback_on_failure = true;
     o.take_ownership = true;
     o.timeout = Duration::from_secs(2);
-    let err = action::install(client.clone(), load(), values(json!({"pvc": true})), &o)
+    let err = install(&client, &load(), values(json!({"pvc": true})), &o)
         .await
         .expect_err("uninstalled");
     let msg = err.to_string();
@@ -275,7 +273,7 @@ async fn force_replaces_objects_that_cannot_change() {
     let (server, client) = start().await;
     let chart_dir = write_chart(&server);
     let load = || chart::loader::load(&chart_dir).expect("chart loads");
-    action::install(client.clone(), load(), Map::new(), &opts("f"))
+    install(&client, &load(), Map::new(), &opts("f"))
         .await
         .expect("install");
     let svcs: Api<Service> = Api::namespaced(client.clone(), NS);
@@ -297,7 +295,7 @@ async fn force_replaces_objects_that_cannot_change() {
             })
         }),
     );
-    let err = action::upgrade(faulty.clone(), load(), Map::new(), &opts("f"))
+    let err = upgrade(&faulty, &load(), Map::new(), &opts("f"))
         .await
         .expect_err("immutable without force");
     assert!(err.to_string().contains("field is immutable"), "{err}");
@@ -311,7 +309,7 @@ async fn force_replaces_objects_that_cannot_change() {
     refusals.store(0, Ordering::SeqCst);
     let mut o = opts("f");
     o.force = true;
-    action::upgrade(faulty, load(), Map::new(), &o)
+    upgrade(&faulty, &load(), Map::new(), &o)
         .await
         .expect("force replaces");
     let svc = svcs.get("f-svc").await.expect("svc recreated");
@@ -336,7 +334,7 @@ async fn api_failures_mid_action_leave_no_pending_record() {
     let (server, client) = start().await;
     let chart_dir = write_chart(&server);
     let load = || chart::loader::load(&chart_dir).expect("chart loads");
-    action::install(client.clone(), load(), Map::new(), &opts("m"))
+    install(&client, &load(), Map::new(), &opts("m"))
         .await
         .expect("install");
 
@@ -349,7 +347,7 @@ async fn api_failures_mid_action_leave_no_pending_record() {
         }),
     );
     let v = values(json!({"service": false, "greeting": "x"}));
-    let err = action::upgrade(faulty.clone(), load(), v.clone(), &opts("m"))
+    let err = upgrade(&faulty, &load(), v.clone(), &opts("m"))
         .await
         .expect_err("upgrade fails");
     assert!(err.to_string().contains("etcd is unhappy"), "{err}");
@@ -366,7 +364,7 @@ async fn api_failures_mid_action_leave_no_pending_record() {
     assert!(svcs.get_opt("m-svc").await.expect("read").is_some());
 
     // Rollback and uninstall failing mid-way are marked failed too.
-    let err = action::rollback(faulty.clone(), 1, &opts("m"))
+    let err = rollback(&faulty, 1, &opts("m"))
         .await
         .expect_err("rollback fails");
     assert!(err.to_string().contains("etcd is unhappy"), "{err}");
@@ -381,7 +379,7 @@ async fn api_failures_mid_action_leave_no_pending_record() {
                 .then(|| (500, "etcd is unhappy".to_string()))
         }),
     );
-    let err = action::uninstall(faulty_delete, &UninstallOptions::new("m", NS))
+    let err = uninstall(&faulty_delete, &UninstallOptions::new("m", NS))
         .await
         .expect_err("uninstall fails");
     assert!(err.to_string().contains("etcd is unhappy"), "{err}");
@@ -391,7 +389,7 @@ async fn api_failures_mid_action_leave_no_pending_record() {
     );
 
     // The release still upgrades cleanly afterwards, from the deployed revision.
-    let rel = action::upgrade(client.clone(), load(), v, &opts("m"))
+    let rel = upgrade(&client, &load(), v, &opts("m"))
         .await
         .expect("upgrade");
     assert_eq!(rel.version, 4);

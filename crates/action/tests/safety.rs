@@ -60,7 +60,7 @@ async fn lease_exists(client: &Client, release: &str) -> bool {
 }
 
 fn host() -> String {
-    action::lock::hostname()
+    action::hostname()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -71,7 +71,7 @@ async fn locks_refuse_live_holders_and_take_over_dead_ones() {
 
     // A live holder elsewhere: every action is refused with who and until when.
     put_lease(&client, "l", "other-host/42/abcd", 0).await;
-    let err = action::install(client.clone(), load(), Map::new(), &opts("l"))
+    let err = install(&client, &load(), Map::new(), &opts("l"))
         .await
         .expect_err("locked");
     let msg = err.to_string();
@@ -82,14 +82,14 @@ async fn locks_refuse_live_holders_and_take_over_dead_ones() {
         "{msg}"
     );
     assert!(record_secret(&client, "l", 1).await.is_none());
-    let err = action::uninstall(client.clone(), &action::UninstallOptions::new("l", NS))
+    let err = uninstall(&client, &action::UninstallOptions::new("l", NS))
         .await
         .expect_err("locked");
     assert!(matches!(err, Error::Locked { .. }), "{err}");
 
     // An expired Lease is taken over; the action gives the lock back when done.
     put_lease(&client, "l", "other-host/42/abcd", 120).await;
-    action::install(client.clone(), load(), Map::new(), &opts("l"))
+    install(&client, &load(), Map::new(), &opts("l"))
         .await
         .expect("install after expiry");
     assert!(!lease_exists(&client, "l").await);
@@ -99,7 +99,7 @@ async fn locks_refuse_live_holders_and_take_over_dead_ones() {
     let dead_pid = child.id();
     child.wait().expect("wait");
     put_lease(&client, "l", &format!("{}/{dead_pid}/x", host()), 0).await;
-    action::upgrade(client.clone(), load(), Map::new(), &opts("l"))
+    upgrade(&client, &load(), Map::new(), &opts("l"))
         .await
         .expect("upgrade after a dead holder");
     // So is one with our pid that this process never handed out (a restarted pid 1).
@@ -110,15 +110,16 @@ async fn locks_refuse_live_holders_and_take_over_dead_ones() {
         0,
     )
     .await;
-    action::rollback(client.clone(), 1, &opts("l"))
+    rollback(&client, 1, &opts("l"))
         .await
         .expect("rollback after a previous incarnation");
     assert!(!lease_exists(&client, "l").await);
 
     // Two concurrent actions of this process: one wins, the other is told it is locked.
     let (oa, ob) = (opts("l"), opts("l"));
-    let a = action::upgrade(client.clone(), load(), Map::new(), &oa);
-    let b = action::upgrade(client.clone(), load(), Map::new(), &ob);
+    let (ca, cb) = (load(), load());
+    let a = upgrade(&client, &ca, Map::new(), &oa);
+    let b = upgrade(&client, &cb, Map::new(), &ob);
     let (a, b) = tokio::join!(a, b);
     let locked = [&a, &b]
         .iter()
@@ -154,7 +155,7 @@ async fn pending_leftovers_are_recovered() {
 
     // An install that crashed after creating objects: the next install adopts them.
     let crashed = opts("p");
-    let partial = action::render(load(), Map::new(), &crashed, 1, false)
+    let partial = action::render(&load(), Map::new(), &crashed, action::Revision::install(1))
         .await
         .expect("render");
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), NS);
@@ -177,7 +178,7 @@ async fn pending_leftovers_are_recovered() {
 
     // Under a live lock it is not a leftover: nothing is recovered.
     put_lease_live(&client, "p").await;
-    assert!(action::recover_pending(client.clone(), &opts("p"))
+    assert!(recover_pending(&client, &opts("p"))
         .await
         .expect("recover")
         .is_none());
@@ -190,7 +191,7 @@ async fn pending_leftovers_are_recovered() {
         .await
         .expect("drop lease");
 
-    let rel = action::install(client.clone(), load(), Map::new(), &opts("p"))
+    let rel = install(&client, &load(), Map::new(), &opts("p"))
         .await
         .expect("install proceeds");
     assert_eq!(rel.version, 2);
@@ -213,9 +214,9 @@ async fn pending_leftovers_are_recovered() {
 
     // An upgrade that crashed: the next upgrade continues from the deployed revision.
     leave_pending(&client, "p", 3, Status::PendingUpgrade, "Preparing upgrade").await;
-    let rel = action::upgrade(
-        client.clone(),
-        load(),
+    let rel = upgrade(
+        &client,
+        &load(),
         values(json!({"greeting": "again"})),
         &opts("p"),
     )
@@ -241,13 +242,13 @@ async fn pending_leftovers_are_recovered() {
 
     // recover_pending on its own.
     leave_pending(&client, "p", 5, Status::PendingRollback, "Rollback to 2").await;
-    let recovered = action::recover_pending(client.clone(), &opts("p"))
+    let recovered = recover_pending(&client, &opts("p"))
         .await
         .expect("recover")
         .expect("something recovered");
     assert_eq!(recovered.version, 5);
     assert_eq!(recovered.status(), Status::Failed);
-    assert!(action::recover_pending(client.clone(), &opts("p"))
+    assert!(recover_pending(&client, &opts("p"))
         .await
         .expect("recover")
         .is_none());
@@ -265,11 +266,11 @@ async fn repair_restores_drift_without_a_new_revision() {
     let (server, client) = start().await;
     let chart_dir = write_chart(&server);
     let load = || chart::loader::load(&chart_dir).expect("chart loads");
-    let err = action::repair(client.clone(), &opts("r"))
+    let err = repair(&client, &opts("r"))
         .await
         .expect_err("nothing deployed");
     assert!(matches!(err, Error::NotDeployed { .. }), "{err}");
-    action::install(client.clone(), load(), Map::new(), &opts("r"))
+    install(&client, &load(), Map::new(), &opts("r"))
         .await
         .expect("install");
 
@@ -289,9 +290,7 @@ async fn repair_restores_drift_without_a_new_revision() {
     .await
     .expect("edit cm");
 
-    let report = action::repair(client.clone(), &opts("r"))
-        .await
-        .expect("repair");
+    let report = repair(&client, &opts("r")).await.expect("repair");
     let mut names: Vec<String> = report.repaired.iter().map(|r| r.to_string()).collect();
     names.sort();
     assert!(
@@ -322,14 +321,14 @@ async fn repair_restores_drift_without_a_new_revision() {
     );
     // A transform is applied on repair as well.
     let mut o = opts("r");
-    o.transform = Some(action::Transform(std::sync::Arc::new(|obj, _| {
+    o.transform = Some(action::Transform::new(|obj, _| {
         obj.metadata
             .labels
             .get_or_insert_with(Default::default)
             .insert("repaired".into(), "yes".into());
         Ok(())
-    })));
-    action::repair(client.clone(), &o).await.expect("repair");
+    }));
+    repair(&client, &o).await.expect("repair");
     let cm = cms.get("r-cfg").await.expect("cm");
     assert!(cm
         .metadata
@@ -345,11 +344,11 @@ async fn diff_upgrade_and_test_hooks() {
     let chart_dir = write_chart(&server);
     let load = || chart::loader::load(&chart_dir).expect("chart loads");
     let v = values(json!({"greeting": "hi"}));
-    action::install(client.clone(), load(), v.clone(), &opts("d"))
+    install(&client, &load(), v.clone(), &opts("d"))
         .await
         .expect("install");
 
-    let same = action::diff_upgrade(client.clone(), load(), v.clone(), &opts("d"))
+    let same = diff_upgrade(&client, &load(), v.clone(), &opts("d"))
         .await
         .expect("diff");
     assert!(
@@ -357,9 +356,9 @@ async fn diff_upgrade_and_test_hooks() {
         "{} vs {}",
         same.current_manifest, same.new_manifest
     );
-    let other = action::diff_upgrade(
-        client.clone(),
-        load(),
+    let other = diff_upgrade(
+        &client,
+        &load(),
         values(json!({"greeting": "hi", "service": false})),
         &opts("d"),
     )
@@ -378,7 +377,7 @@ async fn diff_upgrade_and_test_hooks() {
     assert!(!action::same_manifest(a, &b.replace("name: b", "name: c")));
 
     // Test hooks run and their executions are recorded.
-    let rel = action::test(client.clone(), &opts("d")).await.expect("test");
+    let rel = test(&client, &opts("d")).await.expect("test");
     let smoke = rel
         .hooks
         .iter()
@@ -410,7 +409,7 @@ async fn uninstall_runs_unlocked_in_a_terminating_namespace() {
         .await
         .expect("create namespace");
     let o = action::ActionOptions::new("z", "doomed");
-    action::install(client.clone(), load(), Map::new(), &o)
+    install(&client, &load(), Map::new(), &o)
         .await
         .expect("install");
     // Hold the record (as a CR's finalizer holds the operator's CR) while the
@@ -440,7 +439,7 @@ async fn uninstall_runs_unlocked_in_a_terminating_namespace() {
     );
     let mut u = action::UninstallOptions::new("z", "doomed");
     u.timeout = Duration::from_secs(10);
-    action::uninstall(client.clone(), &u)
+    uninstall(&client, &u)
         .await
         .expect("uninstall proceeds without the lock");
     server.stop().await;

@@ -24,7 +24,6 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, PostParams};
 use kube::runtime::events::Reporter;
 use kube::Client;
-use operator::metrics::Metrics;
 use operator::reconcile::{reconcile, Context};
 use operator::watches::Watch;
 use operator::Options;
@@ -331,7 +330,7 @@ fn time_reconciles(
     for name in names {
         // Fetched through the operator's client on an operator thread, so the CR the
         // reconcile drops was allocated on the operator's side of the ledger.
-        let cr = on_operator(rt, crs(&ctx.client).get(name)).expect("get CR");
+        let cr = on_operator(rt, crs(ctx.client()).get(name)).expect("get CR");
         let cr = Arc::new(cr);
         let before_alloc = ALLOCATED.load(Ordering::Relaxed);
         let before = in_use();
@@ -437,7 +436,7 @@ fn main() {
     };
     let (stop_tx, stop_rx) = oneshot::channel::<()>();
     reset_peak();
-    let op_task = op_rt.spawn(operator::controller::run_with_shutdown(
+    let op_task = op_rt.spawn(operator::run_with_shutdown(
         op_client,
         options,
         async move {
@@ -504,25 +503,21 @@ fn main() {
         let _g = op_rt.enter();
         server.client().expect("a client")
     };
-    let ctx = Arc::new(Context {
-        client: ctx_client,
-        watch: Arc::new(Watch {
-            group: GROUP.into(),
-            version: VERSION.into(),
-            kind: KIND.into(),
-            chart: fixtures().join("chart"),
-            ..Watch::default()
-        }),
-        chart: Arc::new(chart),
-        resource: resource(),
-        metrics: Metrics::new(),
-        reporter: Reporter {
+    let watch = Watch {
+        group: GROUP.into(),
+        version: VERSION.into(),
+        kind: KIND.into(),
+        chart: fixtures().join("chart"),
+        ..Watch::default()
+    };
+    let ctx = Context::new(ctx_client, Arc::new(watch), Arc::new(chart), resource())
+        .expect("the bench watch is valid")
+        .with_reporter(Reporter {
             controller: "rudder-bench".into(),
             instance: None,
-        },
-        reconcile_period: Some(Duration::from_secs(3600)),
-        discovery: Arc::new(action::DiscoveryCache::new(Duration::from_secs(60))),
-    });
+        })
+        .with_reconcile_period(Some(Duration::from_secs(3600)));
+    let ctx = Arc::new(ctx);
     let names: Vec<String> = (0..n).map(|i| format!("direct-{i}")).collect();
     driver.block_on(async {
         for (i, name) in names.iter().enumerate() {

@@ -17,6 +17,9 @@ pub enum Error {
     #[error("the watches file {} lists no kinds to watch", path.display())]
     NoWatches { path: PathBuf },
 
+    #[error("nothing to watch: give the operator at least one watch (a kind and its chart)")]
+    NothingToWatch,
+
     #[error("cannot load chart {} for {gvk}: {source}", path.display())]
     Chart {
         gvk: String,

@@ -17,7 +17,7 @@ use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
 use kube::Client;
 use release::driver::{selector, Driver, OWNER_HELM};
 use release::record::{Release, Status};
-use release::{make_key, ConfigMapDriver, SecretDriver};
+use release::{make_key, Storage, StorageDriver};
 use serde_json::{json, Map, Value};
 
 use legacy::Location;
@@ -221,7 +221,8 @@ pub async fn copy_configmap_records(
     release: &str,
     namespace: &str,
 ) -> Result<CopyOutcome, MigrateError> {
-    let cms = ConfigMapDriver::for_namespace(client.clone(), namespace);
+    let cms = StorageDriver::ConfigMap.storage(client, namespace);
+    let cms = cms.driver();
     let mut out = CopyOutcome::default();
     let mut metas = match cms
         .query_meta(&selector([("owner", OWNER_HELM), ("name", release)]))
@@ -250,7 +251,7 @@ pub async fn copy_configmap_records(
         return Ok(out);
     }
     metas.sort_by_key(|m| m.version);
-    let secrets = SecretDriver::for_namespace(client.clone(), namespace);
+    let secrets = StorageDriver::Secret.storage(client, namespace);
     for meta in metas {
         let source = match cms.get(&meta.key).await {
             Ok(r) => r,
@@ -273,7 +274,7 @@ pub async fn copy_configmap_records(
         };
         let source_desc = format!("ConfigMap {namespace}/{}", meta.key);
         let wrote = put_verified(
-            &secrets,
+            secrets.driver().as_ref(),
             &meta.key,
             &source,
             release,
@@ -292,7 +293,7 @@ pub async fn copy_configmap_records(
 /// Writes `record` as the Secret `key` unless an identical one exists, then reads it
 /// back and compares. Returns whether this call wrote it.
 async fn put_verified(
-    secrets: &SecretDriver,
+    secrets: &dyn Driver,
     key: &str,
     record: &Release,
     release: &str,
@@ -365,7 +366,8 @@ pub async fn remove_configmap_records(
     if verified.is_empty() {
         return Ok(Vec::new());
     }
-    let cms = ConfigMapDriver::for_namespace(client.clone(), namespace);
+    let cms = StorageDriver::ConfigMap.storage(client, namespace);
+    let cms = cms.driver();
     let mut removed = Vec::new();
     for key in verified {
         match cms.remove(key).await {
@@ -415,14 +417,11 @@ pub async fn write_status_records(
         .get("spec")
         .and_then(Value::as_object)
         .unwrap_or(&empty);
-    let secrets = SecretDriver::for_namespace(client.clone(), namespace);
-    let history = release::Storage::new(std::sync::Arc::new(SecretDriver::for_namespace(
-        client.clone(),
-        namespace,
-    )))
-    .history_meta(release)
-    .await
-    .map_err(|e| storage_err(release, namespace, "list Secret records".into(), e))?;
+    let secrets: Storage = StorageDriver::Secret.storage(client, namespace);
+    let history = secrets
+        .history_meta(release)
+        .await
+        .map_err(|e| storage_err(release, namespace, "list Secret records".into(), e))?;
     let mut out = Vec::new();
     for (location, raw) in found {
         let ctx = legacy::Context {
@@ -450,7 +449,15 @@ pub async fn write_status_records(
         }
         let key = make_key(release, record.version);
         let source_desc = ctx.origin.clone();
-        put_verified(&secrets, &key, &record, release, namespace, &source_desc).await?;
+        put_verified(
+            secrets.driver().as_ref(),
+            &key,
+            &record,
+            release,
+            namespace,
+            &source_desc,
+        )
+        .await?;
         out.push((location, record.version));
     }
     Ok(out)

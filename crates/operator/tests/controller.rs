@@ -89,7 +89,7 @@ impl Operator {
             ..Options::default()
         };
         let (tx, rx) = oneshot::channel::<()>();
-        let task = tokio::spawn(operator::controller::run_with_shutdown(
+        let task = tokio::spawn(operator::run_with_shutdown(
             client.clone(),
             options,
             async move {
@@ -414,7 +414,7 @@ async fn startup_errors_name_the_problem() {
         health_probe_bind_address: "0".into(),
         ..Options::default()
     };
-    let err = operator::controller::run_with_shutdown(client.clone(), options, async {})
+    let err = operator::run_with_shutdown(client.clone(), options, async {})
         .await
         .expect_err("a missing chart stops the operator");
     assert!(err.to_string().contains("no-such-chart"), "{err}");
@@ -428,7 +428,7 @@ async fn startup_errors_name_the_problem() {
         ..Options::default()
     };
     if std::env::var("OPERATOR_NAME").is_err() {
-        let err = operator::controller::run_with_shutdown(client, options, async {})
+        let err = operator::run_with_shutdown(client, options, async {})
             .await
             .expect_err("--leader-elect without a lease name is refused");
         assert!(err.to_string().contains("--leader-election-id"), "{err}");
@@ -466,7 +466,7 @@ async fn leader_election_gates_reconciles_and_releases_the_lease() {
         ..Options::default()
     };
     let (stop_a, stop_rx) = oneshot::channel::<()>();
-    let leader = tokio::spawn(operator::controller::run_with_shutdown(
+    let leader = tokio::spawn(operator::run_with_shutdown(
         client.clone(),
         options(format!("127.0.0.1:{health_port}")),
         async move {
@@ -495,7 +495,7 @@ async fn leader_election_gates_reconciles_and_releases_the_lease() {
     // asked to stop, it returns Ok without ever leading.
     let standby_port = free_port();
     let (stop_b, stop_rx) = oneshot::channel::<()>();
-    let standby = tokio::spawn(operator::controller::run_with_shutdown(
+    let standby = tokio::spawn(operator::run_with_shutdown(
         client.clone(),
         options(format!("127.0.0.1:{standby_port}")),
         async move {
@@ -559,7 +559,7 @@ async fn watch_namespaces_limit_the_operator() {
             .expect("create namespace");
     }
     let (stop, stop_rx) = oneshot::channel::<()>();
-    let task = tokio::spawn(operator::controller::run_with_shutdown(
+    let task = tokio::spawn(operator::run_with_shutdown(
         client.clone(),
         Options {
             watches_file: fixtures().join("watches.yaml"),

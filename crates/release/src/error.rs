@@ -42,6 +42,9 @@ pub enum Error {
         value: String,
         reason: &'static str,
     },
+    /// `HELM_DRIVER` names a driver rudder does not have.
+    #[error("unknown driver {0:?} (HELM_DRIVER: use secret, configmap or memory)")]
+    UnknownDriver(String),
     /// The Kubernetes API call failed.
     #[error("{context}: {source}")]
     Api {

@@ -19,5 +19,5 @@ pub use driver::{
 };
 pub use error::{Error, Result};
 pub use record::{Chart, File, Hook, HookExecution, Info, Metadata, Release, Status};
-pub use storage::Storage;
+pub use storage::{Storage, StorageDriver};
 pub use time::Time;

@@ -3,12 +3,104 @@
 //!
 //! Finding the deployed or latest revision reads labels only (`name`, `owner=helm`,
 //! `status=deployed`, `version`) and decodes just the one record it returns.
+//!
+//! [`StorageDriver`] is the one place a driver is chosen and a [`Storage`] built over
+//! it (Helm's `Configuration.Init`), so the CLI, the actions and the operator cannot
+//! disagree about where a release's records are.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use crate::driver::{make_key, selector, Driver, Filter, RecordMeta, OWNER_HELM};
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use kube::api::{Api, ListParams};
+use kube::Client;
+
+use crate::driver::{
+    make_key, selector, ConfigMapDriver, Driver, Filter, MemoryDriver, RecordMeta, SecretDriver,
+    OWNER_HELM,
+};
 use crate::error::{Error, Result};
 use crate::record::{Release, Status};
+
+/// Where release records are kept: Helm's `HELM_DRIVER` choices.
+#[derive(Debug, Clone, Default)]
+pub enum StorageDriver {
+    /// Secrets in the release namespace (Helm's default).
+    #[default]
+    Secret,
+    /// ConfigMaps in the release namespace.
+    ConfigMap,
+    /// Process memory, shared by every namespace (Helm's `memory` driver): for tests
+    /// and dry runs; nothing survives the process.
+    Memory(Arc<MemoryDriver>),
+}
+
+impl StorageDriver {
+    /// The driver `HELM_DRIVER` names, as Helm reads it: empty, `secret` or `secrets`
+    /// for Secrets, `configmap(s)`, or `memory`. Case does not matter.
+    pub fn from_helm_driver(value: &str) -> Result<StorageDriver> {
+        match value.trim().to_ascii_lowercase().as_str() {
+            "" | "secret" | "secrets" => Ok(StorageDriver::Secret),
+            "configmap" | "configmaps" => Ok(StorageDriver::ConfigMap),
+            "memory" => Ok(StorageDriver::Memory(Arc::new(MemoryDriver::new()))),
+            _ => Err(Error::UnknownDriver(value.to_string())),
+        }
+    }
+
+    /// The driver the `HELM_DRIVER` environment variable names (Secrets when unset).
+    pub fn from_env() -> Result<StorageDriver> {
+        StorageDriver::from_helm_driver(&std::env::var("HELM_DRIVER").unwrap_or_default())
+    }
+
+    /// Helm's name for the driver (`Secret`, `ConfigMap`, `Memory`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            StorageDriver::Secret => "Secret",
+            StorageDriver::ConfigMap => "ConfigMap",
+            StorageDriver::Memory(_) => "Memory",
+        }
+    }
+
+    /// The release storage of `namespace` (Helm's default history limit).
+    pub fn storage(&self, client: &Client, namespace: &str) -> Storage {
+        let driver: Arc<dyn Driver> = match self {
+            StorageDriver::Secret => {
+                Arc::new(SecretDriver::for_namespace(client.clone(), namespace))
+            }
+            StorageDriver::ConfigMap => {
+                Arc::new(ConfigMapDriver::for_namespace(client.clone(), namespace))
+            }
+            StorageDriver::Memory(m) => m.clone(),
+        };
+        Storage::new(driver)
+    }
+
+    /// The namespaces holding at least one release record, sorted (`helm list -A`).
+    /// Reads object metadata only. The memory driver is not namespaced, so it looks
+    /// at Secrets, as Helm's `list -A` does for the drivers it cannot list itself.
+    pub async fn namespaces(&self, client: &Client) -> Result<Vec<String>> {
+        let lp = ListParams::default().labels(&format!("owner={OWNER_HELM}"));
+        let found = match self {
+            StorageDriver::ConfigMap => Api::<ConfigMap>::all(client.clone())
+                .list_metadata(&lp)
+                .await
+                .map_err(|e| Error::api("listing release ConfigMaps", e))?
+                .items
+                .into_iter()
+                .filter_map(|m| m.metadata.namespace)
+                .collect::<BTreeSet<_>>(),
+            StorageDriver::Secret | StorageDriver::Memory(_) => Api::<Secret>::all(client.clone())
+                .list_metadata(&lp)
+                .await
+                .map_err(|e| Error::api("listing release Secrets", e))?
+                .items
+                .into_iter()
+                .filter_map(|m| m.metadata.namespace)
+                .collect::<BTreeSet<_>>(),
+        };
+        Ok(found.into_iter().collect())
+    }
+}
 
 /// Helm's default `--history-max`.
 pub const DEFAULT_MAX_HISTORY: usize = 10;
@@ -195,5 +287,27 @@ impl Storage {
             Some(e) => Err(e),
             None => Ok(deleted),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn helm_driver_names() {
+        for (value, name) in [
+            ("", "Secret"),
+            ("secret", "Secret"),
+            ("Secrets", "Secret"),
+            ("configmap", "ConfigMap"),
+            (" ConfigMaps ", "ConfigMap"),
+            ("memory", "Memory"),
+        ] {
+            let driver = StorageDriver::from_helm_driver(value).expect(value);
+            assert_eq!(driver.name(), name, "{value:?}");
+        }
+        let err = StorageDriver::from_helm_driver("sql").unwrap_err();
+        assert!(err.to_string().contains("HELM_DRIVER"), "{err}");
     }
 }

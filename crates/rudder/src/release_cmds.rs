@@ -5,23 +5,27 @@
 //!
 //! Unlike Helm, install/upgrade/rollback first recover a release left `pending-*` by
 //! an interrupted action (when no live lock holds it), instead of refusing forever.
+//!
+//! This module is flags and printing only: what each command does is an `action` verb.
 
 mod format;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
 
+use action::{
+    ActionConfig, ActionOptions, DryRun, Get, History, Install, List, Namespaces, Recover,
+    ReleaseStatus, ReuseValues, Rollback, StateFilter, Uninstall, UninstallOptions, Upgrade,
+};
 use anyhow::{anyhow, bail, Context as _};
-use action::{ActionOptions, UninstallOptions};
 use chart::loader::Values;
 use k8s_openapi::api::core::v1::Namespace;
-use kube::api::{Api, ListParams, PostParams};
+use kube::api::{Api, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::Client;
 use release::record::{Release, Status};
-use release::{ConfigMapDriver, MemoryDriver, SecretDriver, Storage};
+use release::StorageDriver;
 use serde_json::{json, Value};
 
 use crate::template::ValueArgs;
@@ -365,11 +369,11 @@ pub fn run(cmd: ReleaseCommand) -> anyhow::Result<i32> {
             ReleaseCommand::Status(a) => status(a).await?,
             ReleaseCommand::Get(GetCommand::Values(a)) => get_values(a).await?,
             ReleaseCommand::Get(GetCommand::Manifest(a)) => {
-                let rel = read_release(&a.kube, &a.name, a.revision).await?;
+                let rel = get(&a.kube, &a.name, a.revision).await?;
                 format!("{}\n", rel.manifest)
             }
             ReleaseCommand::Get(GetCommand::Notes(a)) => {
-                let rel = read_release(&a.kube, &a.name, a.revision).await?;
+                let rel = get(&a.kube, &a.name, a.revision).await?;
                 let notes = rel.info.map(|i| i.notes).unwrap_or_default();
                 if notes.is_empty() {
                     String::new()
@@ -386,8 +390,16 @@ pub fn run(cmd: ReleaseCommand) -> anyhow::Result<i32> {
 // ---------------------------------------------------------------------------
 // Cluster access
 
+/// The actions' configuration for the kubeconfig/context asked for (records kept with
+/// the driver `HELM_DRIVER` names), and the release namespace.
+async fn connect(k: &KubeArgs) -> anyhow::Result<(ActionConfig, String)> {
+    let (client, namespace) = client(k).await?;
+    let driver = StorageDriver::from_env()?;
+    Ok((ActionConfig::new(client).with_driver(driver), namespace))
+}
+
 /// A client for the kubeconfig/context asked for, and the release namespace.
-async fn connect(k: &KubeArgs) -> anyhow::Result<(Client, String)> {
+async fn client(k: &KubeArgs) -> anyhow::Result<(Client, String)> {
     let opts = KubeConfigOptions {
         context: k.kube_context.clone(),
         cluster: None,
@@ -422,49 +434,32 @@ async fn connect(k: &KubeArgs) -> anyhow::Result<(Client, String)> {
     Ok((client, namespace))
 }
 
-/// The storage read commands use, chosen like Helm by `HELM_DRIVER`.
-fn read_storage(client: &Client, namespace: &str) -> anyhow::Result<Storage> {
-    let driver = std::env::var("HELM_DRIVER").unwrap_or_default();
-    let driver: Arc<dyn release::Driver> = match driver.to_ascii_lowercase().as_str() {
-        "" | "secret" | "secrets" => {
-            Arc::new(SecretDriver::for_namespace(client.clone(), namespace))
-        }
-        "configmap" | "configmaps" => {
-            Arc::new(ConfigMapDriver::for_namespace(client.clone(), namespace))
-        }
-        "memory" => Arc::new(MemoryDriver::new()),
-        other => bail!("unknown driver {other:?} (HELM_DRIVER: use secret, configmap or memory)"),
-    };
-    Ok(Storage::new(driver))
-}
-
 /// Actions write Helm's default Secret records only.
-fn check_write_driver() -> anyhow::Result<()> {
-    let driver = std::env::var("HELM_DRIVER").unwrap_or_default();
-    match driver.to_ascii_lowercase().as_str() {
-        "" | "secret" | "secrets" => Ok(()),
+fn check_write_driver(cfg: &ActionConfig) -> anyhow::Result<()> {
+    match cfg.driver() {
+        StorageDriver::Secret => Ok(()),
         other => bail!(
-            "rudder writes release records with the secret driver only, but HELM_DRIVER is {other:?}; unset it or set it to secret"
+            "rudder writes release records with the secret driver only, but HELM_DRIVER is {:?}; unset it or set it to secret",
+            std::env::var("HELM_DRIVER").unwrap_or_else(|_| other.name().to_string())
         ),
     }
 }
 
-/// The newest revision (or `revision`), with Helm's "release: not found".
-async fn read_release(k: &KubeArgs, name: &str, revision: Option<i64>) -> anyhow::Result<Release> {
-    let (client, ns) = connect(k).await?;
-    let store = read_storage(&client, &ns)?;
-    match revision.filter(|r| *r > 0) {
-        Some(v) => match store.get(name, v).await {
-            Ok(r) => Ok(r),
-            Err(e) if e.is_not_found() => Err(helm_err("release: not found")),
-            Err(e) => Err(anyhow!(e).context(format!("reading release {name:?}"))),
-        },
-        None => store
-            .last(name)
-            .await
-            .with_context(|| format!("reading release {name:?}"))?
-            .ok_or_else(|| helm_err("release: not found")),
+/// Helm's wording for a read of a release that does not exist.
+fn not_found(e: action::Error) -> anyhow::Error {
+    match e {
+        action::Error::ReleaseNotFound { .. } => helm_err("release: not found"),
+        other => anyhow!(other),
     }
+}
+
+/// The newest revision (or `revision`), with Helm's "release: not found".
+async fn get(k: &KubeArgs, name: &str, revision: Option<i64>) -> anyhow::Result<Release> {
+    let (cfg, ns) = connect(k).await?;
+    Get::new(&cfg, ns)
+        .run(name, revision)
+        .await
+        .map_err(not_found)
 }
 
 async fn ensure_namespace(client: &Client, ns: &str) -> anyhow::Result<()> {
@@ -565,6 +560,11 @@ fn action_options(name: &str, ns: &str, a: &ActionFlags) -> anyhow::Result<Actio
     Ok(o)
 }
 
+/// Helm's `--dry-run` modes; `none` (like no flag) is a real run.
+fn dry_run_mode(flags: &ActionFlags) -> Option<DryRun> {
+    flags.dry_run.as_deref().and_then(DryRun::from_flag)
+}
+
 fn load_chart(path: &str) -> anyhow::Result<chart::loader::Chart> {
     if !Path::new(path).exists() {
         return Err(helm_err(format!("path {path:?} not found")));
@@ -578,8 +578,8 @@ fn failed(prefix: &str, e: anyhow::Error) -> anyhow::Error {
 }
 
 /// Marks a pending record left by a dead action failed, so this action can proceed.
-async fn recover(client: &Client, opts: &ActionOptions) -> anyhow::Result<()> {
-    if let Some(rel) = action::recover_pending(client.clone(), opts).await? {
+async fn recover(cfg: &ActionConfig, opts: &ActionOptions) -> anyhow::Result<()> {
+    if let Some(rel) = Recover::new(cfg, opts.clone()).run().await? {
         eprintln!(
             "recovered release {:?}: revision {} had been left pending by an interrupted action; it is now marked {}",
             rel.name,
@@ -604,17 +604,9 @@ fn status_output(rel: &Release, fmt: OutputFormat, dry_run: bool) -> anyhow::Res
 // Actions
 
 async fn install(a: InstallArgs) -> anyhow::Result<String> {
-    let chart_path;
-    let name;
-    match (a.args.as_slice(), a.generate_name) {
-        ([chart], true) => {
-            chart_path = chart.clone();
-            name = None;
-        }
-        ([n, chart], false) => {
-            chart_path = chart.clone();
-            name = Some(n.clone());
-        }
+    let (chart_path, name) = match (a.args.as_slice(), a.generate_name) {
+        ([chart], true) => (chart.clone(), None),
+        ([n, chart], false) => (chart.clone(), Some(n.clone())),
         ([_], false) => {
             return Err(failed(
                 "INSTALLATION FAILED",
@@ -627,7 +619,7 @@ async fn install(a: InstallArgs) -> anyhow::Result<String> {
                 anyhow!("expected at most one argument with --generate-name"),
             ))
         }
-    }
+    };
     let chart = load_chart(&chart_path).map_err(|e| failed("INSTALLATION FAILED", e))?;
     let name = name.unwrap_or_else(|| {
         format!(
@@ -640,154 +632,56 @@ async fn install(a: InstallArgs) -> anyhow::Result<String> {
         .values
         .merged()
         .map_err(|e| failed("INSTALLATION FAILED", e))?;
-    let (client, ns) = connect(&a.kube).await?;
+    let (cfg, ns) = connect(&a.kube).await?;
     let opts = action_options(&name, &ns, &a.action)?;
-    run_install(
-        &client,
-        chart,
-        values,
-        &opts,
-        &a.action,
-        a.create_namespace,
-        a.output,
-    )
-    .await
-    .map_err(|e| failed("INSTALLATION FAILED", e))
+    let run = InstallRun {
+        cfg: &cfg,
+        opts,
+        flags: &a.action,
+        create_namespace: a.create_namespace,
+        output: a.output,
+    };
+    run.run(&chart, values)
+        .await
+        .map_err(|e| failed("INSTALLATION FAILED", e))
 }
 
-async fn run_install(
-    client: &Client,
-    chart: chart::loader::Chart,
-    values: Values,
-    opts: &ActionOptions,
-    flags: &ActionFlags,
+/// An install as `install` and `upgrade --install` run it.
+struct InstallRun<'a> {
+    cfg: &'a ActionConfig,
+    opts: ActionOptions,
+    flags: &'a ActionFlags,
     create_namespace: bool,
     output: OutputFormat,
-) -> anyhow::Result<String> {
-    if let Some(mode) = dry_run_mode(flags) {
-        let client = (mode == DryRun::Server).then_some(client);
-        let rel = dry_run_release(
-            client,
-            chart,
-            values,
-            opts,
-            1,
-            false,
-            Status::PendingInstall,
-        )
-        .await?;
-        return status_output(&rel, output, true);
-    }
-    check_write_driver()?;
-    if create_namespace {
-        ensure_namespace(client, &opts.namespace).await?;
-    }
-    recover(client, opts).await?;
-    let rel = action::install(client.clone(), chart, values, opts)
-        .await
-        .map_err(|e| match e {
+}
+
+impl InstallRun<'_> {
+    async fn run(&self, chart: &chart::loader::Chart, values: Values) -> anyhow::Result<String> {
+        let install = Install::new(self.cfg, self.opts.clone());
+        if let Some(mode) = dry_run_mode(self.flags) {
+            let rel = install.dry_run(chart, values, mode).await?;
+            return status_output(&rel, self.output, true);
+        }
+        check_write_driver(self.cfg)?;
+        if self.create_namespace {
+            ensure_namespace(self.cfg.client(), &self.opts.namespace).await?;
+        }
+        recover(self.cfg, &self.opts).await?;
+        let rel = install.run(chart, values).await.map_err(|e| match e {
             action::Error::InUse { .. } => anyhow!("cannot re-use a name that is still in use"),
             other => anyhow!(other),
         })?;
-    status_output(&rel, output, false)
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum DryRun {
-    Client,
-    Server,
-}
-
-/// Helm's `--dry-run` modes; `none` (like no flag) is a real run.
-fn dry_run_mode(flags: &ActionFlags) -> Option<DryRun> {
-    match flags.dry_run.as_deref() {
-        None | Some("none") => None,
-        Some("server") => Some(DryRun::Server),
-        Some(_) => Some(DryRun::Client),
+        status_output(&rel, self.output, false)
     }
-}
-
-/// The record an action would write, for `--dry-run`. With a `client`
-/// (server mode) the render sees the cluster, as the real action's does.
-async fn dry_run_release(
-    client: Option<&Client>,
-    chart: chart::loader::Chart,
-    values: Values,
-    opts: &ActionOptions,
-    version: i64,
-    is_upgrade: bool,
-    status: Status,
-) -> anyhow::Result<Release> {
-    let chart_rec = action::record::chart_record(&chart);
-    let rendered = match client {
-        Some(c) => {
-            action::render_in_cluster(c, chart, values.clone(), opts, version, is_upgrade).await?
-        }
-        None => action::render(chart, values.clone(), opts, version, is_upgrade).await?,
-    };
-    Ok(action::record::new_release(
-        &opts.name,
-        &opts.namespace,
-        version,
-        chart_rec,
-        values,
-        rendered.manifest_text(),
-        rendered
-            .hooks
-            .iter()
-            .map(action::record::hook_record)
-            .collect(),
-        rendered.notes.clone(),
-        status,
-        "Dry run complete",
-    ))
-}
-
-/// Helm's rules for which values an upgrade uses.
-fn upgrade_values(a: &UpgradeArgs, given: Values, current: Option<&Release>) -> Values {
-    let Some(current) = current else {
-        return given;
-    };
-    let mut warn = chart::values::Warnings(Vec::new());
-    if a.reset_values {
-        return given;
-    }
-    if a.reuse_values || a.reset_then_reuse_values {
-        let mut vals = given;
-        chart::values::coalesce_tables(&mut vals, current.config.clone(), &mut warn);
-        return vals;
-    }
-    if given.is_empty() && !current.config.is_empty() {
-        return current.config.clone();
-    }
-    given
-}
-
-/// With `--reuse-values` (and not `--reset-values`), Helm renders the new
-/// chart with the *old* release's coalesced values as the chart's defaults:
-/// the last chart's `values.yaml` with the last user values over it. New
-/// defaults of the new chart version are therefore not seen, which is why
-/// Helm added `--reset-then-reuse-values`.
-fn reused_chart_defaults(a: &UpgradeArgs, current: Option<&Release>) -> Option<Values> {
-    if !a.reuse_values || a.reset_values {
-        return None;
-    }
-    let current = current?;
-    let old_defaults = current.chart.as_ref()?.values.clone().unwrap_or_default();
-    let mut vals = current.config.clone();
-    let mut warn = chart::values::Warnings(Vec::new());
-    chart::values::coalesce_tables(&mut vals, old_defaults, &mut warn);
-    Some(vals)
 }
 
 async fn upgrade(a: UpgradeArgs) -> anyhow::Result<String> {
     let chart = load_chart(&a.chart)?;
     let given = a.values.merged().map_err(|e| failed("UPGRADE FAILED", e))?;
-    let (client, ns) = connect(&a.kube).await?;
+    let (cfg, ns) = connect(&a.kube).await?;
     let opts = action_options(&a.name, &ns, &a.action)?;
-    let store = Storage::new(Arc::new(SecretDriver::for_namespace(client.clone(), &ns)));
-    let history = store
-        .history_meta(&a.name)
+    let history = History::new(&cfg, ns.as_str())
+        .meta(&a.name)
         .await
         .with_context(|| format!("reading the history of release {:?}", a.name))?;
     let uninstalled = history
@@ -799,17 +693,17 @@ async fn upgrade(a: UpgradeArgs) -> anyhow::Result<String> {
         } else {
             String::new()
         };
-        let shown = run_install(
-            &client,
-            chart,
-            given,
-            &opts,
-            &a.action,
-            a.create_namespace,
-            a.output,
-        )
-        .await
-        .map_err(|e| failed("UPGRADE FAILED", e))?;
+        let run = InstallRun {
+            cfg: &cfg,
+            opts: opts.clone(),
+            flags: &a.action,
+            create_namespace: a.create_namespace,
+            output: a.output,
+        };
+        let shown = run
+            .run(&chart, given)
+            .await
+            .map_err(|e| failed("UPGRADE FAILED", e))?;
         out.push_str(&shown);
         return Ok(out);
     }
@@ -819,61 +713,37 @@ async fn upgrade(a: UpgradeArgs) -> anyhow::Result<String> {
             a.name
         )));
     }
-    let current = match store.deployed(&a.name).await {
-        Ok(Some(r)) => Some(r),
-        _ => store.last(&a.name).await.ok().flatten(),
-    };
-    let values = upgrade_values(&a, given, current.as_ref());
-    let mut chart = chart;
-    if let Some(defaults) = reused_chart_defaults(&a, current.as_ref()) {
-        chart.values = defaults;
-    }
+    let reuse = ReuseValues::from_flags(a.reset_values, a.reuse_values, a.reset_then_reuse_values);
+    let up = Upgrade::new(&cfg, opts.clone()).reuse_values(reuse);
     if let Some(mode) = dry_run_mode(&a.action) {
-        let next = history.last().map_or(1, |m| m.version + 1);
-        let rel = dry_run_release(
-            (mode == DryRun::Server).then_some(&client),
-            chart.clone(),
-            values.clone(),
-            &opts,
-            next,
-            true,
-            Status::PendingUpgrade,
-        )
-        .await
-        .map_err(|e| failed("UPGRADE FAILED", e))?;
-        let diff = action::diff_upgrade(client.clone(), chart, values, &opts)
+        let (rel, diff) = up
+            .dry_run(&chart, given, mode)
             .await
             .map_err(|e| failed("UPGRADE FAILED", anyhow!(e)))?;
-        let mut out = if a.output == OutputFormat::Table {
-            if diff.changed {
-                format!(
-                    "Release {:?} would change (dry run; nothing was applied).\n",
-                    a.name
-                )
-            } else {
-                format!(
-                    "Release {:?} is up to date: the upgrade would change nothing (dry run).\n",
-                    a.name
-                )
-            }
-        } else {
-            String::new()
+        let mut out = match (a.output, diff.changed) {
+            (OutputFormat::Table, true) => format!(
+                "Release {:?} would change (dry run; nothing was applied).\n",
+                a.name
+            ),
+            (OutputFormat::Table, false) => format!(
+                "Release {:?} is up to date: the upgrade would change nothing (dry run).\n",
+                a.name
+            ),
+            _ => String::new(),
         };
         out.push_str(&status_output(&rel, a.output, true)?);
         return Ok(out);
     }
-    check_write_driver()?;
-    recover(&client, &opts)
+    check_write_driver(&cfg)?;
+    recover(&cfg, &opts)
         .await
         .map_err(|e| failed("UPGRADE FAILED", e))?;
-    let rel = action::upgrade(client.clone(), chart, values, &opts)
-        .await
-        .map_err(|e| match e {
-            action::Error::NotDeployed { release } => helm_err(format!(
-                "UPGRADE FAILED: {release:?} has no deployed releases"
-            )),
-            other => failed("UPGRADE FAILED", anyhow!(other)),
-        })?;
+    let rel = up.run(&chart, given).await.map_err(|e| match e {
+        action::Error::NotDeployed { release } => helm_err(format!(
+            "UPGRADE FAILED: {release:?} has no deployed releases"
+        )),
+        other => failed("UPGRADE FAILED", anyhow!(other)),
+    })?;
     let mut out = if a.output == OutputFormat::Table {
         format!("Release {:?} has been upgraded. Happy Helming!\n", a.name)
     } else {
@@ -884,8 +754,8 @@ async fn upgrade(a: UpgradeArgs) -> anyhow::Result<String> {
 }
 
 async fn rollback(a: RollbackArgs) -> anyhow::Result<String> {
-    let (client, ns) = connect(&a.kube).await?;
-    check_write_driver()?;
+    let (cfg, ns) = connect(&a.kube).await?;
+    check_write_driver(&cfg)?;
     let mut opts = ActionOptions::new(&a.name, &ns);
     opts.timeout = a.timeout;
     opts.wait = a.wait || a.wait_for_jobs;
@@ -893,8 +763,9 @@ async fn rollback(a: RollbackArgs) -> anyhow::Result<String> {
     opts.disable_hooks = a.no_hooks;
     opts.force = a.force;
     opts.max_history = a.history_max;
-    recover(&client, &opts).await?;
-    action::rollback(client, a.revision.unwrap_or(0), &opts)
+    recover(&cfg, &opts).await?;
+    Rollback::new(&cfg, opts)
+        .run(a.revision.unwrap_or(0))
         .await
         .map_err(|e| match e {
             action::Error::NotDeployed { .. } => helm_err("release: not found"),
@@ -907,8 +778,8 @@ async fn rollback(a: RollbackArgs) -> anyhow::Result<String> {
 }
 
 async fn uninstall(a: UninstallArgs) -> anyhow::Result<String> {
-    let (client, ns) = connect(&a.kube).await?;
-    check_write_driver()?;
+    let (cfg, ns) = connect(&a.kube).await?;
+    check_write_driver(&cfg)?;
     let mut out = String::new();
     for name in &a.names {
         let mut opts = UninstallOptions::new(name, &ns);
@@ -917,7 +788,7 @@ async fn uninstall(a: UninstallArgs) -> anyhow::Result<String> {
         opts.disable_hooks = a.no_hooks;
         opts.wait = a.wait;
         opts.description = a.description.clone();
-        match action::uninstall(client.clone(), &opts).await {
+        match Uninstall::new(&cfg, opts).run().await {
             Ok(_) => out.push_str(&format!("release {name:?} uninstalled\n")),
             Err(action::Error::NotDeployed { .. }) if a.ignore_not_found => {}
             Err(action::Error::NotDeployed { .. }) => {
@@ -939,76 +810,25 @@ async fn uninstall(a: UninstallArgs) -> anyhow::Result<String> {
 // Reads
 
 async fn list(a: ListArgs) -> anyhow::Result<String> {
-    let (client, ns) = connect(&a.kube).await?;
+    let (cfg, ns) = connect(&a.kube).await?;
+    let filter = StateFilter {
+        all: a.all,
+        deployed: a.deployed,
+        failed: a.failed,
+        pending: a.pending,
+        superseded: a.superseded,
+        uninstalled: a.uninstalled,
+        uninstalling: a.uninstalling,
+    };
     let namespaces = if a.all_namespaces {
-        let secrets: Api<k8s_openapi::api::core::v1::Secret> = Api::all(client.clone());
-        let lp = ListParams::default().labels("owner=helm");
-        let mut set: Vec<String> = match std::env::var("HELM_DRIVER")
-            .unwrap_or_default()
-            .to_ascii_lowercase()
-            .as_str()
-        {
-            "configmap" | "configmaps" => {
-                let cms: Api<k8s_openapi::api::core::v1::ConfigMap> = Api::all(client.clone());
-                cms.list_metadata(&lp)
-                    .await
-                    .context("listing release ConfigMaps")?
-                    .items
-                    .into_iter()
-                    .filter_map(|m| m.metadata.namespace)
-                    .collect()
-            }
-            _ => secrets
-                .list_metadata(&lp)
-                .await
-                .context("listing release Secrets")?
-                .items
-                .into_iter()
-                .filter_map(|m| m.metadata.namespace)
-                .collect(),
-        };
-        set.sort();
-        set.dedup();
-        set
+        Namespaces::All
     } else {
-        vec![ns]
+        Namespaces::One(ns)
     };
-    let any_state =
-        a.deployed || a.failed || a.pending || a.superseded || a.uninstalled || a.uninstalling;
-    let wanted = |s: &Status| -> bool {
-        if a.all {
-            return true;
-        }
-        if !any_state {
-            return matches!(s, Status::Deployed | Status::Failed);
-        }
-        (a.deployed && *s == Status::Deployed)
-            || (a.failed && *s == Status::Failed)
-            || (a.pending && s.is_pending())
-            || (a.superseded && *s == Status::Superseded)
-            || (a.uninstalled && *s == Status::Uninstalled)
-            || (a.uninstalling && *s == Status::Uninstalling)
-    };
-    let mut releases: Vec<Release> = Vec::new();
-    for ns in &namespaces {
-        let store = read_storage(&client, ns)?;
-        let all = store
-            .list_releases()
-            .await
-            .with_context(|| format!("listing releases in namespace {ns}"))?;
-        // Like Helm: the newest revision of each release, then the state filter.
-        let mut latest: BTreeMap<String, Release> = BTreeMap::new();
-        for r in all {
-            match latest.get(&r.name) {
-                Some(cur) if cur.version >= r.version => {}
-                _ => {
-                    latest.insert(r.name.clone(), r);
-                }
-            }
-        }
-        releases.extend(latest.into_values().filter(|r| wanted(&r.status())));
-    }
-    releases.sort_by(|x, y| x.name.cmp(&y.name).then(x.namespace.cmp(&y.namespace)));
+    let releases = List::new(&cfg, filter)
+        .run(&namespaces)
+        .await
+        .context("listing releases")?;
     if a.short {
         let names: Vec<Value> = releases.iter().map(|r| json!(r.name)).collect();
         return Ok(match a.output {
@@ -1045,6 +865,15 @@ async fn list(a: ListArgs) -> anyhow::Result<String> {
         OutputFormat::Json => format::json(&Value::Array(elements)),
         OutputFormat::Yaml => format::yaml(&Value::Array(elements))?,
         OutputFormat::Table => {
+            let keys = [
+                "name",
+                "namespace",
+                "revision",
+                "updated",
+                "status",
+                "chart",
+                "app_version",
+            ];
             let mut rows = Vec::new();
             if !a.no_headers {
                 rows.push(
@@ -1063,18 +892,9 @@ async fn list(a: ListArgs) -> anyhow::Result<String> {
             }
             for e in &elements {
                 rows.push(
-                    [
-                        "name",
-                        "namespace",
-                        "revision",
-                        "updated",
-                        "status",
-                        "chart",
-                        "app_version",
-                    ]
-                    .iter()
-                    .map(|k| e[*k].as_str().unwrap_or_default().to_string())
-                    .collect(),
+                    keys.iter()
+                        .map(|k| e[*k].as_str().unwrap_or_default().to_string())
+                        .collect(),
                 );
             }
             format::table(&rows)
@@ -1083,18 +903,11 @@ async fn list(a: ListArgs) -> anyhow::Result<String> {
 }
 
 async fn history(a: HistoryArgs) -> anyhow::Result<String> {
-    let (client, ns) = connect(&a.kube).await?;
-    let store = read_storage(&client, &ns)?;
-    let mut hist = store
-        .history(&a.name)
+    let (cfg, ns) = connect(&a.kube).await?;
+    let hist = History::new(&cfg, ns)
+        .run(&a.name, a.max)
         .await
-        .with_context(|| format!("reading the history of release {:?}", a.name))?;
-    if hist.is_empty() {
-        return Err(helm_err("release: not found"));
-    }
-    if hist.len() > a.max {
-        hist.drain(..hist.len() - a.max);
-    }
+        .map_err(not_found)?;
     let items: Vec<Value> = hist
         .iter()
         .map(|r| {
@@ -1141,28 +954,20 @@ async fn history(a: HistoryArgs) -> anyhow::Result<String> {
 }
 
 async fn status(a: StatusArgs) -> anyhow::Result<String> {
-    let rel = read_release(&a.kube, &a.name, a.revision).await?;
+    let (cfg, ns) = connect(&a.kube).await?;
+    let rel = ReleaseStatus::new(&cfg, ns)
+        .run(&a.name, a.revision)
+        .await
+        .map_err(not_found)?;
     status_output(&rel, a.output, false)
 }
 
 async fn get_values(a: GetValuesArgs) -> anyhow::Result<String> {
-    let rel = read_release(&a.kube, &a.name, a.revision).await?;
-    let vals = if a.all {
-        let mut vals = rel.config.clone();
-        let defaults = rel
-            .chart
-            .as_ref()
-            .and_then(|c| c.values.clone())
-            .unwrap_or_default();
-        let mut warn = chart::values::Warnings(Vec::new());
-        chart::values::coalesce_tables(&mut vals, defaults, &mut warn);
-        Value::Object(vals)
-    } else if rel.config.is_empty() {
-        // Helm's record leaves empty values out, so Helm prints a nil map.
-        Value::Null
-    } else {
-        Value::Object(rel.config.clone())
-    };
+    let (cfg, ns) = connect(&a.kube).await?;
+    let vals = Get::new(&cfg, ns)
+        .values(&a.name, a.revision, a.all)
+        .await
+        .map_err(not_found)?;
     Ok(match a.output {
         OutputFormat::Json => format::json(&vals),
         OutputFormat::Yaml => format::yaml(&vals)?,
@@ -1212,77 +1017,6 @@ mod tests {
         let mut argv = vec!["t", "web", "./chart"];
         argv.extend_from_slice(flags);
         T::parse_from(argv).a
-    }
-
-    #[test]
-    fn upgrade_values_follow_helm() {
-        let cur = Release {
-            config: json!({"a": 1, "b": {"c": 2}})
-                .as_object()
-                .cloned()
-                .unwrap_or_default(),
-            ..Release::default()
-        };
-        let given: Values = json!({"b": {"d": 3}})
-            .as_object()
-            .cloned()
-            .unwrap_or_default();
-        // No values given: the last release's are reused.
-        assert_eq!(
-            upgrade_values(&upgrade_args(&[]), Values::new(), Some(&cur)),
-            cur.config
-        );
-        // Values given: only those.
-        assert_eq!(
-            upgrade_values(&upgrade_args(&[]), given.clone(), Some(&cur)),
-            given
-        );
-        // --reuse-values merges the given ones over the last ones.
-        let merged = upgrade_values(
-            &upgrade_args(&["--reuse-values"]),
-            given.clone(),
-            Some(&cur),
-        );
-        assert_eq!(
-            Value::Object(merged),
-            json!({"a": 1, "b": {"c": 2, "d": 3}})
-        );
-        // --reset-values drops the last ones even when nothing is given.
-        assert!(upgrade_values(
-            &upgrade_args(&["--reset-values"]),
-            Values::new(),
-            Some(&cur)
-        )
-        .is_empty());
-    }
-
-    #[test]
-    fn reuse_values_renders_with_the_last_releases_defaults() {
-        let obj = |v: Value| v.as_object().cloned().unwrap_or_default();
-        let cur = Release {
-            config: obj(json!({"replicas": 3})),
-            chart: Some(release::record::Chart {
-                values: Some(obj(json!({"replicas": 1, "image": "web:1"}))),
-                ..Default::default()
-            }),
-            ..Release::default()
-        };
-        let defaults = reused_chart_defaults(&upgrade_args(&["--reuse-values"]), Some(&cur));
-        assert_eq!(
-            defaults.map(Value::Object),
-            Some(json!({"replicas": 3, "image": "web:1"}))
-        );
-        // The new chart's own defaults are used otherwise.
-        for flags in [
-            &[][..],
-            &["--reset-then-reuse-values"][..],
-            &["--reuse-values", "--reset-values"][..],
-        ] {
-            assert_eq!(
-                reused_chart_defaults(&upgrade_args(flags), Some(&cur)),
-                None
-            );
-        }
     }
 
     #[test]

@@ -1,10 +1,12 @@
 //! `rudder up`: the embedded API server, the operator and an example release on a
 //! machine without a cluster. The example chart, CRD, CR and watches.yaml are compiled
-//! into the binary so it works from any directory.
+//! into the binary, and the operator runs them from memory, so it works from any
+//! directory and writes nothing but the kubeconfig (and, when asked, the examples).
 
 use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context as _};
@@ -12,6 +14,7 @@ use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, ApiResource, DynamicObject, ListParams, PostParams};
 use kube::Client;
+use operator::watches::Watch;
 use serde_json::Value;
 
 /// The port `rudder up` prefers when `--listen` is not given, so the printed commands
@@ -85,8 +88,8 @@ pub struct UpArgs {
     /// Keep the cluster's state in this directory across runs (memory only when absent).
     #[arg(long)]
     data_dir: Option<PathBuf>,
-    /// Where to write the example chart and watches.yaml [default: a temporary directory,
-    /// removed on exit].
+    /// Also write the example chart, CRD, CR and watches.yaml into this directory, to look
+    /// at or edit [default: nothing is written; the operator runs the bundled copies].
     #[arg(long)]
     work_dir: Option<PathBuf>,
     /// Install the CRD and start the operator, but do not create the example CR.
@@ -156,46 +159,35 @@ async fn up(args: UpArgs) -> anyhow::Result<()> {
     println!("✓ API server listening on {}", server.url());
     let client = server.client()?;
 
-    let (work_dir, temporary) = match &args.work_dir {
-        Some(d) => (absolute(d), false),
-        None => (
-            std::env::temp_dir().join(format!("rudder-up-{}", std::process::id())),
-            true,
-        ),
-    };
-    let result = run_example(&args, &client, &work_dir, server.kubeconfig_path()).await;
-    if temporary {
-        let _ = std::fs::remove_dir_all(&work_dir);
-    }
+    let result = run_example(&args, &client, server.kubeconfig_path()).await;
     server.stop().await;
     result
 }
 
-/// Everything after the server is up; the caller cleans up whatever happens here.
-async fn run_example(
-    args: &UpArgs,
-    client: &Client,
-    work_dir: &Path,
-    kubeconfig: &Path,
-) -> anyhow::Result<()> {
+/// Everything after the server is up; the caller stops the server afterwards.
+async fn run_example(args: &UpArgs, client: &Client, kubeconfig: &Path) -> anyhow::Result<()> {
     let crd = install_crd(client, args.timeout).await?;
     println!("✓ CRD {crd} established");
 
-    write_example_files(work_dir)?;
-    let watches_file = work_dir.join("operator/watches.yaml");
+    if let Some(dir) = &args.work_dir {
+        let dir = absolute(dir);
+        write_example_files(&dir)?;
+        println!("✓ example files written to {}", dir.display());
+    }
+    let watch = example_watch();
+    let chart = example_chart()?;
+    let watched = format!("{} → chart {}", watch.gvk_string(), chart.metadata.name);
 
     let (shutdown_tx, shutdown_rx) = tokio::sync::watch::channel(false);
     let mut operator = tokio::spawn(start_operator(
         client.clone(),
-        watches_file.clone(),
+        watch,
+        Arc::new(chart),
         shutdown_rx,
     ));
-    println!(
-        "✓ operator started (watches {})",
-        watches_file.to_string_lossy()
-    );
+    println!("✓ operator started (watches {watched})");
 
-    let signal = operator::controller::shutdown_signal();
+    let signal = operator::shutdown_signal();
     tokio::pin!(signal);
     let example = async {
         if args.no_example {
@@ -232,16 +224,43 @@ async fn run_example(
     result
 }
 
-/// Runs the operator on the example watches.yaml until `shutdown` turns true.
+/// The example's watch, as the bundled `watches.yaml` says it.
+fn example_watch() -> Watch {
+    Watch {
+        group: "demo.rudder.dev".into(),
+        version: "v1alpha1".into(),
+        kind: "Hello".into(),
+        chart: PathBuf::from("charts/hello"),
+        watch_dependent_resources: true,
+        ..Watch::default()
+    }
+}
+
+/// The example chart, loaded from the copies compiled into the binary.
+fn example_chart() -> anyhow::Result<chart::loader::Chart> {
+    let files = EXAMPLE_FILES
+        .iter()
+        .filter_map(|(path, text)| {
+            let name = path.strip_prefix("charts/hello/")?;
+            Some(chart::loader::BufferedFile {
+                name: name.to_string(),
+                data: text.as_bytes().to_vec(),
+            })
+        })
+        .collect();
+    chart::loader::load_files(files).context("the bundled example chart")
+}
+
+/// Runs the operator on the example watch until `shutdown` turns true.
 async fn start_operator(
     client: Client,
-    watches_file: PathBuf,
+    watch: Watch,
+    chart: Arc<chart::loader::Chart>,
     mut shutdown: tokio::sync::watch::Receiver<bool>,
 ) -> anyhow::Result<()> {
     // One process, one operator: no leader election, no metrics or probe servers
     // whose fixed ports could clash with a real operator on this machine.
     let options = operator::Options {
-        watches_file,
         metrics_bind_address: "0".into(),
         health_probe_bind_address: "0".into(),
         leader_elect: false,
@@ -251,7 +270,10 @@ async fn start_operator(
     let stop = async move {
         let _ = shutdown.wait_for(|s| *s).await;
     };
-    operator::controller::run_with_shutdown(client, options, stop)
+    operator::Operator::new(client)
+        .with_options(options)
+        .watch(watch, chart)
+        .run(stop)
         .await
         .map_err(|e| anyhow!(e))
 }
@@ -560,6 +582,21 @@ mod tests {
             .collect();
         bundled.sort();
         assert_eq!(bundled, on_disk);
+    }
+
+    #[test]
+    fn the_example_watch_is_the_bundled_watches_yaml() {
+        let dir = std::env::temp_dir().join(format!("rudder-up-watch-{}", std::process::id()));
+        write_example_files(&dir).unwrap();
+        let parsed = operator::watches::load(&dir.join("operator/watches.yaml")).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(parsed.len(), 1);
+        let mut expected = example_watch();
+        expected.chart = parsed[0].chart.clone();
+        assert_eq!(parsed[0], expected);
+        let chart = example_chart().unwrap();
+        assert_eq!(chart.metadata.name, "hello");
+        assert!(!chart.templates.is_empty());
     }
 
     #[test]

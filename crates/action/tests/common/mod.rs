@@ -7,12 +7,17 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use action::{
+    ActionConfig, ActionOptions, Install, Recover, Repair, RepairReport, Rollback, Uninstall,
+    UninstallOptions, Upgrade, UpgradeDiff,
+};
 use apiserver::{Config, Server};
-use action::ActionOptions;
+use chart::loader::Chart;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::Api;
 use kube::Client;
+use release::Release;
 use serde_json::{json, Map, Value};
 
 pub const NS: &str = "default";
@@ -106,6 +111,71 @@ spec:
       - name: smoke
         image: busybox
 "#;
+
+/// The actions' configuration over `client`: Helm's defaults (Secret records, Lease
+/// locks, discovery per action).
+pub fn cfg(client: &Client) -> ActionConfig {
+    ActionConfig::new(client.clone())
+}
+
+pub async fn install(
+    client: &Client,
+    chart: &Chart,
+    values: Map<String, Value>,
+    opts: &ActionOptions,
+) -> action::Result<Release> {
+    Install::new(&cfg(client), opts.clone())
+        .run(chart, values)
+        .await
+}
+
+pub async fn upgrade(
+    client: &Client,
+    chart: &Chart,
+    values: Map<String, Value>,
+    opts: &ActionOptions,
+) -> action::Result<Release> {
+    Upgrade::new(&cfg(client), opts.clone())
+        .run(chart, values)
+        .await
+}
+
+pub async fn diff_upgrade(
+    client: &Client,
+    chart: &Chart,
+    values: Map<String, Value>,
+    opts: &ActionOptions,
+) -> action::Result<UpgradeDiff> {
+    Upgrade::new(&cfg(client), opts.clone())
+        .diff(chart, values)
+        .await
+}
+
+pub async fn rollback(client: &Client, to: i64, opts: &ActionOptions) -> action::Result<Release> {
+    Rollback::new(&cfg(client), opts.clone()).run(to).await
+}
+
+pub async fn uninstall(client: &Client, opts: &UninstallOptions) -> action::Result<Release> {
+    Uninstall::new(&cfg(client), opts.clone()).run().await
+}
+
+pub async fn repair(client: &Client, opts: &ActionOptions) -> action::Result<RepairReport> {
+    let (_, report) = Repair::new(&cfg(client), opts.clone()).run().await?;
+    Ok(report)
+}
+
+pub async fn recover_pending(
+    client: &Client,
+    opts: &ActionOptions,
+) -> action::Result<Option<Release>> {
+    Recover::new(&cfg(client), opts.clone()).run().await
+}
+
+pub async fn test(client: &Client, opts: &ActionOptions) -> action::Result<Release> {
+    action::ReleaseTest::new(&cfg(client), opts.clone())
+        .run()
+        .await
+}
 
 pub async fn start() -> (Server, Client) {
     let server = Server::start(Config {

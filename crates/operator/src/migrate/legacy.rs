@@ -201,7 +201,7 @@ pub fn convert(raw: &Value, ctx: &Context<'_>) -> Result<Converted, String> {
 /// naming the release so `helm list` still has something to print.
 fn fallback_chart(ctx: &Context<'_>) -> Chart {
     match ctx.chart {
-        Some(c) => action::record::chart_record(c),
+        Some(c) => action::chart_record(c),
         None => Chart {
             metadata: Some(Metadata {
                 name: ctx.release.to_string(),

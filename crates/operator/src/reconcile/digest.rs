@@ -3,6 +3,9 @@
 //! and the merged values as canonical JSON. Stored as a label on each record, it tells
 //! "inputs unchanged" without rendering, so charts with random output never upgrade
 //! in a loop.
+//!
+//! The chart is fixed per watch, so its part is hashed once ([`ChartDigest::new`]) and
+//! each reconcile only adds its values.
 
 use chart::loader::{Chart, Values};
 use serde_json::Value;
@@ -13,17 +16,43 @@ pub const LABEL: &str = "rudder.dev/inputs-digest";
 /// Label values are limited to 63 characters.
 const MAX_LABEL: usize = 63;
 
+/// The chart's part of the inputs digest, hashed once per chart load.
+#[derive(Clone)]
+pub struct ChartDigest {
+    /// The hasher state after the chart.
+    state: Sha256,
+}
+
+impl std::fmt::Debug for ChartDigest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ChartDigest(..)")
+    }
+}
+
+impl ChartDigest {
+    /// Hashes `chart` (and its subcharts).
+    pub fn new(chart: &Chart) -> ChartDigest {
+        let mut state = Sha256::new();
+        field(&mut state, b"rudder-inputs-v1");
+        hash_chart(&mut state, chart);
+        ChartDigest { state }
+    }
+
+    /// The digest of the chart with `values`, as a label value (hex, 63 chars).
+    pub fn with_values(&self, values: &Values) -> String {
+        let mut h = self.state.clone();
+        let mut json = Vec::new();
+        canonical(&Value::Object(values.clone()), &mut json);
+        field(&mut h, b"values");
+        field(&mut h, &json);
+        let hex: String = h.finalize().iter().map(|b| format!("{b:02x}")).collect();
+        hex[..MAX_LABEL].to_string()
+    }
+}
+
 /// The digest of a chart and its merged values, as a label value (hex, 63 chars).
 pub fn inputs_digest(chart: &Chart, values: &Values) -> String {
-    let mut h = Sha256::new();
-    field(&mut h, b"rudder-inputs-v1");
-    hash_chart(&mut h, chart);
-    let mut json = Vec::new();
-    canonical(&Value::Object(values.clone()), &mut json);
-    field(&mut h, b"values");
-    field(&mut h, &json);
-    let hex: String = h.finalize().iter().map(|b| format!("{b:02x}")).collect();
-    hex[..MAX_LABEL].to_string()
+    ChartDigest::new(chart).with_values(values)
 }
 
 /// A length-prefixed field, so concatenations cannot collide.
@@ -34,7 +63,7 @@ fn field(h: &mut Sha256, bytes: &[u8]) {
 
 fn hash_chart(h: &mut Sha256, chart: &Chart) {
     field(h, b"chart");
-    let meta = action::record::chart_record(chart).metadata;
+    let meta = action::chart_record(chart).metadata;
     let meta = serde_json::to_value(meta).unwrap_or(Value::Null);
     let mut buf = Vec::new();
     canonical(&meta, &mut buf);
@@ -134,6 +163,23 @@ mod tests {
         assert_ne!(
             a,
             inputs_digest(&c3, &values(json!({"a": 1, "b": {"c": 2}})))
+        );
+    }
+
+    #[test]
+    fn the_chart_part_is_hashed_once_and_reused() {
+        let c = chart();
+        let once = ChartDigest::new(&c);
+        for v in [json!({}), json!({"a": 1}), json!({"b": [1, 2]})] {
+            assert_eq!(
+                once.with_values(&values(v.clone())),
+                inputs_digest(&c, &values(v))
+            );
+        }
+        // Unchanged from before the split: records written then keep matching.
+        assert_eq!(
+            inputs_digest(&c, &values(json!({"a": 1}))),
+            "8407a7921636ff37652817818f898e3e82cb2164c448c61b814129eca0c1cb1"
         );
     }
 

@@ -86,7 +86,7 @@ impl Policy {
 
 /// The transform handed to the release actions.
 pub fn transform(policy: Arc<Policy>) -> Transform {
-    Transform(Arc::new(move |obj, oref| policy.apply(obj, oref)))
+    Transform::new(move |obj, oref| policy.apply(obj, oref))
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use kube::api::DynamicObject;
 use serde_json::Value;
 
-use crate::cluster::{condition, Kube, Object, Owner};
+use super::{condition, KubeClient, Object, Owner};
 use crate::error::{Error, Result};
 
 /// What a readiness check found.
@@ -167,7 +167,7 @@ pub fn readiness(group: &str, kind: &str, obj: &DynamicObject, jobs: bool) -> Re
 /// Polls `objects` until all are ready; on timeout (or a failed Job) the error lists
 /// every object that is not ready with the reason.
 pub async fn wait_ready(
-    kube: &Kube,
+    kube: &KubeClient,
     owner: &Owner,
     objects: &[Object],
     jobs: bool,
@@ -218,7 +218,7 @@ pub async fn wait_ready(
 
 /// Polls until none of `objects` exists any more.
 pub async fn wait_deleted(
-    kube: &Kube,
+    kube: &KubeClient,
     owner: &Owner,
     objects: &[&Object],
     timeout: Duration,

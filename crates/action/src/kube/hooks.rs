@@ -9,23 +9,18 @@ use release::record::{hook_phase, Hook};
 use release::Time;
 use serde_json::Value;
 
-use crate::cluster::{condition, Kube, Object, Owner};
+use super::{condition, KubeClient, Object, Owner};
 use crate::error::{Error, Result};
 
 pub const BEFORE_HOOK_CREATION: &str = "before-hook-creation";
 pub const HOOK_SUCCEEDED: &str = "hook-succeeded";
 pub const HOOK_FAILED: &str = "hook-failed";
 
-/// Whether any hook runs on `event`.
-pub fn has_event(hooks: &[Hook], event: &str) -> bool {
-    hooks.iter().any(|h| h.events.iter().any(|e| e == event))
-}
-
 /// Runs every hook of `event`, recording each one's `last_run` in `hooks`.
 /// `objects[i]` is the prepared (parsed, resolved, transformed) object of `hooks[i]`;
 /// `None` for an empty document.
 pub async fn run(
-    kube: &Kube,
+    kube: &KubeClient,
     owner: &Owner,
     hooks: &mut [Hook],
     objects: &[Option<Object>],
@@ -55,7 +50,7 @@ fn has_policy(hook: &Hook, policy: &str) -> bool {
 }
 
 async fn run_one(
-    kube: &Kube,
+    kube: &KubeClient,
     owner: &Owner,
     hook: &mut Hook,
     obj: &Object,
@@ -106,7 +101,7 @@ async fn run_one(
 
 /// Waits for Jobs to complete and Pods to succeed; other kinds are done once created.
 async fn wait_done(
-    kube: &Kube,
+    kube: &KubeClient,
     owner: &Owner,
     obj: &Object,
     timeout: Duration,

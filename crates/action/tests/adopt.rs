@@ -3,98 +3,17 @@
 //! with no live objects nothing happens; another release's object stops adoption with
 //! nothing deleted.
 
-use std::path::PathBuf;
-use std::time::Duration;
+mod common;
 
-use apiserver::{Config, Server};
-use action::ActionOptions;
+use action::{ActionConfig, Adopt, Error, Install, Upgrade};
+use common::{opts, start, values, write_chart, NS};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
 use kube::Client;
-use operator::adopt::{self, AdoptError};
 use release::record::Status;
-use serde_json::{json, Map, Value};
-
-const NS: &str = "default";
-
-const TEMPLATES: &str = r#"apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: {{ .Release.Name }}-cfg
-data:
-  greeting: {{ .Values.greeting | quote }}
----
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: {{ .Release.Name }}-web
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: {{ .Release.Name }}}}
-  template:
-    metadata: {labels: {app: {{ .Release.Name }}}}
-    spec:
-      containers:
-      - name: web
-        image: nginx:1.25
-"#;
-
-/// A hook without a delete policy: the Job stays after it ran, so a second run shows.
-const HOOK: &str = r#"apiVersion: batch/v1
-kind: Job
-metadata:
-  name: {{ .Release.Name }}-init
-  annotations:
-    helm.sh/hook: pre-install,post-install
-spec:
-  template:
-    spec:
-      restartPolicy: Never
-      containers:
-      - name: init
-        image: busybox
-        command: ["true"]
-"#;
-
-async fn start() -> (Server, Client) {
-    let server = Server::start(Config {
-        simulate_readiness: true,
-        ..Config::default()
-    })
-    .await
-    .expect("server starts");
-    let client = server.client().expect("client");
-    (server, client)
-}
-
-fn load_chart(test: &str) -> chart::loader::Chart {
-    let dir = std::env::temp_dir().join(format!("rudder-adopt-{}-{test}", std::process::id()));
-    let chart_dir: PathBuf = dir.join("demo");
-    std::fs::create_dir_all(chart_dir.join("templates")).expect("chart dir");
-    std::fs::write(
-        chart_dir.join("Chart.yaml"),
-        "apiVersion: v2\nname: demo\nversion: 0.1.0\n",
-    )
-    .expect("Chart.yaml");
-    std::fs::write(chart_dir.join("values.yaml"), "greeting: hello\n").expect("values");
-    std::fs::write(chart_dir.join("templates/app.yaml"), TEMPLATES).expect("templates");
-    std::fs::write(chart_dir.join("templates/hook.yaml"), HOOK).expect("hook");
-    let chart = chart::loader::load(&chart_dir).expect("chart loads");
-    let _ = std::fs::remove_dir_all(&dir);
-    chart
-}
-
-fn values(v: Value) -> Map<String, Value> {
-    v.as_object().cloned().unwrap_or_default()
-}
-
-fn opts(name: &str) -> ActionOptions {
-    let mut o = ActionOptions::new(name, NS);
-    o.timeout = Duration::from_secs(20);
-    o
-}
+use serde_json::json;
 
 async fn release_secrets(client: &Client, name: &str) -> Vec<Secret> {
     Api::<Secret>::namespaced(client.clone(), NS)
@@ -130,10 +49,12 @@ where
 
 #[tokio::test]
 async fn lost_records_are_rewritten_over_live_objects() {
-    let (_server, client) = start().await;
-    let chart = load_chart("lost");
+    let (server, client) = start().await;
+    let chart = chart::loader::load(write_chart(&server)).expect("chart loads");
     let vals = values(json!({"greeting": "hi"}));
-    action::install(client.clone(), chart.clone(), vals.clone(), &opts("web"))
+    let cfg = ActionConfig::new(client.clone());
+    Install::new(&cfg, opts("web"))
+        .run(&chart, vals.clone())
         .await
         .expect("install");
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), NS);
@@ -142,13 +63,14 @@ async fn lost_records_are_rewritten_over_live_objects() {
     let deploy_uid = uid(&deployments, "web-web").await;
     let cm_uid = uid(&configmaps, "web-cfg").await;
     // The install ran the hook; remove its Job so a second run would show.
-    jobs.delete("web-init", &DeleteParams::background())
+    jobs.delete("web-migrate", &DeleteParams::background())
         .await
         .expect("delete hook Job");
 
     delete_release_secrets(&client, "web").await;
 
-    let rel = adopt::adopt(client.clone(), chart.clone(), vals.clone(), &opts("web"))
+    let rel = Adopt::new(&cfg, opts("web"))
+        .run(&chart, vals.clone())
         .await
         .expect("adopt")
         .expect("a record was written");
@@ -156,7 +78,7 @@ async fn lost_records_are_rewritten_over_live_objects() {
     assert_eq!(rel.status(), Status::Deployed);
     assert_eq!(
         rel.info.as_ref().map(|i| i.description.as_str()),
-        Some("Adopted 2 existing objects after the release records were lost")
+        Some("Adopted 3 existing objects after the release records were lost")
     );
     assert!(
         rel.hooks.iter().all(|h| h.last_run.phase.is_empty()),
@@ -164,7 +86,10 @@ async fn lost_records_are_rewritten_over_live_objects() {
         rel.hooks
     );
     assert!(
-        jobs.get_opt("web-init").await.expect("read Job").is_none(),
+        jobs.get_opt("web-migrate")
+            .await
+            .expect("read Job")
+            .is_none(),
         "hook Job not re-run"
     );
     assert_eq!(
@@ -180,7 +105,8 @@ async fn lost_records_are_rewritten_over_live_objects() {
     assert_eq!(labels.get("status").map(String::as_str), Some("deployed"));
 
     // With records present again, a normal upgrade works on top of the adopted one.
-    let up = action::upgrade(client.clone(), chart, vals, &opts("web"))
+    let up = Upgrade::new(&cfg, opts("web"))
+        .run(&chart, vals)
         .await
         .expect("upgrade after adoption");
     assert_eq!(up.version, 2);
@@ -189,9 +115,11 @@ async fn lost_records_are_rewritten_over_live_objects() {
 
 #[tokio::test]
 async fn nothing_live_means_a_normal_install() {
-    let (_server, client) = start().await;
-    let chart = load_chart("none");
-    let out = adopt::adopt(client.clone(), chart, values(json!({})), &opts("fresh"))
+    let (server, client) = start().await;
+    let chart = chart::loader::load(write_chart(&server)).expect("chart loads");
+    let cfg = ActionConfig::new(client.clone());
+    let out = Adopt::new(&cfg, opts("fresh"))
+        .run(&chart, values(json!({})))
         .await
         .expect("adopt");
     assert!(out.is_none());
@@ -209,10 +137,12 @@ async fn nothing_live_means_a_normal_install() {
 
 #[tokio::test]
 async fn objects_of_another_release_stop_adoption_without_deleting() {
-    let (_server, client) = start().await;
-    let chart = load_chart("foreign");
+    let (server, client) = start().await;
+    let chart = chart::loader::load(write_chart(&server)).expect("chart loads");
     let vals = values(json!({}));
-    action::install(client.clone(), chart.clone(), vals.clone(), &opts("web"))
+    let cfg = ActionConfig::new(client.clone());
+    Install::new(&cfg, opts("web"))
+        .run(&chart, vals.clone())
         .await
         .expect("install");
     delete_release_secrets(&client, "web").await;
@@ -223,18 +153,17 @@ async fn objects_of_another_release_stop_adoption_without_deleting() {
         .patch("web-cfg", &PatchParams::default(), &Patch::Merge(&patch))
         .await
         .expect("re-annotate");
-    let live = adopt::find_live_objects(client.clone(), chart.clone(), vals.clone(), &opts("web"))
+    let live = Adopt::new(&cfg, opts("web"))
+        .live_objects(&chart, vals.clone())
         .await
         .expect("look up");
-    assert_eq!((live.owned.len(), live.foreign.len()), (1, 1));
+    assert_eq!((live.owned.len(), live.foreign.len()), (2, 1));
 
-    let err = adopt::adopt(client.clone(), chart, vals, &opts("web"))
+    let err = Adopt::new(&cfg, opts("web"))
+        .run(&chart, vals)
         .await
         .expect_err("conflict surfaces");
-    assert!(
-        matches!(err, AdoptError::Install { found: 1, .. }),
-        "{err:?}"
-    );
+    assert!(matches!(err, Error::Adopt { found: 2, .. }), "{err:?}");
     let msg = err.to_string();
     assert!(msg.contains("ConfigMap default/web-cfg"), "{msg}");
     assert!(msg.contains("nothing was deleted"), "{msg}");

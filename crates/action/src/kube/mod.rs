@@ -1,7 +1,16 @@
-//! The object layer: turns manifest documents into `DynamicObject`s, finds each kind's
-//! API resource through discovery, and applies, reads, deletes and waits for objects.
-//! Every write of a release object carries Helm's ownership metadata, and objects that
-//! belong to another release are refused before anything is written.
+//! The cluster side of the actions, like Helm's `pkg/kube`: [`KubeClient`] turns
+//! manifest documents into `DynamicObject`s, finds each kind's API resource through
+//! discovery, and applies, reads, deletes and waits for objects. Every write of a
+//! release object carries Helm's ownership metadata, and objects that belong to another
+//! release are refused before anything is written.
+//!
+//! Beside it: readiness (`wait`), hooks (`hooks`), `lookup` for templates (`lookup`) and
+//! the cluster's `.Capabilities` (`capabilities`).
+
+pub(crate) mod capabilities;
+pub(crate) mod hooks;
+pub(crate) mod lookup;
+pub(crate) mod wait;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -14,8 +23,8 @@ use kube::discovery::{self, Scope};
 use kube::Client;
 use serde_json::Value;
 
-use crate::capabilities::{DiscoveryCache, Mapping};
 use crate::error::{Error, Result};
+use capabilities::{DiscoveryCache, Mapping};
 
 /// The field manager of every server-side apply rudder makes.
 pub const FIELD_MANAGER: &str = "rudder";
@@ -95,8 +104,9 @@ pub struct Object {
     pub source: String,
 }
 
-/// A kube client with a discovery cache.
-pub struct Kube {
+/// A kube client with the resource mappings of one action (and, when the caller keeps
+/// one, a [`DiscoveryCache`] shared between actions).
+pub struct KubeClient {
     client: Client,
     cache: Mutex<HashMap<(String, String), Mapping>>,
     /// Kinds the chart's CRDs will define, for resolving objects before those CRDs
@@ -106,14 +116,17 @@ pub struct Kube {
     shared: Option<std::sync::Arc<DiscoveryCache>>,
 }
 
-impl Kube {
-    pub fn new(client: Client) -> Kube {
-        Kube::with_discovery(client, None)
+impl KubeClient {
+    pub fn new(client: Client) -> KubeClient {
+        KubeClient::with_discovery(client, None)
     }
 
     /// A client that also reads and fills `shared`'s resource mappings.
-    pub fn with_discovery(client: Client, shared: Option<std::sync::Arc<DiscoveryCache>>) -> Kube {
-        Kube {
+    pub fn with_discovery(
+        client: Client,
+        shared: Option<std::sync::Arc<DiscoveryCache>>,
+    ) -> KubeClient {
+        KubeClient {
             client,
             cache: Mutex::new(HashMap::new()),
             planned: Mutex::new(HashMap::new()),
@@ -152,10 +165,6 @@ impl Kube {
                 (resource, namespaced),
             );
         }
-    }
-
-    pub fn client(&self) -> &Client {
-        &self.client
     }
 
     /// Parses one YAML document; `None` for an empty (comment-only) document.
@@ -278,20 +287,6 @@ impl Kube {
             .map_err(|e| Error::api(&owner.name, "read", &o.reference, e))
     }
 
-    /// Refuses an existing object that carries another release's ownership (or none),
-    /// unless `take_ownership` is set; objects already owned by `owner` are adopted.
-    pub async fn check_ownership(
-        &self,
-        owner: &Owner,
-        o: &Object,
-        opts: &ApplyOptions,
-    ) -> Result<()> {
-        match self.get(owner, o).await? {
-            Some(live) => check_live_ownership(owner, o, &live, opts),
-            None => Ok(()),
-        }
-    }
-
     /// Server-side applies the object, forcing conflicts, as field manager `rudder`;
     /// with `mark_owner` it first adds Helm's ownership annotations and label.
     pub async fn apply(
@@ -321,7 +316,7 @@ impl Kube {
             .map_err(|e| Error::api(&owner.name, "apply", &o.reference, e))
     }
 
-    /// Like [`Kube::apply`], but with `replace` an object the API server refuses to
+    /// Like [`KubeClient::apply`], but with `replace` an object the API server refuses to
     /// change in place (an immutable field, a conflict) is deleted and created again,
     /// as Helm's `--force` does.
     pub async fn apply_or_replace(
@@ -415,7 +410,8 @@ impl Kube {
     }
 }
 
-/// [`Kube::check_ownership`] against an already read live object.
+/// Refuses an existing object that carries another release's ownership (or none),
+/// unless `take_ownership` is set; objects already owned by `owner` are adopted.
 pub fn check_live_ownership(
     owner: &Owner,
     o: &Object,
@@ -484,16 +480,21 @@ mod tests {
     #[test]
     fn parses_documents_and_rejects_bad_ones() {
         let doc = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  k: v\n";
-        let obj = Kube::parse_document("r", "t.yaml", doc).unwrap().unwrap();
-        assert_eq!(obj.metadata.name.as_deref(), Some("a"));
-        assert!(Kube::parse_document("r", "t.yaml", "# only a comment\n")
+        let obj = KubeClient::parse_document("r", "t.yaml", doc)
             .unwrap()
-            .is_none());
-        let err = Kube::parse_document("r", "t.yaml", "kind: ConfigMap\nmetadata:\n  name: a\n")
-            .unwrap_err();
-        assert!(err.to_string().contains("t.yaml"), "{err}");
+            .unwrap();
+        assert_eq!(obj.metadata.name.as_deref(), Some("a"));
+        assert!(
+            KubeClient::parse_document("r", "t.yaml", "# only a comment\n")
+                .unwrap()
+                .is_none()
+        );
         let err =
-            Kube::parse_document("r", "t.yaml", "apiVersion: v1\nkind: ConfigMap\n").unwrap_err();
+            KubeClient::parse_document("r", "t.yaml", "kind: ConfigMap\nmetadata:\n  name: a\n")
+                .unwrap_err();
+        assert!(err.to_string().contains("t.yaml"), "{err}");
+        let err = KubeClient::parse_document("r", "t.yaml", "apiVersion: v1\nkind: ConfigMap\n")
+            .unwrap_err();
         assert!(err.to_string().contains("metadata.name"), "{err}");
     }
 
@@ -524,7 +525,7 @@ mod tests {
     #[test]
     fn keep_policy() {
         let doc = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  annotations:\n    helm.sh/resource-policy: keep\n";
-        let obj = Kube::parse_document("r", "t", doc).unwrap().unwrap();
+        let obj = KubeClient::parse_document("r", "t", doc).unwrap().unwrap();
         assert!(is_kept(&obj));
     }
 }

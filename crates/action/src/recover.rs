@@ -1,0 +1,112 @@
+//! Recovery of a release left `pending-*` (or `uninstalling`) by a crashed process:
+//! when no live lock holds it, the record is marked failed ("interrupted: ...") so the
+//! next action can proceed; nothing in the cluster is touched. Every verb does this
+//! itself after locking; [`Recover`] does only this.
+
+use release::record::Release;
+
+use crate::config::ActionConfig;
+use crate::error::{Error, Result};
+use crate::options::ActionOptions;
+use crate::store;
+
+/// The `recover` verb (rudder's own; Helm refuses pending releases instead).
+pub struct Recover<'a> {
+    cfg: &'a ActionConfig,
+    opts: ActionOptions,
+}
+
+impl<'a> Recover<'a> {
+    pub fn new(cfg: &'a ActionConfig, opts: ActionOptions) -> Recover<'a> {
+        Recover { cfg, opts }
+    }
+
+    /// Returns the recovered record; `None` when there was nothing to recover or a
+    /// live action holds the lock (that action's record is not a leftover).
+    pub async fn run(&self) -> Result<Option<Release>> {
+        let opts = &self.opts;
+        let recovered = self
+            .cfg
+            .with_lock(&opts.namespace, &opts.name, |_held| async move {
+                let store = self.cfg.release_storage(opts);
+                store::recover_leftover(&store, &opts.name).await
+            })
+            .await;
+        match recovered {
+            Err(Error::Locked { .. }) => Ok(None),
+            other => other,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{memory_config, opts, NS};
+    use release::record::Status;
+
+    async fn leave(cfg: &ActionConfig, version: i64, status: Status, description: &str) {
+        let mut rel = Release {
+            name: "p".into(),
+            namespace: NS.into(),
+            version,
+            ..Release::default()
+        };
+        rel.set_status(status, description);
+        cfg.storage(NS).create(&rel).await.expect("create record");
+    }
+
+    #[tokio::test]
+    async fn a_crashed_actions_leftover_becomes_failed_once() {
+        let (cfg, cluster) = memory_config();
+        leave(&cfg, 1, Status::Deployed, "Install complete").await;
+        leave(&cfg, 2, Status::PendingUpgrade, "Preparing upgrade").await;
+        let rel = Recover::new(&cfg, opts("p"))
+            .run()
+            .await
+            .expect("recover")
+            .expect("recovered");
+        assert_eq!((rel.version, rel.status()), (2, Status::Failed));
+        assert_eq!(
+            rel.info.map(|i| i.description).as_deref(),
+            Some("interrupted: Preparing upgrade")
+        );
+        let stored = cfg.storage(NS).get("p", 2).await.expect("read");
+        assert_eq!(stored.status(), Status::Failed);
+        // The deployed revision is untouched, and nothing asked the cluster.
+        assert_eq!(
+            cfg.storage(NS).get("p", 1).await.unwrap().status(),
+            Status::Deployed
+        );
+        assert!(
+            cluster.requests("").is_empty(),
+            "{:?}",
+            cluster.requests("")
+        );
+        assert!(Recover::new(&cfg, opts("p")).run().await.unwrap().is_none());
+    }
+
+    #[tokio::test]
+    async fn a_live_lock_means_the_pending_record_is_not_a_leftover() {
+        let (cfg, _) = memory_config();
+        leave(&cfg, 1, Status::PendingInstall, "Initial install underway").await;
+        let lock = cfg.lock(NS, "p").await.expect("lock");
+        assert!(Recover::new(&cfg, opts("p")).run().await.unwrap().is_none());
+        assert_eq!(
+            cfg.storage(NS).get("p", 1).await.unwrap().status(),
+            Status::PendingInstall
+        );
+        lock.release().await;
+        assert!(Recover::new(&cfg, opts("p")).run().await.unwrap().is_some());
+    }
+
+    #[tokio::test]
+    async fn uninstalling_leftovers_are_recovered_too() {
+        let (cfg, _) = memory_config();
+        leave(&cfg, 1, Status::Uninstalling, "Deletion in progress").await;
+        let rel = Recover::new(&cfg, opts("p")).run().await.unwrap();
+        assert_eq!(rel.map(|r| r.status()), Some(Status::Failed));
+        leave(&cfg, 2, Status::Failed, "Upgrade failed").await;
+        assert!(Recover::new(&cfg, opts("p")).run().await.unwrap().is_none());
+    }
+}

@@ -1,0 +1,161 @@
+//! Rendering a chart for an action, off the async runtime: with the capabilities the
+//! options name, or the cluster's (discovered as Helm's install and upgrade do), and
+//! with `lookup` against the live cluster when rendering for one.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use chart::loader::{Chart, Values};
+use chart::render::{render_chart, ReleaseInfo, RenderOptions, Rendered};
+use kube::Client;
+
+use crate::error::{Error, Result};
+use crate::kube::capabilities::{self, DiscoveryCache};
+use crate::kube::lookup::cluster_lookup;
+use crate::options::ActionOptions;
+
+/// Renders started by this process.
+static RENDERS: AtomicU64 = AtomicU64::new(0);
+
+/// How many renders this process has started: a cheap counter for benchmarks and
+/// tests that check how often an action renders.
+pub fn renders() -> u64 {
+    RENDERS.load(Ordering::Relaxed)
+}
+
+/// Which revision a render is for (`.Release.Revision`, `.Release.IsUpgrade`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Revision {
+    pub number: i64,
+    pub is_upgrade: bool,
+}
+
+impl Revision {
+    /// Revision `number` of an install.
+    pub fn install(number: i64) -> Revision {
+        Revision {
+            number,
+            is_upgrade: false,
+        }
+    }
+
+    /// Revision `number` of an upgrade (or rollback).
+    pub fn upgrade(number: i64) -> Revision {
+        Revision {
+            number,
+            is_upgrade: true,
+        }
+    }
+}
+
+/// What templates see as `.Capabilities`.
+struct Caps {
+    kube_version: Option<String>,
+    api_versions: Vec<String>,
+    /// `api_versions` is the cluster's own set: no Helm defaults added.
+    exact: bool,
+}
+
+impl Caps {
+    /// The options' `kube_version`/`api_versions` over Helm's defaults.
+    fn from_options(opts: &ActionOptions) -> Caps {
+        Caps {
+            kube_version: opts.kube_version.clone(),
+            api_versions: opts.api_versions.clone().unwrap_or_default(),
+            exact: false,
+        }
+    }
+}
+
+/// Renders a chart as the release `opts.name` at `revision`, with
+/// `opts.kube_version`/`opts.api_versions` or Helm's default capabilities; no cluster
+/// is asked and `lookup` finds nothing (`helm template`, `--dry-run=client`).
+pub async fn render(
+    chart: &Chart,
+    values: Values,
+    opts: &ActionOptions,
+    revision: Revision,
+) -> Result<Rendered> {
+    render_with(
+        chart.clone(),
+        values,
+        opts,
+        Caps::from_options(opts),
+        None,
+        revision,
+    )
+    .await
+}
+
+/// Renders like Helm's install and upgrade: `lookup` sees the live cluster, and the
+/// capabilities are the cluster's (through `discovery` when given) unless `opts` sets
+/// `kube_version` or `api_versions`. Takes the chart by value: rendering consumes it.
+pub(crate) async fn render_in_cluster(
+    client: &Client,
+    discovery: Option<&DiscoveryCache>,
+    chart: Chart,
+    values: Values,
+    opts: &ActionOptions,
+    revision: Revision,
+) -> Result<Rendered> {
+    let lookup = Some(client.clone());
+    if opts.kube_version.is_some() || opts.api_versions.is_some() {
+        let caps = Caps::from_options(opts);
+        return render_with(chart, values, opts, caps, lookup, revision).await;
+    }
+    let found = match discovery {
+        Some(cache) => cache.get(client).await,
+        None => capabilities::discover(client).await,
+    }
+    .map_err(|source| Error::Discovery {
+        release: opts.name.clone(),
+        source,
+    })?;
+    // Like Helm: the discovered set alone (the defaults only when discovery found none).
+    let caps = Caps {
+        exact: !found.api_versions.is_empty(),
+        kube_version: Some(found.kube_version),
+        api_versions: found.api_versions,
+    };
+    render_with(chart, values, opts, caps, lookup, revision).await
+}
+
+async fn render_with(
+    chart: Chart,
+    values: Values,
+    opts: &ActionOptions,
+    caps: Caps,
+    lookup_client: Option<Client>,
+    revision: Revision,
+) -> Result<Rendered> {
+    RENDERS.fetch_add(1, Ordering::Relaxed);
+    let release = ReleaseInfo {
+        name: opts.name.clone(),
+        namespace: opts.namespace.clone(),
+        revision: revision.number,
+        is_upgrade: revision.is_upgrade,
+    };
+    // The template engine's values are not `Send`; render on a blocking thread.
+    let handle = tokio::runtime::Handle::current();
+    let job = tokio::task::spawn_blocking(move || {
+        let lookup = lookup_client.map(|c| cluster_lookup(c, handle));
+        let ropts = RenderOptions {
+            release,
+            kube_version: caps.kube_version,
+            api_versions: caps.api_versions,
+            api_versions_exact: caps.exact,
+            check_kube_version: true,
+            lookup,
+            ..RenderOptions::default()
+        };
+        render_chart(chart, values, &ropts)
+    });
+    job.await
+        .map_err(|e| Error::RenderAborted {
+            release: opts.name.clone(),
+            message: e.to_string(),
+        })?
+        .map_err(|source| Error::Render {
+            release: opts.name.clone(),
+            source: Box::new(source),
+        })
+}

@@ -1,0 +1,143 @@
+//! `helm uninstall`: run pre-delete hooks, delete the manifest's objects in uninstall
+//! order (keeping `helm.sh/resource-policy: keep`), wait until they are gone (with
+//! `wait`), run post-delete hooks, and delete the records, or keep them marked
+//! `uninstalled` with `keep_history`.
+//!
+//! In a namespace that is being deleted no Lease can be created; uninstall then runs
+//! without the lock, so the release's finalizer never blocks the namespace deletion.
+
+use chart::manifest::UNINSTALL_ORDER;
+use release::record::{Release, Status};
+use release::Time;
+
+use crate::config::ActionConfig;
+use crate::error::{Error, Result};
+use crate::kube::{wait, KubeClient, Object, Owner};
+use crate::lock::{namespace_unusable, Held};
+use crate::options::UninstallOptions;
+use crate::plan;
+use crate::record::sort_by_kind;
+use crate::store;
+
+/// The `uninstall` verb.
+pub struct Uninstall<'a> {
+    cfg: &'a ActionConfig,
+    opts: UninstallOptions,
+}
+
+impl<'a> Uninstall<'a> {
+    pub fn new(cfg: &'a ActionConfig, opts: UninstallOptions) -> Uninstall<'a> {
+        Uninstall { cfg, opts }
+    }
+
+    /// Uninstalls the release; returns its last record as uninstalled.
+    pub async fn run(&self) -> Result<Release> {
+        let opts = &self.opts;
+        let lock = match self.cfg.lock(&opts.namespace, &opts.name).await {
+            Ok(l) => Some(l),
+            Err(e) if namespace_unusable(&e) => {
+                tracing::warn!(release = %opts.name, namespace = %opts.namespace, error = %e, "uninstalling without the release lock: the namespace refuses new objects");
+                None
+            }
+            Err(e) => return Err(e),
+        };
+        let held = match &lock {
+            Some(l) => l.held(),
+            None => Held::unlocked(&opts.name),
+        };
+        let result = self.uninstall_locked(held).await;
+        if let Some(lock) = lock {
+            lock.release().await;
+        }
+        result
+    }
+
+    async fn uninstall_locked(&self, held: Held) -> Result<Release> {
+        let opts = &self.opts;
+        let store = self.cfg.storage(&opts.namespace).with_max_history(0);
+        let name = &opts.name;
+        store::recover_leftover(&store, name).await?;
+        let mut rel = store
+            .last(name)
+            .await
+            .map_err(|e| Error::storage(name, e))?
+            .ok_or_else(|| Error::NotDeployed {
+                release: name.clone(),
+            })?;
+        // As Helm: uninstalling an uninstalled release only purges its kept history.
+        if rel.status() == Status::Uninstalled {
+            if opts.keep_history {
+                return Err(Error::AlreadyUninstalled {
+                    release: name.clone(),
+                    version: rel.version,
+                });
+            }
+            store::purge(&store, name).await?;
+            return Ok(rel);
+        }
+        // Kinds resolve afresh: what the cluster serves now decides what is deleted.
+        let kube = KubeClient::new(self.cfg.client().clone());
+        let owner = Owner {
+            name: name.clone(),
+            namespace: opts.namespace.clone(),
+        };
+        let hook_objects = if opts.disable_hooks {
+            Vec::new()
+        } else {
+            plan::prepare_hooks(&kube, &owner, &rel.hooks, None).await?
+        };
+        rel.set_status(
+            Status::Uninstalling,
+            "Deletion in progress (or silently failed)",
+        );
+        if let Some(info) = rel.info.as_mut() {
+            info.deleted = Some(Time::now());
+        }
+        store::save(&store, &rel).await?;
+
+        let result = self
+            .cluster_changes(&kube, &owner, &mut rel, &hook_objects, &held)
+            .await;
+        if let Err(err) = result {
+            let description = format!("uninstallation completed with 1 error(s): {err}");
+            return Err(store::fail(&store, &mut rel, description, err).await);
+        }
+        let description = opts
+            .description
+            .as_deref()
+            .unwrap_or("Uninstallation complete");
+        rel.set_status(Status::Uninstalled, description);
+        if opts.keep_history {
+            store::save(&store, &rel).await?;
+            return Ok(rel);
+        }
+        store::purge(&store, name).await?;
+        Ok(rel)
+    }
+
+    async fn cluster_changes(
+        &self,
+        kube: &KubeClient,
+        owner: &Owner,
+        rel: &mut Release,
+        hook_objects: &[Option<Object>],
+        held: &Held,
+    ) -> Result<()> {
+        let opts = &self.opts;
+        let (t, no_hooks) = (opts.timeout, opts.disable_hooks);
+        plan::run_hooks(kube, owner, rel, hook_objects, "pre-delete", no_hooks, t).await?;
+        let mut objects = plan::stored_objects(kube, owner, &rel.manifest).await?;
+        sort_by_kind(&mut objects, UNINSTALL_ORDER, |o| o.reference.kind.as_str());
+        let mut deleted = Vec::new();
+        for o in &objects {
+            if plan::delete_unless_kept(kube, owner, o).await? {
+                deleted.push(o);
+            }
+        }
+        if opts.wait {
+            wait::wait_deleted(kube, owner, &deleted, t).await?;
+        }
+        plan::run_hooks(kube, owner, rel, hook_objects, "post-delete", no_hooks, t).await?;
+        held.check()
+    }
+}

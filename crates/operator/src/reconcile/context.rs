@@ -1,0 +1,117 @@
+//! [`Context`]: what every reconcile of one watch shares, fixed when the watch starts
+//! (the chart and its digest, the parsed overrides, the actions, the reporter).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chart::loader::{Chart, Values};
+use kube::api::ApiResource;
+use kube::runtime::events::Reporter;
+use kube::Client;
+
+use super::digest::ChartDigest;
+use crate::action_client::{ActionClient, Actions};
+use crate::metrics::Metrics;
+use crate::watches::{Watch, WatchesError};
+
+/// How long a watch reuses what discovery found. Upgrades are decided by
+/// the inputs digest, not by the cluster's APIs, so this only bounds how
+/// stale `.Capabilities` may be when an upgrade does happen.
+pub const DISCOVERY_TTL: Duration = Duration::from_secs(60);
+
+/// What a reconcile needs besides the CR: everything fixed per watch.
+pub struct Context {
+    pub(super) client: Client,
+    pub(super) actions: Arc<dyn ActionClient>,
+    pub(super) watch: Arc<Watch>,
+    pub(super) chart: Arc<Chart>,
+    /// The chart's half of the inputs digest, hashed once.
+    pub(super) chart_digest: ChartDigest,
+    /// The watch's `overrideValues`, parsed once.
+    pub(super) overrides: Values,
+    /// The API resource of the CR kind.
+    pub(super) resource: ApiResource,
+    metrics: Metrics,
+    pub(super) reporter: Reporter,
+    /// The watch's `reconcilePeriod` or `--reconcile-period`.
+    pub(super) reconcile_period: Option<Duration>,
+    /// `--suppress-override-values`: mask override values in Events.
+    pub(super) suppress_override_values: bool,
+}
+
+impl Context {
+    /// The context of one watch: the real actions through `client` (with a discovery
+    /// cache of their own), fresh metrics, reporter `rudder`, no reconcile period.
+    /// Fails when the watch's `overrideValues` cannot be parsed.
+    pub fn new(
+        client: Client,
+        watch: Arc<Watch>,
+        chart: Arc<Chart>,
+        resource: ApiResource,
+    ) -> Result<Context, WatchesError> {
+        let overrides = watch.override_values()?;
+        let discovery = Arc::new(action::DiscoveryCache::new(DISCOVERY_TTL));
+        Ok(Context {
+            actions: Arc::new(Actions::new(client.clone(), discovery)),
+            chart_digest: ChartDigest::new(&chart),
+            client,
+            watch,
+            chart,
+            overrides,
+            resource,
+            metrics: Metrics::new(),
+            reporter: Reporter {
+                controller: "rudder".into(),
+                instance: None,
+            },
+            reconcile_period: None,
+            suppress_override_values: false,
+        })
+    }
+
+    /// Takes the release actions from `actions` (a fake in tests).
+    pub fn with_actions(mut self, actions: Arc<dyn ActionClient>) -> Context {
+        self.actions = actions;
+        self
+    }
+
+    pub fn with_metrics(mut self, metrics: Metrics) -> Context {
+        self.metrics = metrics;
+        self
+    }
+
+    pub fn with_reporter(mut self, reporter: Reporter) -> Context {
+        self.reporter = reporter;
+        self
+    }
+
+    /// How often an unchanged CR is reconciled again (`None`: only on changes).
+    pub fn with_reconcile_period(mut self, period: Option<Duration>) -> Context {
+        self.reconcile_period = period;
+        self
+    }
+
+    /// Masks override values in the `OverrideValuesInUse` Events.
+    pub fn with_suppress_override_values(mut self, suppress: bool) -> Context {
+        self.suppress_override_values = suppress;
+        self
+    }
+
+    /// The client CRs, their status and Events are written with.
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// The API resource of the CR kind.
+    pub fn resource(&self) -> &ApiResource {
+        &self.resource
+    }
+
+    pub fn watch(&self) -> &Watch {
+        &self.watch
+    }
+
+    pub(crate) fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+}

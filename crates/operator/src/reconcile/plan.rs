@@ -1,0 +1,391 @@
+//! What a reconcile does next, decided from the release's history alone: a pure
+//! function of the records' labels (never their contents), the inputs digest and the
+//! time, like helm-operator-plugins' `getReleaseState`. Also the operator's one home
+//! for retry delays: the backoff of failing release actions (read from the records)
+//! and of failed reconciles (kept by the controller).
+
+use std::time::Duration;
+
+use release::record::Status;
+use release::RecordMeta;
+
+use super::digest;
+
+/// Labels rudder writes on release records besides the inputs digest.
+pub const ATTEMPT_LABEL: &str = "rudder.dev/attempt";
+/// On a rollback record: the inputs digest whose upgrade failed and was rolled back.
+pub const ROLLBACK_OF_LABEL: &str = "rudder.dev/rollback-of";
+
+/// How soon to look again while another operation holds the release.
+pub const IN_PROGRESS_RETRY: Duration = Duration::from_secs(10);
+
+/// An exponential backoff: `base` after the first failure, doubling per failure, at
+/// most `max`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Backoff {
+    pub base: Duration,
+    pub max: Duration,
+}
+
+impl Backoff {
+    /// Between attempts of a release action that keeps failing with unchanged inputs;
+    /// the attempts are counted on the records, so the delay survives restarts.
+    pub const RELEASE: Backoff = Backoff {
+        base: Duration::from_secs(10),
+        max: Duration::from_secs(600),
+    };
+    /// After a failed reconcile whose error names no delay of its own; the controller
+    /// counts these per CR and forgets them on success.
+    pub const RECONCILE: Backoff = Backoff {
+        base: Duration::from_secs(5),
+        max: Duration::from_secs(300),
+    };
+
+    /// The delay after `failures` consecutive failures.
+    pub fn delay(self, failures: u32) -> Duration {
+        let exp = failures.saturating_sub(1).min(16);
+        self.base.saturating_mul(1u32 << exp).min(self.max)
+    }
+}
+
+/// The deployed revision a decision builds on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Deployed {
+    pub version: i64,
+    /// Its inputs digest, when rudder wrote it.
+    pub digest: Option<String>,
+    /// The newest revision of any status, for telling later whether an action wrote one.
+    pub newest: i64,
+}
+
+/// What the reconcile does with the release.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// The newest record is `pending-*`: recover it if no action holds the release
+    /// (then decide again), else wait.
+    Recover { version: i64, status: Status },
+    /// No deployed revision: install (adopting live objects of a release whose records
+    /// are all gone). `attempt` counts this inputs' failures so far, plus one.
+    Install { attempt: u32 },
+    /// The inputs changed since the deployed revision.
+    Upgrade { attempt: u32, deployed: Deployed },
+    /// The deployed record carries no inputs digest (`helm` made it): compare renders;
+    /// when they match, stamp the digest on it and repair, else upgrade.
+    StampDigest { attempt: u32, deployed: Deployed },
+    /// The inputs match the deployed revision: make the cluster match it again.
+    Repair,
+    /// The last `attempts` actions with these inputs failed: wait before the next.
+    BackOff { attempts: u32, retry_in: Duration },
+}
+
+/// Decides from `history` (oldest first, as `History::meta` returns it), the inputs
+/// `digest` and `now` (Unix seconds).
+pub fn decide(history: &[RecordMeta], digest: &str, now: i64) -> Decision {
+    if let Some(newest) = history.last().filter(|m| m.status.is_pending()) {
+        return Decision::Recover {
+            version: newest.version,
+            status: newest.status.clone(),
+        };
+    }
+    let deployed = history
+        .iter()
+        .filter(|m| m.status == Status::Deployed)
+        .max_by_key(|m| m.version)
+        .map(|m| Deployed {
+            version: m.version,
+            digest: m.labels.get(digest::LABEL).cloned(),
+            newest: history.last().map_or(m.version, |n| n.version),
+        });
+    if deployed.as_ref().and_then(|d| d.digest.as_deref()) == Some(digest) {
+        return Decision::Repair;
+    }
+    let failures = failures_with(history, digest);
+    let attempt = failures.as_ref().map_or(1, |f| f.attempts + 1);
+    if let Some(f) = &failures {
+        if let Some(retry_in) = f.remaining(now) {
+            return Decision::BackOff {
+                attempts: f.attempts,
+                retry_in,
+            };
+        }
+    }
+    match deployed {
+        None => Decision::Install { attempt },
+        Some(d) if d.digest.is_some() => Decision::Upgrade {
+            attempt,
+            deployed: d,
+        },
+        Some(d) => Decision::StampDigest {
+            attempt,
+            deployed: d,
+        },
+    }
+}
+
+/// Consecutive failures with the current inputs, read from the newest records.
+#[derive(Debug, Clone, PartialEq)]
+struct Failures {
+    attempts: u32,
+    /// When the newest of them ended (Unix seconds).
+    at: Option<i64>,
+}
+
+impl Failures {
+    /// How much of the backoff is left at `now`; `None` once it has passed.
+    fn remaining(&self, now: i64) -> Option<Duration> {
+        let wait = Backoff::RELEASE.delay(self.attempts);
+        match self.at.map(|at| (now - at).max(0) as u64) {
+            Some(e) if e < wait.as_secs() => Some(Duration::from_secs(wait.as_secs() - e)),
+            Some(_) => None,
+            // No time on the records: wait a full period rather than loop.
+            None => Some(wait),
+        }
+    }
+}
+
+/// When a record last changed, from the driver's `modifiedAt`/`createdAt` labels.
+fn record_time(m: &RecordMeta) -> Option<i64> {
+    m.labels
+        .get("modifiedAt")
+        .or_else(|| m.labels.get("createdAt"))
+        .and_then(|v| v.parse().ok())
+}
+
+/// The failures with inputs `digest` at the top of the history (newest first): failed
+/// records labelled with the digest and the rollbacks that undid them. `None` when the
+/// newest relevant record is not such a failure.
+fn failures_with(metas: &[RecordMeta], digest: &str) -> Option<Failures> {
+    let mut count = 0u32;
+    let mut attempts: Option<u32> = None;
+    let mut at: Option<i64> = None;
+    let mut iter = metas.iter().rev().peekable();
+    while let Some(m) = iter.next() {
+        let failed_here = m.status == Status::Failed
+            && m.labels.get(digest::LABEL).map(String::as_str) == Some(digest);
+        let rollback_of_it = m.labels.get(ROLLBACK_OF_LABEL).map(String::as_str) == Some(digest);
+        // A rollback record without our labels right after a failure of these inputs
+        // (an action layer that drops labels on rollback, or `helm rollback`).
+        let bare_rollback = !m.labels.contains_key(digest::LABEL)
+            && !m.labels.contains_key(ROLLBACK_OF_LABEL)
+            && iter.peek().is_some_and(|p| {
+                p.status == Status::Failed
+                    && p.labels.get(digest::LABEL).map(String::as_str) == Some(digest)
+            });
+        if failed_here {
+            count += 1;
+        } else if !(rollback_of_it || bare_rollback) {
+            break;
+        }
+        if attempts.is_none() {
+            attempts = m.labels.get(ATTEMPT_LABEL).and_then(|v| v.parse().ok());
+        }
+        if at.is_none() {
+            at = record_time(m);
+        }
+    }
+    if count == 0 {
+        return None;
+    }
+    Some(Failures {
+        attempts: attempts.unwrap_or(count).max(count).max(1),
+        at,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const D: &str = "abc";
+
+    fn meta(version: i64, status: Status, labels: &[(&str, &str)]) -> RecordMeta {
+        RecordMeta {
+            key: format!("sh.helm.release.v1.r.v{version}"),
+            name: "r".into(),
+            version,
+            status,
+            labels: labels
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        }
+    }
+
+    fn deployed(version: i64, digest: Option<&str>, newest: i64) -> Deployed {
+        Deployed {
+            version,
+            digest: digest.map(str::to_string),
+            newest,
+        }
+    }
+
+    #[test]
+    fn backoffs_double_up_to_their_caps() {
+        assert_eq!(Backoff::RELEASE.delay(1), Duration::from_secs(10));
+        assert_eq!(Backoff::RELEASE.delay(2), Duration::from_secs(20));
+        assert_eq!(Backoff::RELEASE.delay(4), Duration::from_secs(80));
+        assert_eq!(Backoff::RELEASE.delay(7), Duration::from_secs(600));
+        assert_eq!(Backoff::RELEASE.delay(100), Duration::from_secs(600));
+        assert_eq!(Backoff::RECONCILE.delay(1), Duration::from_secs(5));
+        assert_eq!(Backoff::RECONCILE.delay(2), Duration::from_secs(10));
+        assert_eq!(Backoff::RECONCILE.delay(4), Duration::from_secs(40));
+        assert_eq!(Backoff::RECONCILE.delay(7), Duration::from_secs(300));
+        assert_eq!(Backoff::RECONCILE.delay(u32::MAX), Duration::from_secs(300));
+    }
+
+    #[test]
+    fn no_history_installs() {
+        assert_eq!(decide(&[], D, 0), Decision::Install { attempt: 1 });
+        // After an uninstall with kept history, or a failed install of other inputs.
+        let history = [
+            meta(1, Status::Uninstalled, &[(digest::LABEL, "old")]),
+            meta(
+                2,
+                Status::Failed,
+                &[(digest::LABEL, "other"), ("modifiedAt", "5")],
+            ),
+        ];
+        assert_eq!(decide(&history, D, 10), Decision::Install { attempt: 1 });
+    }
+
+    #[test]
+    fn same_digest_repairs_and_changed_digest_upgrades() {
+        let history = [
+            meta(1, Status::Superseded, &[(digest::LABEL, "old")]),
+            meta(2, Status::Deployed, &[(digest::LABEL, D)]),
+        ];
+        assert_eq!(decide(&history, D, 0), Decision::Repair);
+        assert_eq!(
+            decide(&history, "new", 0),
+            Decision::Upgrade {
+                attempt: 1,
+                deployed: deployed(2, Some(D), 2)
+            }
+        );
+    }
+
+    #[test]
+    fn a_record_helm_made_is_compared_by_render() {
+        let history = [meta(1, Status::Deployed, &[])];
+        assert_eq!(
+            decide(&history, D, 0),
+            Decision::StampDigest {
+                attempt: 1,
+                deployed: deployed(1, None, 1)
+            }
+        );
+    }
+
+    #[test]
+    fn a_pending_newest_record_is_recovered_first() {
+        let history = [
+            meta(1, Status::Deployed, &[(digest::LABEL, D)]),
+            meta(2, Status::PendingUpgrade, &[(digest::LABEL, "new")]),
+        ];
+        assert_eq!(
+            decide(&history, D, 0),
+            Decision::Recover {
+                version: 2,
+                status: Status::PendingUpgrade
+            }
+        );
+    }
+
+    #[test]
+    fn failures_back_off_until_their_delay_passed() {
+        let history = [
+            meta(1, Status::Deployed, &[(digest::LABEL, "old")]),
+            meta(
+                2,
+                Status::Failed,
+                &[
+                    (digest::LABEL, D),
+                    (ATTEMPT_LABEL, "2"),
+                    ("modifiedAt", "100"),
+                ],
+            ),
+        ];
+        // Two attempts: 20 s from the failure.
+        assert_eq!(
+            decide(&history, D, 105),
+            Decision::BackOff {
+                attempts: 2,
+                retry_in: Duration::from_secs(15)
+            }
+        );
+        assert_eq!(
+            decide(&history, D, 120),
+            Decision::Upgrade {
+                attempt: 3,
+                deployed: deployed(1, Some("old"), 2)
+            }
+        );
+        // Other inputs are tried at once.
+        assert!(matches!(
+            decide(&history, "fresh", 105),
+            Decision::Upgrade { attempt: 1, .. }
+        ));
+        // A failed install waits too, a full period when the record has no time.
+        let install = [meta(1, Status::Failed, &[(digest::LABEL, D)])];
+        assert_eq!(
+            decide(&install, D, 1_000),
+            Decision::BackOff {
+                attempts: 1,
+                retry_in: Duration::from_secs(10)
+            }
+        );
+    }
+
+    #[test]
+    fn counts_failures_of_the_same_inputs() {
+        let metas = vec![
+            meta(1, Status::Superseded, &[(digest::LABEL, "old")]),
+            meta(
+                2,
+                Status::Failed,
+                &[
+                    (digest::LABEL, D),
+                    (ATTEMPT_LABEL, "1"),
+                    ("modifiedAt", "100"),
+                ],
+            ),
+            meta(
+                3,
+                Status::Deployed,
+                &[
+                    (digest::LABEL, "old"),
+                    (ROLLBACK_OF_LABEL, D),
+                    ("modifiedAt", "110"),
+                ],
+            ),
+            meta(
+                4,
+                Status::Failed,
+                &[
+                    (digest::LABEL, D),
+                    (ATTEMPT_LABEL, "2"),
+                    ("modifiedAt", "200"),
+                ],
+            ),
+            meta(5, Status::Deployed, &[("modifiedAt", "210")]),
+        ];
+        let f = failures_with(&metas, D).unwrap();
+        assert_eq!(f.attempts, 2);
+        assert_eq!(f.at, Some(210));
+        assert_eq!(failures_with(&metas, "other"), None);
+        let fine = vec![meta(1, Status::Deployed, &[(digest::LABEL, D)])];
+        assert_eq!(failures_with(&fine, D), None);
+        let install_failed = vec![meta(
+            1,
+            Status::Failed,
+            &[(digest::LABEL, D), ("createdAt", "5")],
+        )];
+        assert_eq!(
+            failures_with(&install_failed, D),
+            Some(Failures {
+                attempts: 1,
+                at: Some(5)
+            })
+        );
+    }
+}

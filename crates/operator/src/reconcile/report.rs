@@ -1,0 +1,276 @@
+//! How each step of a reconcile ends, told the way the Go helm-operator tells it: a
+//! status condition on the CR, an Event, a log line and the release-status metric.
+//! One place, so every step reports success and failure alike.
+
+use std::time::Duration;
+
+use action::RepairReport;
+use release::record::Release;
+
+use super::{Outcome, ReconcileError, Run};
+use crate::events;
+use crate::status::{self as st, DeployedRelease};
+
+/// A reconcile step, as the status, Events and errors name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Step {
+    Install,
+    Upgrade,
+    /// Repairing an unchanged release, and inputs that cannot be used at all.
+    Reconcile,
+    Uninstall,
+}
+
+impl Step {
+    /// The action in a [`ReconcileError::Action`].
+    fn action(self) -> &'static str {
+        match self {
+            Step::Install => "install",
+            Step::Upgrade => "upgrade",
+            Step::Reconcile => "repair",
+            Step::Uninstall => "uninstall",
+        }
+    }
+
+    /// The `Deployed` condition's reason when the step changed the release (a repair
+    /// changes no revision and reports by version instead).
+    fn success(self) -> &'static str {
+        match self {
+            Step::Install => st::INSTALL_SUCCESSFUL,
+            Step::Upgrade | Step::Reconcile => st::UPGRADE_SUCCESSFUL,
+            Step::Uninstall => st::UNINSTALL_SUCCESSFUL,
+        }
+    }
+
+    /// The condition the step sets when it fails, and that condition's reason.
+    fn failure(self) -> (&'static str, &'static str) {
+        match self {
+            Step::Install => (st::RELEASE_FAILED, st::INSTALL_ERROR),
+            Step::Upgrade => (st::RELEASE_FAILED, st::UPGRADE_ERROR),
+            Step::Reconcile => (st::IRRECONCILABLE, st::RECONCILE_ERROR),
+            Step::Uninstall => (st::RELEASE_FAILED, st::UNINSTALL_ERROR),
+        }
+    }
+
+    /// The Event's action.
+    fn event_action(self) -> &'static str {
+        match self {
+            Step::Install => "Install",
+            Step::Upgrade => "Upgrade",
+            Step::Reconcile => "Reconcile",
+            Step::Uninstall => "Uninstall",
+        }
+    }
+}
+
+/// The release's notes, as the `Deployed` condition's message.
+fn notes(rel: &Release) -> String {
+    rel.info
+        .as_ref()
+        .map(|i| i.notes.clone())
+        .unwrap_or_default()
+}
+
+/// The `Deployed` reason of a release that was not changed now: as Go says it, by
+/// whether the deployed revision is the first.
+fn reason_by_version(rel: &Release) -> &'static str {
+    if rel.version == 1 {
+        st::INSTALL_SUCCESSFUL
+    } else {
+        st::UPGRADE_SUCCESSFUL
+    }
+}
+
+impl Run {
+    /// Writes the status if it changed since the start of this reconcile.
+    pub(super) async fn write_status(&mut self) -> Result<(), ReconcileError> {
+        match st::write_if_changed(&self.api, &self.name, &self.original, &self.status).await {
+            Ok(_) => {
+                self.original = self.status.clone();
+                Ok(())
+            }
+            Err(source) => Err(ReconcileError::Kube {
+                cr: self.cr_id.clone(),
+                action: "update the status of",
+                source,
+            }),
+        }
+    }
+
+    pub(super) fn set_release_metric(&self, status: Option<&str>) {
+        self.ctx
+            .metrics()
+            .set_release_status(&self.gvk, &self.namespace, &self.name, status);
+    }
+
+    /// `step` failed: sets its failure condition, records a Warning Event, writes the
+    /// status and returns `err`.
+    pub(super) async fn fail(
+        &mut self,
+        step: Step,
+        message: String,
+        err: ReconcileError,
+    ) -> ReconcileError {
+        let (condition, reason) = step.failure();
+        tracing::error!(cr = %self.cr_id, reason, error = %message, "reconcile failed");
+        self.status
+            .set(condition, st::TRUE, reason, message.clone());
+        self.events
+            .warning(reason, step.event_action(), message)
+            .await;
+        if let Err(e) = self.write_status().await {
+            tracing::warn!(cr = %self.cr_id, error = %e, "cannot record the failure in the status");
+        }
+        err
+    }
+
+    /// The CR's inputs cannot be used: `Irreconcilable`.
+    pub(super) async fn irreconcilable(
+        &mut self,
+        message: String,
+        err: ReconcileError,
+    ) -> ReconcileError {
+        self.fail(Step::Reconcile, message, err).await
+    }
+
+    /// A failed release action on this CR, retried after `retry_in` (the controller's
+    /// backoff when `None`).
+    pub(super) fn action_error(
+        &self,
+        action: &'static str,
+        source: action::Error,
+        retry_in: Option<Duration>,
+    ) -> ReconcileError {
+        ReconcileError::Action {
+            cr: self.cr_id.clone(),
+            action,
+            source: Box::new(source),
+            retry_in,
+        }
+    }
+
+    /// The release action of `step` failed with `source`; `message` is what the status
+    /// and the Event say.
+    pub(super) async fn action_failed(
+        &mut self,
+        step: Step,
+        source: action::Error,
+        retry_in: Option<Duration>,
+        message: String,
+    ) -> ReconcileError {
+        let err = self.action_error(step.action(), source, retry_in);
+        self.fail(step, message, err).await
+    }
+
+    /// `step` changed the release to `rel`: `Deployed` and a Normal Event with `note`.
+    pub(super) async fn succeeded(&mut self, rel: &Release, step: Step, note: String) {
+        self.status
+            .set(st::DEPLOYED, st::TRUE, step.success(), notes(rel));
+        self.events
+            .normal(step.success(), step.event_action(), note)
+            .await;
+    }
+
+    /// A release without records was recorded over its `found` live objects.
+    pub(super) async fn adopted(&mut self, rel: &Release, found: usize) {
+        tracing::info!(cr = %self.cr_id, release = %rel.name, version = rel.version, found, "adopted the release's existing objects");
+        self.events
+            .normal(
+                events::ADOPTED,
+                "Adopt",
+                format!(
+                    "Recorded release {} revision {} over its existing objects",
+                    self.name, rel.version
+                ),
+            )
+            .await;
+        self.status
+            .set(st::DEPLOYED, st::TRUE, reason_by_version(rel), notes(rel));
+    }
+
+    /// The unchanged release `rel` was applied again; `report` says what had drifted.
+    pub(super) async fn repaired(&mut self, rel: &Release, report: &RepairReport) {
+        if !report.repaired.is_empty() {
+            let objects: Vec<String> = report.repaired.iter().map(|o| o.to_string()).collect();
+            tracing::info!(cr = %self.cr_id, release = %self.name, objects = ?objects, "repaired release objects");
+            self.events
+                .normal(
+                    events::REPAIRED,
+                    "Reconcile",
+                    format!(
+                        "Re-applied {} object(s) of release {} revision {}: {}",
+                        objects.len(),
+                        self.name,
+                        rel.version,
+                        objects.join(", ")
+                    ),
+                )
+                .await;
+        }
+        self.status
+            .set(st::DEPLOYED, st::TRUE, reason_by_version(rel), notes(rel));
+    }
+
+    /// The last `attempts` with these inputs failed and their backoff has not passed:
+    /// the status keeps the last failure, the error says when to retry.
+    pub(super) async fn backing_off(
+        &mut self,
+        attempts: u32,
+        retry_in: Duration,
+    ) -> ReconcileError {
+        let last = self
+            .status
+            .condition(st::RELEASE_FAILED)
+            .map(|c| c.message.clone())
+            .unwrap_or_default();
+        if let Err(e) = self.write_status().await {
+            return e;
+        }
+        ReconcileError::BackingOff {
+            cr: self.cr_id.clone(),
+            attempts,
+            retry_in,
+            last,
+        }
+    }
+
+    /// The release is deployed as `rel`: the status shows it, the metric too, and the
+    /// controller learns when to come back and which kinds to watch.
+    pub(super) async fn deployed(
+        &mut self,
+        rel: Release,
+        requeue_after: Option<Duration>,
+    ) -> Result<Outcome, ReconcileError> {
+        self.status.remove(st::IRRECONCILABLE);
+        self.status.remove(st::RELEASE_FAILED);
+        self.status.deployed_release = Some(DeployedRelease {
+            name: rel.name.clone(),
+            manifest: rel.manifest.clone(),
+        });
+        self.write_status().await?;
+        self.set_release_metric(Some(rel.status().as_str()));
+        let dependents = if self.ctx.watch.watch_dependent_resources {
+            action::manifest_kinds(&rel.name, &rel.manifest)
+        } else {
+            Vec::new()
+        };
+        Ok(Outcome {
+            requeue_after,
+            dependents,
+        })
+    }
+
+    /// One `OverrideValuesInUse` warning per override, as Go records them before an
+    /// install or upgrade: the value shown unless `--suppress-override-values`.
+    pub(super) async fn warn_overrides(&self) {
+        let suppress = self.ctx.suppress_override_values;
+        for (key, value) in &self.ctx.watch.override_values {
+            let shown = if suppress { "****" } else { value.as_str() };
+            let note =
+                format!("Chart value {key:?} overridden to {shown:?} by operator's watches.yaml");
+            self.events
+                .warning(events::OVERRIDE_VALUES_IN_USE, "Reconcile", note)
+                .await;
+        }
+    }
+}

@@ -1,0 +1,116 @@
+//! What a reconcile costs against the embedded API server, counted on the wire: a first
+//! install renders the chart once, and a no-op reconcile (unchanged spec, nothing
+//! drifted) decodes one release record and renders nothing. The counts are printed
+//! (`--nocapture`) for the record; the bounds are asserted.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+
+use common::{create_cr, get_cr, start, watch, NS};
+use kube::Client;
+use operator::reconcile::{reconcile, Context};
+use serde_json::json;
+
+/// What a client asked the API server, by kind of request.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+struct Counts {
+    /// GETs of one release record Secret: each is one record decoded.
+    record_gets: usize,
+    /// Label-selected lists of release record Secrets (labels only are read).
+    record_lists: usize,
+    /// Creates, updates and deletes of release record Secrets.
+    record_writes: usize,
+    /// Creates, updates and deletes of the release lock's Lease.
+    lease_writes: usize,
+    /// Every request.
+    total: usize,
+}
+
+type Seen = Arc<Mutex<Vec<(String, String)>>>;
+
+/// `inner`, with every request's method and path (query included) noted in `seen`.
+fn counting_client(inner: Client, seen: Seen) -> Client {
+    let svc = tower::service_fn(move |req: http::Request<kube::client::Body>| {
+        let inner = inner.clone();
+        let seen = seen.clone();
+        async move {
+            let uri = req.uri();
+            let path = match uri.query() {
+                Some(q) => format!("{}?{q}", uri.path()),
+                None => uri.path().to_string(),
+            };
+            seen.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push((req.method().to_string(), path));
+            inner.send(req).await
+        }
+    });
+    Client::new(svc, NS)
+}
+
+fn counts(seen: &Seen) -> Counts {
+    let seen = seen.lock().unwrap_or_else(|e| e.into_inner());
+    let mut c = Counts::default();
+    for (method, path) in seen.iter() {
+        c.total += 1;
+        let (path, query) = path.split_once('?').unwrap_or((path, ""));
+        let record = path.contains("/secrets/sh.helm.release.v1.");
+        let secrets = path.ends_with("/secrets");
+        match method.as_str() {
+            "GET" if record => c.record_gets += 1,
+            "GET" if secrets && query.contains("owner%3Dhelm") => c.record_lists += 1,
+            "GET" => {}
+            _ if record || secrets => c.record_writes += 1,
+            _ => {}
+        }
+        if path.contains("/leases") && method != "GET" {
+            c.lease_writes += 1;
+        }
+    }
+    c
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_first_install_renders_once_and_a_no_op_reconcile_decodes_one_record() {
+    let (server, plain) = start().await;
+    let seen: Seen = Arc::default();
+    let client = counting_client(plain.clone(), seen.clone());
+    let chart = chart::loader::load(common::chart_dir()).expect("chart");
+    let ctx = Context::new(
+        client,
+        Arc::new(watch()),
+        Arc::new(chart),
+        common::resource(),
+    )
+    .expect("context");
+    let ctx = Arc::new(ctx);
+    create_cr(&plain, "app", json!({"greeting": "hi"})).await;
+
+    let renders = action::renders();
+    let cr = get_cr(&plain, "app").await;
+    reconcile(Arc::new(cr), ctx.clone()).await.expect("install");
+    let install = counts(&seen);
+    let install_renders = action::renders() - renders;
+
+    seen.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    let renders = action::renders();
+    let cr = get_cr(&plain, "app").await;
+    reconcile(Arc::new(cr), ctx.clone()).await.expect("no-op");
+    let noop = counts(&seen);
+    let noop_renders = action::renders() - renders;
+
+    eprintln!("first install: {install:?}, renders: {install_renders}");
+    eprintln!("no-op reconcile: {noop:?}, renders: {noop_renders}");
+    for (method, path) in seen.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+        eprintln!("  {method} {path}");
+    }
+    assert_eq!(install_renders, 1, "a first install renders once");
+    assert_eq!(noop_renders, 0, "a no-op reconcile renders nothing");
+    assert!(
+        noop.record_gets <= 1,
+        "a no-op reconcile decodes at most one record: {noop:?}"
+    );
+    assert_eq!(noop.record_writes, 0, "and writes no record: {noop:?}");
+    server.stop().await;
+}

@@ -2,7 +2,7 @@
 //! the same truthiness, nil/missing-key semantics, argument conversion and
 //! error messages (`template: NAME:LINE:COL: executing "NAME" at <NODE>: ...`).
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::rc::Rc;
 
@@ -30,7 +30,10 @@ pub struct Options {
     /// Maximum nesting of `template` calls (and host calls such as Helm's
     /// `include`) before execution fails instead of exhausting memory.
     pub max_depth: usize,
-    /// Maximum size of one execution's output in bytes.
+    /// Maximum bytes written by all executions of a template set together
+    /// (including those of `template`, `include` and `tpl`, whose output is
+    /// written again where it is used), so the memory a render takes to
+    /// reach a refused size stays a small multiple of this.
     pub max_output: usize,
 }
 
@@ -133,6 +136,8 @@ pub struct Templates {
     funcs: Rc<FuncMap>,
     options: Options,
     cache: Option<Rc<RefCell<ParseCache>>>,
+    /// Bytes written so far by executions of this set and its layers.
+    written: Rc<Cell<usize>>,
 }
 
 impl Templates {
@@ -144,6 +149,7 @@ impl Templates {
             funcs,
             options: Options::default(),
             cache: None,
+            written: Rc::default(),
         }
     }
 
@@ -162,6 +168,7 @@ impl Templates {
             funcs: base.funcs.clone(),
             options: base.options,
             cache: base.cache.clone(),
+            written: base.written.clone(),
             base: Some(base),
         }
     }
@@ -442,12 +449,14 @@ impl<'a> State<'a, '_> {
     }
 
     fn write(&mut self, s: &str) -> R<()> {
-        if self.out.len() + s.len() > self.tmpl.options.max_output {
+        let written = self.tmpl.written.get().saturating_add(s.len());
+        if written > self.tmpl.options.max_output {
             return self.errorf(format!(
                 "output exceeds the limit of {} bytes",
                 self.tmpl.options.max_output
             ));
         }
+        self.tmpl.written.set(written);
         self.out.push_str(s);
         Ok(())
     }

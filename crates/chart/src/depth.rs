@@ -56,3 +56,76 @@ pub fn on_deep_stack<R: Send + 'static>(
         Err(panic) => std::panic::resume_unwind(panic),
     }
 }
+
+/// Runs `f` with at least `levels * per_level` bytes of stack (plus a
+/// margin) left, on a fresh segment when the current one has less: for
+/// code outside our control (serde, the schema validator) that recurses
+/// once per level of data whose depth is known.
+pub(crate) fn with_stack_for<R>(levels: usize, per_level: usize, f: impl FnOnce() -> R) -> R {
+    let need = (256 << 10) + levels.saturating_mul(per_level);
+    stacker::maybe_grow(need, need, f)
+}
+
+/// How deep a JSON tree nests (a scalar is 0, `[]` is 1), walked without
+/// recursion.
+pub fn json_depth(v: &serde_json::Value) -> usize {
+    let mut deepest = 0;
+    let mut stack = vec![(v, 0usize)];
+    while let Some((v, d)) = stack.pop() {
+        let children: Box<dyn Iterator<Item = &serde_json::Value>> = match v {
+            serde_json::Value::Array(items) => Box::new(items.iter()),
+            serde_json::Value::Object(map) => Box::new(map.values()),
+            _ => continue,
+        };
+        deepest = deepest.max(d + 1);
+        stack.extend(children.map(|c| (c, d + 1)));
+    }
+    deepest
+}
+
+/// How deep `{` and `[` nest in JSON text, strings skipped, counted only up
+/// to one past [`MAX_DEPTH`]: a check that costs no recursion before
+/// handing the text to a recursive parser.
+pub fn json_text_depth(text: &[u8]) -> usize {
+    let (mut open, mut deepest, mut in_string, mut escaped) = (0usize, 0usize, false, false);
+    for &b in text {
+        if in_string {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'{' | b'[' => {
+                open += 1;
+                deepest = deepest.max(open);
+                if deepest > MAX_DEPTH {
+                    break;
+                }
+            }
+            b'}' | b']' => open = open.saturating_sub(1),
+            _ => {}
+        }
+    }
+    deepest
+}
+
+/// Parses JSON text with serde_json as deep as Go's `encoding/json` reads
+/// (serde_json alone stops at 128 levels), on the stack that takes.
+pub fn parse_json_text(text: &[u8]) -> Result<serde_json::Value, String> {
+    let depth = json_text_depth(text);
+    if depth > MAX_DEPTH {
+        return Err(format!("exceeded max depth of {MAX_DEPTH}"));
+    }
+    let mut de = serde_json::Deserializer::from_slice(text);
+    de.disable_recursion_limit();
+    with_stack_for(depth, 2048, || {
+        let v = <serde_json::Value as serde::Deserialize>::deserialize(&mut de)
+            .and_then(|v| de.end().map(|()| v));
+        v.map_err(|e| e.to_string())
+    })
+}

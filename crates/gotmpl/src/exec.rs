@@ -417,7 +417,13 @@ impl<'a> State<'a, '_> {
     fn errorf<T>(&self, msg: impl AsRef<str>) -> R<T> {
         let name = &self.tree.name;
         let (pos, ctx) = match self.at {
-            At::None => return Err(Error::Exec(format!("template: {}: {}", name, msg.as_ref()))),
+            At::None => {
+                return Err(Error::Exec(crate::limits::cap_message(format!(
+                    "template: {}: {}",
+                    name,
+                    msg.as_ref()
+                ))))
+            }
             At::Arg(a) => (a.pos(), a.to_string()),
             At::Cmd(c) => (c.pos, c.to_string()),
             At::Pipe(p) => (p.pos, p.to_string()),
@@ -429,13 +435,15 @@ impl<'a> State<'a, '_> {
                 },
             ),
         };
-        Err(Error::Exec(format!(
+        // Each level of a nested failure wraps the one below: capping here
+        // keeps the whole chain bounded.
+        Err(Error::Exec(crate::limits::cap_message(format!(
             "template: {}: executing {:?} at <{}>: {}",
             self.tree.location(pos),
             name,
             ctx,
             msg.as_ref()
-        )))
+        ))))
     }
 
     fn walk_list(&mut self, dot: &Cur, nodes: &'a [Node]) -> R<Flow> {

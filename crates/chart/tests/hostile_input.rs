@@ -399,3 +399,21 @@ fn a_tpl_recursing_through_values_fails_with_a_short_error() {
         "{e}"
     );
 }
+
+#[test]
+fn json_values_deeper_than_yaml_rust2_flow_limit_read_as_go_yaml_reads_them() {
+    // yaml-rust2 stops flow nesting at 255; go-yaml, and so Helm, at 10,000.
+    let doc = |n: usize| format!("{{\"tree\": {}1{}}}", "[".repeat(n), "]".repeat(n));
+    let depth = on_deep_stack(move || {
+        let v = chart::values::read_values(&doc(3_000)).expect("accepted");
+        chart::depth::json_depth(&serde_json::Value::Object(v))
+    })
+    .unwrap();
+    assert_eq!(depth, 3_001);
+    let e = chart::values::read_values(&doc(MAX_DEPTH + 1)).unwrap_err();
+    assert!(e.ends_with("yaml: exceeded max depth of 10000"), "{e}");
+    // Deep flow YAML that is not JSON keeps the YAML error.
+    let e = chart::yaml::parse_yaml_to_json(&format!("a: {}x{}", "[".repeat(300), "]".repeat(300)))
+        .unwrap_err();
+    assert!(e.to_string().contains("recursion limit exceeded"), "{e}");
+}

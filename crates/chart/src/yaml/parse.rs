@@ -172,6 +172,17 @@ fn scan_err(text: &str, e: ScanError) -> YamlError {
     }
 }
 
+/// What yaml-rust2 says past 255 levels of flow nesting.
+const FLOW_DEPTH_MESSAGE: &str = "recursion limit exceeded";
+
+/// Whether `e` is yaml-rust2 stopping at its flow nesting limit.
+pub(crate) fn is_flow_depth_error(e: &YamlError) -> bool {
+    match e {
+        YamlError::Syntax { msg, .. } | YamlError::Unmarshal(msg) => msg == FLOW_DEPTH_MESSAGE,
+        _ => false,
+    }
+}
+
 fn syntax(mark: &Marker, msg: impl Into<String>) -> YamlError {
     YamlError::Syntax {
         line: mark.line(),

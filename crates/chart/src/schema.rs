@@ -90,11 +90,11 @@ pub fn validate_single(values: &Values, schema: &[u8]) -> Result<(), String> {
 const SCHEMA_STACK_PER_LEVEL: usize = 16 << 10;
 
 fn validate_instance(validator: &jsonschema::Validator, instance: &Json) -> Result<(), String> {
-    if validator.is_valid(&instance) {
+    if validator.is_valid(instance) {
         return Ok(());
     }
     let mut lines: Vec<(String, String)> = validator
-        .iter_errors(&instance)
+        .iter_errors(instance)
         .map(|e| (e.instance_path().to_string(), message(&e)))
         .collect();
     if lines.is_empty() {

@@ -23,6 +23,11 @@ pub fn cap_message(msg: String) -> String {
     )
 }
 
+/// Whether [`cap_message`] cut something out of `msg`.
+pub fn was_capped(msg: &str) -> bool {
+    msg.contains(NOTE_END)
+}
+
 const NOTE_START: &str = " … [";
 const NOTE_END: &str = " bytes of nested errors cut] … ";
 

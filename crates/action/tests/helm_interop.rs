@@ -7,8 +7,8 @@
 use std::path::Path;
 use std::process::Command;
 
-use action::ActionOptions;
 use apiserver::{Config, Server};
+use action::ActionOptions;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::Api;
 use serde_json::{Map, Value};

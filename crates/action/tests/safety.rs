@@ -378,9 +378,7 @@ async fn diff_upgrade_and_test_hooks() {
     assert!(!action::same_manifest(a, &b.replace("name: b", "name: c")));
 
     // Test hooks run and their executions are recorded.
-    let rel = action::test(client.clone(), &opts("d"))
-        .await
-        .expect("test");
+    let rel = action::test(client.clone(), &opts("d")).await.expect("test");
     let smoke = rel
         .hooks
         .iter()

@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use action::{ActionOptions, UninstallOptions};
 use anyhow::{anyhow, bail, Context as _};
+use action::{ActionOptions, UninstallOptions};
 use chart::loader::Values;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, ListParams, PostParams};

@@ -404,4 +404,19 @@ mod tests {
         // Deeper than serde_json's own default limit of 128, on this thread.
         assert_eq!(decode(&gzip_b64(&nested_record(300))).unwrap().name, "demo");
     }
+
+    #[test]
+    fn numbers_take_gos_spelling_after_one_round_trip() {
+        // Found by fuzzing: `0.0` reads as a float and is written as Go
+        // writes float64 zero, `0`; from then on the bytes stay the same.
+        let json = br#"{"name":"demo","config":{"ratio":0.0,"big":1e21}}"#;
+        let rel = decode_json_or_gzip(json).unwrap();
+        let once = to_go_json(&rel).unwrap();
+        assert_eq!(
+            std::str::from_utf8(&once).unwrap(),
+            r#"{"name":"demo","config":{"big":1e+21,"ratio":0}}"#
+        );
+        let twice = to_go_json(&decode(&encode(&rel).unwrap()).unwrap()).unwrap();
+        assert_eq!(twice, once);
+    }
 }

@@ -7,7 +7,8 @@
 //! [`crate::Install::run_or_adopt`] adopts from the install's own render; [`Adopt`]
 //! adopts or writes nothing.
 
-use chart::loader::{Chart, Values};
+use chart::loader::Chart;
+use chart::values::Values;
 use release::record::Release;
 
 use crate::config::ActionConfig;

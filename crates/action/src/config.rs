@@ -13,8 +13,9 @@ use kube::Client;
 use release::lock::{KubeLocks, LockBackend, MemoryLocks};
 use release::{Storage, StorageDriver};
 
-use chart::loader::{Chart, Values};
+use chart::loader::Chart;
 use chart::render::Rendered;
+use chart::values::Values;
 
 use crate::error::Result;
 use crate::kube::capabilities::DiscoveryCache;

@@ -2,8 +2,9 @@
 //! with the deployed release, document by document (parsed, so formatting, comments,
 //! key and document order do not matter), hooks and values included.
 
-use chart::loader::{Chart, Values};
+use chart::loader::Chart;
 use chart::render::Rendered;
+use chart::values::Values;
 use release::Storage;
 
 use crate::error::{Error, Result};
@@ -73,7 +74,7 @@ fn compare(current: &release::Release, values: &Values, rendered: &Rendered) -> 
 /// empty documents dropped: formatting, comments and key order do not matter.
 fn normalized_docs<'a>(docs: impl IntoIterator<Item = &'a str>) -> Vec<serde_json::Value> {
     docs.into_iter()
-        .filter_map(|d| match chart::yaml::parse_yaml_to_json(d) {
+        .filter_map(|d| match gocodec::yaml::parse_yaml_to_json(d) {
             Ok(serde_json::Value::Null) => None,
             Ok(v) => Some(v),
             Err(_) => Some(serde_json::Value::String(d.trim().to_string())),

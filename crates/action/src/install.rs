@@ -8,9 +8,10 @@
 
 use std::collections::BTreeMap;
 
-use chart::loader::{Chart, Values};
+use chart::loader::Chart;
 use chart::manifest::UNINSTALL_ORDER;
 use chart::render::Rendered;
+use chart::values::Values;
 use release::record::{Release, Status};
 use release::Storage;
 

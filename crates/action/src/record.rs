@@ -3,9 +3,10 @@
 
 use std::collections::BTreeMap;
 
-use chart::loader::{Chart as LoadedChart, Values};
+use chart::loader::Chart as LoadedChart;
 use chart::manifest::{split_documents, INSTALL_ORDER};
 use chart::render::Rendered;
+use chart::values::Values;
 use kube::core::GroupVersionKind;
 use release::record::{Chart, File, Hook, Info, Metadata, Release, Status};
 use release::Time;

@@ -4,8 +4,9 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use chart::loader::{Chart, Values};
+use chart::loader::Chart;
 use chart::render::{render_chart, ReleaseInfo, RenderOptions, Rendered};
+use chart::values::Values;
 use kube::Client;
 
 use crate::error::{Error, Result};

@@ -7,7 +7,8 @@
 //! Which values an upgrade renders with follows Helm's `--reset-values`,
 //! `--reuse-values` and `--reset-then-reuse-values` ([`ReuseValues`]).
 
-use chart::loader::{Chart, Values};
+use chart::loader::Chart;
+use chart::values::Values;
 use chart::values::{coalesce_tables, Warnings};
 use release::record::{Release, Status};
 use release::Storage;

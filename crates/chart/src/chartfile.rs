@@ -168,7 +168,7 @@ impl Metadata {
         if self.version.is_empty() {
             return Err(v("chart.metadata.version is required"));
         }
-        if crate::funcs::semver::parse_version(&self.version).is_err() {
+        if sprig::semver::parse_version(&self.version).is_err() {
             return Err(v(&format!(
                 "chart.metadata.version {:?} is invalid",
                 self.version
@@ -406,15 +406,15 @@ impl Lock {
 
 fn parse_yaml(text: &str, file: &str) -> Result<Json, ChartfileError> {
     use std::cell::RefCell;
-    type Parsed = Result<Json, crate::yaml::YamlError>;
+    type Parsed = Result<Json, gocodec::yaml::YamlError>;
     // Every load of a chart reads the same `Chart.yaml` of each subchart.
     thread_local! {
-        static MEMO: RefCell<crate::memo::Memo<Parsed>> = RefCell::new(crate::memo::Memo::new(4 << 20));
+        static MEMO: RefCell<gocodec::memo::Memo<Parsed>> = RefCell::new(gocodec::memo::Memo::new(4 << 20));
     }
     let parsed = match MEMO.with(|m| m.borrow().get(text.as_bytes())) {
         Some(p) => p,
         None => {
-            let p = crate::yaml::parse_yaml_to_json(text);
+            let p = gocodec::yaml::parse_yaml_to_json(text);
             MEMO.with(|m| m.borrow_mut().put(text.as_bytes(), p.clone()));
             p
         }
@@ -495,7 +495,7 @@ fn scalar_text(v: &Json) -> Option<String> {
         Json::Number(n) => Some(match (n.as_i64(), n.as_u64(), n.as_f64()) {
             (Some(i), _, _) => i.to_string(),
             (None, Some(u), _) => u.to_string(),
-            (None, None, Some(f)) => crate::json::format_float_g32(f),
+            (None, None, Some(f)) => gostd::strconv::format_float(f, b'g', -1, 32),
             (None, None, None) => n.to_string(),
         }),
         _ => None,
@@ -780,9 +780,9 @@ mod tests {
         let md = Metadata::parse("apiVersion: v2\nname: t\nversion: 0.1.0\n").unwrap();
         let v = md.template_value(true);
         let ann = v.as_map().unwrap().get("Annotations").unwrap();
-        assert_eq!(crate::json::to_json(&ann).unwrap(), "null");
-        assert_eq!(crate::yaml::to_yaml(&ann).unwrap(), "null");
-        assert_eq!(gotmpl::gofmt::format_value(&ann), "map[]");
+        assert_eq!(gocodec::json::to_json(&ann).unwrap(), "null");
+        assert_eq!(gocodec::yaml::to_yaml(&ann).unwrap(), "null");
+        assert_eq!(gotmpl::fmt::format_value(&ann), "map[]");
         let md = Metadata::parse("name: t\nannotations: {}\n").unwrap();
         let ann = md
             .template_value(true)
@@ -790,7 +790,7 @@ mod tests {
             .unwrap()
             .get("Annotations")
             .unwrap();
-        assert_eq!(crate::json::to_json(&ann).unwrap(), "{}");
+        assert_eq!(gocodec::json::to_json(&ann).unwrap(), "{}");
     }
 
     #[test]

@@ -58,8 +58,8 @@ const PARSE_CACHE_BYTES: usize = 64 << 20;
 
 thread_local! {
     static BASE_FUNCS: Rc<FuncMap> = {
-        let mut m = FuncMap::new();
-        crate::funcs::register_all(&mut m);
+        let mut m = sprig::funcmap();
+        crate::funcs::register(&mut m);
         Rc::new(m)
     };
     // Charts are rendered again and again (every reconcile, every `tpl`
@@ -74,7 +74,29 @@ thread_local! {
 /// to free memory once charts are gone.
 pub fn clear_caches() {
     PARSE_CACHE.with(|c| *c.borrow_mut() = ParseCache::new(PARSE_CACHE_BYTES));
-    crate::memo::clear_all();
+    gocodec::memo::clear_all();
+}
+
+/// Why a standalone template text did not render: the text/template
+/// message of the failed step.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RenderStringError {
+    #[error("{0}")]
+    Parse(String),
+    #[error("{0}")]
+    Exec(String),
+}
+
+/// Renders one template text on its own, with Sprig's and Helm's functions
+/// but no chart (so no `include`, `tpl` or `lookup`) and nothing as `.`:
+/// what operator-sdk does with a watch's `overrideValues`.
+pub fn render_string(name: &str, text: &str) -> Result<String, RenderStringError> {
+    let mut set = Templates::new(BASE_FUNCS.with(|b| b.clone()));
+    set.parse(name, text)
+        .map_err(|e| RenderStringError::Parse(e.to_string()))?;
+    Rc::new(set)
+        .execute(name, &Value::Invalid)
+        .map_err(|e| RenderStringError::Exec(e.to_string()))
 }
 
 impl Engine {

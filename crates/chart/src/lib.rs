@@ -1,19 +1,19 @@
-//! Helm charts: loading, values, dependencies, schema validation, the Sprig
-//! and Helm template functions, and rendering exactly as Helm renders.
+//! Helm charts: loading, values, dependencies, schema validation, and
+//! rendering exactly as Helm renders (Helm's `pkg/chart`, `pkg/chartutil`
+//! and `pkg/engine`). Template functions come from [`sprig`] plus Helm's own
+//! ([`funcs`]); YAML and JSON are [`gocodec`]'s.
+//!
+//! Start here: [`loader::load`] a chart, then [`render::render_chart`] it
+//! with values (or [`engine::render_string`] for one template text).
 
 pub mod chartfile;
 pub mod dependencies;
-pub mod depth;
 pub mod engine;
 pub mod funcs;
-pub mod json;
 pub mod loader;
 pub mod manifest;
-mod memo;
 pub mod objects;
 pub mod oracle;
 pub mod render;
 pub mod schema;
-pub mod toml;
 pub mod values;
-pub mod yaml;

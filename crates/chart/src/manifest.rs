@@ -223,7 +223,7 @@ pub fn sort_manifests(
             continue;
         }
         for doc in split_documents(content) {
-            let parsed = crate::yaml::parse_yaml_to_json(&doc).map_err(|e| ManifestError {
+            let parsed = gocodec::yaml::parse_yaml_to_json(&doc).map_err(|e| ManifestError {
                 path: path.clone(),
                 message: e.to_string(),
             })?;

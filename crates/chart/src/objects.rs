@@ -5,7 +5,7 @@ use std::any::Any;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
-use gotmpl::{gofmt, Func, List, ListKind, Map, Object, Ty, Value};
+use gotmpl::{Func, List, ListKind, Map, Object, Ty, Value};
 
 /// `.Files`: the chart's non-template files (Helm's `files`, a
 /// `map[string][]byte` with methods).
@@ -165,14 +165,14 @@ impl Object for Files {
             }),
             "AsConfig" => Func::new(&[], move |_, _| {
                 let m = me.base_name_map(|b| crate::loader::utf8_lossy(b).into_owned());
-                crate::yaml::to_yaml(&m)
+                gocodec::yaml::to_yaml(&m)
                     .map(Value::string)
                     .or_else(|_| Ok(Value::str("")))
             }),
             "AsSecrets" => Func::new(&[], move |_, _| {
                 use base64::Engine as _;
                 let m = me.base_name_map(|b| base64::engine::general_purpose::STANDARD.encode(b));
-                crate::yaml::to_yaml(&m)
+                gocodec::yaml::to_yaml(&m)
                     .map(Value::string)
                     .or_else(|_| Ok(Value::str("")))
             }),
@@ -180,7 +180,7 @@ impl Object for Files {
         })
     }
     fn format_v(&self) -> String {
-        gofmt::format_value(&self.as_value_map())
+        gotmpl::fmt::format_value(&self.as_value_map())
     }
     fn truthy(&self) -> bool {
         !self.files.is_empty()
@@ -518,7 +518,7 @@ mod tests {
     #[test]
     fn structs_encode_in_go_field_order() {
         let caps = Value::object(Capabilities::default());
-        let j = crate::json::to_json(&caps).unwrap();
+        let j = gocodec::json::to_json(&caps).unwrap();
         assert!(
             j.starts_with(r#"{"KubeVersion":{"Version":"v1.36.0","Major":"1","Minor":"36"},"APIVersions":["v1","#),
             "{j}"

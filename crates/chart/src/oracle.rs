@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::loader::Values;
 use crate::render::{render_templates, ReleaseInfo, RenderOptions, RenderedFiles};
+use crate::values::Values;
 
 /// Options of one corpus case (`<scenario>.options.json`).
 #[derive(Debug, Clone, Deserialize)]

@@ -10,10 +10,11 @@ use std::rc::Rc;
 use gotmpl::{MapKind, MapRef, Value};
 
 use crate::engine::{Engine, LookupFn, RenderError, Renderable};
-use crate::loader::{Chart, Values};
+use crate::loader::Chart;
 use crate::manifest::{self, Hook, Manifest, ManifestError, INSTALL_ORDER};
 use crate::objects::{Capabilities, Files, KubeVersion};
 use crate::values::prepare::{self, PrepareError, PrepareOptions, PreparedChart};
+use crate::values::Values;
 
 /// The release a chart is rendered for (`.Release`).
 #[derive(Debug, Clone)]

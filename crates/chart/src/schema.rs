@@ -14,8 +14,9 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use crate::loader::{Chart, Values};
-use crate::memo::Memo;
+use crate::loader::Chart;
+use crate::values::Values;
+use gocodec::memo::Memo;
 use serde_json::Value as Json;
 
 /// Values that do not meet a chart's schema, or a schema that is not usable.
@@ -75,13 +76,13 @@ pub fn validate_single(values: &Values, schema: &[u8]) -> Result<(), String> {
     // may take.
     let depth = 1 + values
         .values()
-        .map(crate::depth::json_depth)
+        .map(gocodec::depth::json_depth)
         .max()
         .unwrap_or(0);
-    crate::depth::with_stack_for(depth, SCHEMA_STACK_PER_LEVEL, || {
+    gocodec::depth::with_stack_for(depth, SCHEMA_STACK_PER_LEVEL, || {
         let instance = Json::Object(values.clone());
         let result = validate_instance(&validator, &instance);
-        crate::depth::drop_json(instance);
+        gocodec::depth::drop_json(instance);
         result
     })
 }
@@ -173,17 +174,17 @@ fn compile(schema: &[u8]) -> Result<Rc<jsonschema::Validator>, String> {
     if let Some(v) = MEMO.with(|m| m.borrow().get(schema)) {
         return v;
     }
-    let v = crate::depth::parse_json_text(schema)
+    let v = gocodec::depth::parse_json_text(schema)
         .map_err(|e| format!("{e}\n"))
         .and_then(|schema| {
             // Compiling walks the schema recursively.
-            let depth = crate::depth::json_depth(&schema);
-            let compiled = crate::depth::with_stack_for(depth, SCHEMA_STACK_PER_LEVEL, || {
+            let depth = gocodec::depth::json_depth(&schema);
+            let compiled = gocodec::depth::with_stack_for(depth, SCHEMA_STACK_PER_LEVEL, || {
                 jsonschema::validator_for(&schema).map_err(|e| {
                     format!("jsonschema: invalid schema 'file:///values.schema.json': {e}\n")
                 })
             });
-            crate::depth::drop_json(schema);
+            gocodec::depth::drop_json(schema);
             compiled
         })
         .map(Rc::new);
@@ -267,7 +268,7 @@ fn message(e: &jsonschema::ValidationError) -> String {
         K::MultipleOf { multiple_of } => format!(
             "multipleOf: got {}, want {}",
             display(inst),
-            crate::json::format_float_g(*multiple_of)
+            gostd::strconv::format_float(*multiple_of, b'g', -1, 64)
         ),
         K::Pattern { pattern } => match inst {
             Json::String(s) => format!("'{s}' does not match pattern '{pattern}'"),
@@ -306,7 +307,7 @@ fn display(v: &Json) -> String {
         Json::Number(n) => match (n.as_i64(), n.as_u64(), n.as_f64()) {
             (Some(i), _, _) => i.to_string(),
             (None, Some(u), _) => u.to_string(),
-            (None, None, Some(f)) => crate::json::format_float_g(f),
+            (None, None, Some(f)) => gostd::strconv::format_float(f, b'g', -1, 64),
             _ => n.to_string(),
         },
         other => other.to_string(),

@@ -8,9 +8,9 @@
 //! is handled on a deep stack, as `rudder template` handles it: the
 //! compiler's recursive `Drop` and `Clone` of such deep values need it.
 
-use chart::depth::{drop_json, on_deep_stack, MAX_DEPTH};
 use chart::loader::{load_archive_with, load_files, Budget, BufferedFile, LoadError};
 use chart::render::{render_templates, RenderOptions};
+use gocodec::depth::{drop_json, on_deep_stack, MAX_DEPTH};
 use serde_json::json;
 
 /// A block mapping nested `levels` deep: `k:` one more space in each line.
@@ -79,7 +79,7 @@ fn values_as_deep_as_helm_reads_are_accepted() {
     // limit), and so do we.
     let depth = on_deep_stack(|| {
         let v = chart::values::read_values(&block_maps(MAX_DEPTH)).expect("accepted");
-        let d = chart::depth::json_depth(&serde_json::Value::Object(v.clone()));
+        let d = gocodec::depth::json_depth(&serde_json::Value::Object(v.clone()));
         drop_json(serde_json::Value::Object(v));
         d
     })
@@ -144,10 +144,10 @@ fn from_yaml_and_from_json_report_depth_as_helm_does() {
 #[test]
 fn json_decoding_stops_at_go_depth() {
     let text = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
-    let e = chart::json::parse(&text(MAX_DEPTH + 1), chart::json::Target::Any).unwrap_err();
+    let e = gocodec::json::parse(&text(MAX_DEPTH + 1), gocodec::json::Target::Any).unwrap_err();
     assert_eq!(e.to_string(), "invalid character '[' exceeded max depth");
     let ok = on_deep_stack(move || {
-        chart::json::parse(&text(MAX_DEPTH), chart::json::Target::Any).is_ok()
+        gocodec::json::parse(&text(MAX_DEPTH), gocodec::json::Target::Any).is_ok()
     });
     assert!(ok.unwrap());
 }
@@ -209,8 +209,8 @@ fn a_cr_whose_values_render_3000_levels_parses_on_a_worker_sized_stack() {
     let depth = std::thread::Builder::new()
         .stack_size(2 << 20)
         .spawn(move || {
-            let v = chart::yaml::parse_yaml_to_json(&manifest).expect("parses");
-            let d = chart::depth::json_depth(&v);
+            let v = gocodec::yaml::parse_yaml_to_json(&manifest).expect("parses");
+            let d = gocodec::depth::json_depth(&v);
             drop_json(v);
             d
         })
@@ -232,14 +232,14 @@ fn alias_bombs_fail_fast_as_go_yaml_refuses_them() {
         s
     };
     for levels in [4, 6, 10] {
-        let e = chart::yaml::parse_yaml_to_json(&bomb(levels)).unwrap_err();
+        let e = gocodec::yaml::parse_yaml_to_json(&bomb(levels)).unwrap_err();
         assert_eq!(
             e.to_string(),
             "error converting YAML to JSON: yaml: document contains excessive aliasing"
         );
     }
     // Three levels (a thousand copies) is what go-yaml still allows.
-    let v = chart::yaml::parse_yaml_to_json(&bomb(3)).unwrap();
+    let v = gocodec::yaml::parse_yaml_to_json(&bomb(3)).unwrap();
     assert_eq!(v["l3"].as_array().unwrap().len(), 10);
 }
 
@@ -258,7 +258,7 @@ fn schema_and_set_json_read_as_deep_as_go_and_no_deeper() {
     // Deeper than serde_json's own limit of 128.
     chart::schema::validate_single(&Default::default(), nested(300).as_bytes()).unwrap();
 
-    let mut vals = chart::loader::Values::new();
+    let mut vals = chart::values::Values::new();
     let arr = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
     let e = chart::values::strvals::parse_json(&format!("a={}", arr(MAX_DEPTH + 1)), &mut vals)
         .unwrap_err();
@@ -270,13 +270,13 @@ fn schema_and_set_json_read_as_deep_as_go_and_no_deeper() {
 #[test]
 fn deep_toml_gets_a_short_error() {
     let dotted = format!("{} = 1", vec!["a"; MAX_DEPTH + 1].join("."));
-    let e = chart::toml::parse_toml_map(&dotted)
+    let e = gocodec::toml::parse_toml_map(&dotted)
         .unwrap_err()
         .to_string();
     assert!(e.len() < 5000, "{} bytes", e.len());
     assert!(e.contains("bytes of nested errors cut"), "{e}");
     let arrays = format!("a = {}1{}", "[".repeat(MAX_DEPTH), "]".repeat(MAX_DEPTH));
-    assert!(chart::toml::parse_toml_map(&arrays).is_err());
+    assert!(gocodec::toml::parse_toml_map(&arrays).is_err());
 }
 
 /// A gzipped tar of `files` under `c/`; `big` entries are streamed zeros.
@@ -406,14 +406,15 @@ fn json_values_deeper_than_yaml_rust2_flow_limit_read_as_go_yaml_reads_them() {
     let doc = |n: usize| format!("{{\"tree\": {}1{}}}", "[".repeat(n), "]".repeat(n));
     let depth = on_deep_stack(move || {
         let v = chart::values::read_values(&doc(3_000)).expect("accepted");
-        chart::depth::json_depth(&serde_json::Value::Object(v))
+        gocodec::depth::json_depth(&serde_json::Value::Object(v))
     })
     .unwrap();
     assert_eq!(depth, 3_001);
     let e = chart::values::read_values(&doc(MAX_DEPTH + 1)).unwrap_err();
     assert!(e.ends_with("yaml: exceeded max depth of 10000"), "{e}");
     // Deep flow YAML that is not JSON keeps the YAML error.
-    let e = chart::yaml::parse_yaml_to_json(&format!("a: {}x{}", "[".repeat(300), "]".repeat(300)))
-        .unwrap_err();
+    let e =
+        gocodec::yaml::parse_yaml_to_json(&format!("a: {}x{}", "[".repeat(300), "]".repeat(300)))
+            .unwrap_err();
     assert!(e.to_string().contains("recursion limit exceeded"), "{e}");
 }

@@ -2,8 +2,9 @@
 //! corpus and the real Helm (through the rendering oracle when installed),
 //! plus small charts built in temporary directories.
 
-use chart::loader::{self, Values};
+use chart::loader;
 use chart::values::prepare::{prepare, prepare_with, PrepareOptions};
+use chart::values::Values;
 use serde_json::{json, Value as Json};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

@@ -221,13 +221,13 @@ pub fn eq(a: &Value, others: &[Value]) -> Result<bool, String> {
                         return Err(format!(
                             "non-comparable type {}: {}",
                             // Go formats the reflect.Value with %s.
-                            crate::gofmt::sprintf("%s", std::slice::from_ref(b)),
+                            crate::fmt::sprintf("%s", std::slice::from_ref(b)),
                             b.type_name()
                         ));
                     } else if !comparable(a) {
                         return Err(format!(
                             "non-comparable type {}: {}",
-                            crate::gofmt::sprintf("%s", std::slice::from_ref(a)),
+                            crate::fmt::sprintf("%s", std::slice::from_ref(a)),
                             a.type_name()
                         ));
                     } else if a.type_name() != b.type_name() {

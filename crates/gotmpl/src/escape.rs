@@ -2,8 +2,9 @@
 //! (`template.HTMLEscapeString`, `template.JSEscapeString`,
 //! `url.QueryEscape`) and the argument flattening they share.
 
-use crate::gofmt::{is_print, sprint};
+use crate::fmt::sprint;
 use crate::value::Value;
+use gostd::unicode::is_print;
 
 /// Go's `template.HTMLEscapeString`.
 pub fn html_escape(s: &str) -> String {

@@ -7,8 +7,8 @@ use std::cell::{Cell, RefCell};
 use foldhash::HashMap;
 use std::rc::Rc;
 
+use crate::fmt;
 use crate::funcs::FuncMap;
-use crate::gofmt;
 use crate::parse::{self, Arg, Branch, Command, Node, Number, Pipe, Tree};
 use crate::value::{Func, ListKind, MapKind, Ty, UintKind, Value};
 
@@ -451,8 +451,8 @@ impl<'a> State<'a, '_> {
             At::Template(p, name, pipe) => (
                 p,
                 match pipe {
-                    Some(pipe) => format!("{{{{template {} {pipe}}}}}", crate::gofmt::quote(name)),
-                    None => format!("{{{{template {}}}}}", crate::gofmt::quote(name)),
+                    Some(pipe) => format!("{{{{template {} {pipe}}}}}", crate::fmt::quote(name)),
+                    None => format!("{{{{template {}}}}}", crate::fmt::quote(name)),
                 },
             ),
         };
@@ -659,7 +659,7 @@ impl<'a> State<'a, '_> {
                 if b.pipe.decl.len() > 1 {
                     return self.errorf(format!(
                         "can't use {} to iterate over more than one variable",
-                        gofmt::format_value(&val)
+                        fmt::format_value(&val)
                     ));
                 }
                 for i in 0..(*n).max(0) {
@@ -675,7 +675,7 @@ impl<'a> State<'a, '_> {
                 if b.pipe.decl.len() > 1 {
                     return self.errorf(format!(
                         "can't use {} to iterate over more than one variable",
-                        gofmt::format_value(&val)
+                        fmt::format_value(&val)
                     ));
                 }
                 for i in 0..*n {
@@ -690,7 +690,7 @@ impl<'a> State<'a, '_> {
             other => {
                 return self.errorf(format!(
                     "range can't iterate over {}",
-                    gofmt::format_value(other)
+                    fmt::format_value(other)
                 ))
             }
         }
@@ -741,7 +741,7 @@ impl<'a> State<'a, '_> {
                 self.write(&s)
             }
             other => {
-                let s = gofmt::format_value(other);
+                let s = fmt::format_value(other);
                 self.write(&s)
             }
         }
@@ -1304,11 +1304,11 @@ impl<'a> State<'a, '_> {
             "len" => b::length(&argv[0]).map(Value::int),
             "index" => b::index(&argv[0], &argv[1..]),
             "slice" => b::slice(&argv[0], &argv[1..]),
-            "print" => Ok(Value::string(gofmt::sprint(&argv))),
-            "println" => Ok(Value::string(gofmt::sprintln(&argv))),
+            "print" => Ok(Value::string(fmt::sprint(&argv))),
+            "println" => Ok(Value::string(fmt::sprintln(&argv))),
             "printf" => {
                 let f = argv[0].as_str().unwrap_or_default().to_string();
-                Ok(Value::string(gofmt::sprintf(&f, &argv[1..])))
+                Ok(Value::string(fmt::sprintf(&f, &argv[1..])))
             }
             "html" => Ok(Value::string(crate::escape::html_escape(
                 &crate::escape::eval_args(&argv),

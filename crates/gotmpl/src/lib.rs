@@ -5,12 +5,13 @@
 pub mod builtins;
 pub mod escape;
 pub mod exec;
+pub mod fmt;
 pub mod funcs;
-pub mod gofmt;
 pub mod gostr;
 pub mod lex;
 pub mod limits;
 pub mod parse;
+pub mod time;
 pub mod value;
 
 pub use exec::{CallCtx, Error, MissingKey, Options, ParseCache, Templates};

@@ -11,7 +11,8 @@ use action::{
     Rollback, Uninstall, UninstallOptions, Upgrade, UpgradeDiff,
 };
 use async_trait::async_trait;
-use chart::loader::{Chart, Values};
+use chart::loader::Chart;
+use chart::values::Values;
 use kube::Client;
 use release::record::Release;
 use release::RecordMeta;

@@ -64,7 +64,7 @@ impl<'a> Annotations<'a> {
     /// (which logs and ignores a value `strconv.ParseBool` rejects).
     pub fn bool_or(&self, short: &str, default: bool) -> bool {
         match self.get(short) {
-            Some(v) => match parse_bool(v) {
+            Some(v) => match gostd::strconv::parse_bool(v) {
                 Some(b) => b,
                 None => {
                     tracing::info!(
@@ -90,7 +90,9 @@ impl<'a> Annotations<'a> {
     pub fn reconcile_period(&self) -> Result<Option<Duration>, AnnotationError> {
         match self.get(RECONCILE_PERIOD) {
             None => Ok(None),
-            Some(v) => parse_go_duration(v)
+            Some(v) => gostd::time::Duration::parse(v)
+                .ok()
+                .and_then(|d| d.to_std())
                 .map(Some)
                 .ok_or_else(|| AnnotationError {
                     name: format!("{PREFIX}{RECONCILE_PERIOD}"),
@@ -101,74 +103,9 @@ impl<'a> Annotations<'a> {
     }
 }
 
-/// Go's `strconv.ParseBool`.
-pub fn parse_bool(s: &str) -> Option<bool> {
-    match s {
-        "1" | "t" | "T" | "TRUE" | "true" | "True" => Some(true),
-        "0" | "f" | "F" | "FALSE" | "false" | "False" => Some(false),
-        _ => None,
-    }
-}
-
-/// Go's `time.ParseDuration` for non-negative durations: a sequence of decimal numbers,
-/// each with an optional fraction and a unit (`ns`, `us`, `µs`, `ms`, `s`, `m`, `h`).
-pub fn parse_go_duration(s: &str) -> Option<Duration> {
-    let s = s.strip_prefix('+').unwrap_or(s);
-    if s == "0" {
-        return Some(Duration::ZERO);
-    }
-    if s.is_empty() || s.starts_with('-') {
-        return None;
-    }
-    let mut total = 0f64;
-    let mut rest = s;
-    while !rest.is_empty() {
-        let num_len = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(rest.len());
-        let (num, tail) = rest.split_at(num_len);
-        if num.is_empty() || num == "." {
-            return None;
-        }
-        let value: f64 = num.parse().ok()?;
-        let unit_len = tail
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(tail.len());
-        let (unit, tail) = tail.split_at(unit_len);
-        let nanos_per = match unit {
-            "ns" => 1.0,
-            "us" | "µs" | "μs" => 1e3,
-            "ms" => 1e6,
-            "s" => 1e9,
-            "m" => 60e9,
-            "h" => 3600e9,
-            _ => return None,
-        };
-        total += value * nanos_per;
-        rest = tail;
-    }
-    if !total.is_finite() || total > u64::MAX as f64 {
-        return None;
-    }
-    Some(Duration::from_nanos(total.round() as u64))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn go_durations() {
-        assert_eq!(parse_go_duration("30s"), Some(Duration::from_secs(30)));
-        assert_eq!(parse_go_duration("1m30s"), Some(Duration::from_secs(90)));
-        assert_eq!(parse_go_duration("1.5h"), Some(Duration::from_secs(5400)));
-        assert_eq!(parse_go_duration("250ms"), Some(Duration::from_millis(250)));
-        assert_eq!(parse_go_duration("0"), Some(Duration::ZERO));
-        assert_eq!(parse_go_duration("10"), None);
-        assert_eq!(parse_go_duration("-1s"), None);
-        assert_eq!(parse_go_duration("1d"), None);
-        assert_eq!(parse_go_duration(""), None);
-    }
 
     #[test]
     fn annotations_with_both_prefixes() {
@@ -190,5 +127,11 @@ mod tests {
         let a = Annotations::new(Some(&m));
         let err = a.reconcile_period().unwrap_err();
         assert!(err.to_string().contains("reconcile-period"), "{err}");
+        m.insert(format!("{PREFIX}reconcile-period"), "-1s".to_string());
+        let a = Annotations::new(Some(&m));
+        assert!(
+            a.reconcile_period().is_err(),
+            "a negative period is refused"
+        );
     }
 }

@@ -36,31 +36,7 @@ pub fn default_identity() -> String {
         .and_then(|h| h.into_string().ok())
         .filter(|h| !h.is_empty())
         .unwrap_or_else(|| "rudder".to_string());
-    format!("{host}_{}", random_uuid())
-}
-
-/// A random (version 4) UUID's text.
-fn random_uuid() -> String {
-    let mut b = [0u8; 16];
-    if getrandom::fill(&mut b).is_err() {
-        // No OS randomness: still unique enough per process and start time.
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or_default();
-        b = (nanos ^ (u128::from(std::process::id()) << 64)).to_le_bytes();
-    }
-    b[6] = (b[6] & 0x0f) | 0x40;
-    b[8] = (b[8] & 0x3f) | 0x80;
-    let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
-    format!(
-        "{}-{}-{}-{}-{}",
-        &h[0..8],
-        &h[8..12],
-        &h[12..16],
-        &h[16..20],
-        &h[20..32]
-    )
+    format!("{host}_{}", gostd::uuid::new_v4())
 }
 
 #[derive(Debug, thiserror::Error)]

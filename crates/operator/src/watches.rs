@@ -8,10 +8,11 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::rc::Rc;
 use std::time::Duration;
 
+use chart::engine::RenderStringError;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
+use kube::core::{Expression, Selector, SelectorExt};
 use serde_json::{Map, Value};
 
 /// One entry of `watches.yaml`.
@@ -136,48 +137,25 @@ impl Watch {
     /// The selector as a `labelSelector=` query string for list and watch calls;
     /// `None` when every CR is selected.
     pub fn label_selector_string(&self) -> Option<String> {
-        let sel = self.selector.as_ref()?;
-        let mut parts = Vec::new();
-        for (k, v) in sel.match_labels.iter().flatten() {
-            parts.push(format!("{k}={v}"));
-        }
-        for e in sel.match_expressions.iter().flatten() {
-            let mut values = e.values.clone().unwrap_or_default();
-            values.sort();
-            parts.push(match e.operator.as_str() {
-                "In" => format!("{} in ({})", e.key, values.join(",")),
-                "NotIn" => format!("{} notin ({})", e.key, values.join(",")),
-                "Exists" => e.key.clone(),
-                _ => format!("!{}", e.key),
-            });
-        }
-        if parts.is_empty() {
-            None
-        } else {
-            Some(parts.join(","))
-        }
+        let sel = self.kube_selector();
+        (!sel.selects_all()).then(|| sel.to_string())
     }
 
     /// Whether a CR with these labels is selected by this watch.
     pub fn matches_labels(&self, labels: &BTreeMap<String, String>) -> bool {
+        self.kube_selector().matches(labels)
+    }
+
+    fn kube_selector(&self) -> Selector {
         let Some(sel) = &self.selector else {
-            return true;
+            return Selector::default();
         };
-        let labels_ok = sel
-            .match_labels
-            .iter()
-            .flatten()
-            .all(|(k, v)| labels.get(k) == Some(v));
-        labels_ok
-            && sel.match_expressions.iter().flatten().all(|e| {
-                let values = e.values.as_deref().unwrap_or_default();
-                match e.operator.as_str() {
-                    "In" => labels.get(&e.key).is_some_and(|v| values.contains(v)),
-                    "NotIn" => labels.get(&e.key).is_none_or(|v| !values.contains(v)),
-                    "Exists" => labels.contains_key(&e.key),
-                    _ => !labels.contains_key(&e.key),
-                }
-            })
+        // `parse` checks every selector; one built by hand that kube cannot
+        // read must select nothing (an `in ()` the API server refuses),
+        // never everything.
+        Selector::try_from(sel.clone()).unwrap_or_else(|_| {
+            Expression::In("rudder.invalid/selector".into(), Default::default()).into()
+        })
     }
 
     /// Whether the release may create objects in `namespace` (its own is always allowed).
@@ -235,7 +213,7 @@ fn parse_named(text: &str, base_dir: &Path, file: &str) -> Result<Vec<Watch>, Wa
         file: file.to_string(),
         message,
     };
-    let doc = chart::yaml::parse_yaml_to_json(text).map_err(|e| syntax(e.to_string()))?;
+    let doc = gocodec::yaml::parse_yaml_to_json(text).map_err(|e| syntax(e.to_string()))?;
     let entries = match doc {
         Value::Null => Vec::new(),
         Value::Array(a) => a,
@@ -380,7 +358,7 @@ fn parse_entry(entry: &Value, base_dir: &Path) -> Result<Watch, EntryErr> {
             } else {
                 scalar_string(val).map_err(|e| fail(format!("overrideValues.{k}: {e}")))?
             };
-            let expanded = expand_template(k, &expand_env(&raw))
+            let expanded = expand_template(k, &gostd::os::expand_env(&raw))
                 .map_err(|e| fail(format!("overrideValues.{k}: {e}")))?;
             w.override_values.insert(k.clone(), expanded);
         }
@@ -495,92 +473,11 @@ fn scalar_string(v: &Value) -> Result<String, String> {
         } else if let Some(u) = n.as_u64() {
             u.to_string()
         } else {
-            go_format_float32(n.as_f64().unwrap_or_default())
+            // `sigs.k8s.io/yaml` writes floats decoded into strings as float32s.
+            gostd::strconv::format_float(n.as_f64().unwrap_or_default(), b'g', -1, 32)
         }),
         other => Err(format!("expected a string, found {}", json_kind(other))),
     }
-}
-
-/// `strconv.FormatFloat(f, 'g', -1, 32)`, which `sigs.k8s.io/yaml` uses for floats
-/// decoded into strings.
-fn go_format_float32(f: f64) -> String {
-    let f = f as f32;
-    let sci = format!("{f:e}");
-    let Some((mantissa, exp)) = sci.split_once('e') else {
-        return sci;
-    };
-    let exp: i32 = exp.parse().unwrap_or(0);
-    if !(-4..6).contains(&exp) {
-        let sign = if exp < 0 { '-' } else { '+' };
-        format!("{mantissa}e{sign}{:02}", exp.abs())
-    } else {
-        format!("{f}")
-    }
-}
-
-/// Go's `os.ExpandEnv`: `$VAR` and `${VAR}` become the variable's value, empty when
-/// unset; `$` before anything else stays; a bad `${` is dropped.
-pub fn expand_env(s: &str) -> String {
-    expand_with(s, |name| std::env::var(name).unwrap_or_default())
-}
-
-fn expand_with(s: &str, lookup: impl Fn(&str) -> String) -> String {
-    let b = s.as_bytes();
-    let mut out = String::with_capacity(s.len());
-    let mut i = 0; // start of the text not copied yet
-    let mut j = 0;
-    while j < b.len() {
-        if b[j] == b'$' && j + 1 < b.len() {
-            out.push_str(&s[i..j]);
-            let (name, width) = shell_name(&s[j + 1..]);
-            if name.is_empty() && width > 0 {
-                // Bad syntax: the characters are eaten.
-            } else if name.is_empty() {
-                out.push('$');
-            } else {
-                out.push_str(&lookup(name));
-            }
-            j += width;
-            i = j + 1;
-        }
-        j += 1;
-    }
-    out.push_str(&s[i.min(s.len())..]);
-    out
-}
-
-fn is_shell_special(c: u8) -> bool {
-    matches!(
-        c,
-        b'*' | b'#' | b'$' | b'@' | b'!' | b'?' | b'-' | b'0'..=b'9'
-    )
-}
-
-/// Go's `getShellName`: the variable name after a `$`, and how many bytes it spans.
-fn shell_name(s: &str) -> (&str, usize) {
-    let b = s.as_bytes();
-    if b[0] == b'{' {
-        if b.len() > 2 && is_shell_special(b[1]) && b[2] == b'}' {
-            return (&s[1..2], 3);
-        }
-        for i in 1..b.len() {
-            if b[i] == b'}' {
-                if i == 1 {
-                    return ("", 2);
-                }
-                return (&s[1..i], i + 1);
-            }
-        }
-        return ("", 1);
-    }
-    if is_shell_special(b[0]) {
-        return (&s[0..1], 1);
-    }
-    let n = b
-        .iter()
-        .take_while(|c| c.is_ascii_alphanumeric() || **c == b'_')
-        .count();
-    (&s[..n], n)
 }
 
 /// The Go operator runs each override through `text/template` with the Sprig
@@ -589,75 +486,22 @@ fn expand_template(name: &str, text: &str) -> Result<String, String> {
     if !text.contains("{{") {
         return Ok(text.to_string());
     }
-    let mut funcs = gotmpl::FuncMap::new();
-    chart::funcs::register_all(&mut funcs);
-    let mut set = gotmpl::Templates::new(Rc::new(funcs));
-    set.parse(name, text)
-        .map_err(|e| format!("invalid template string {text:?}: {e}"))?;
-    let set = Rc::new(set);
-    set.execute(name, &gotmpl::Value::Invalid)
-        .map_err(|e| format!("failed to execute template {text:?}: {e}"))
+    chart::engine::render_string(name, text).map_err(|e| match e {
+        RenderStringError::Parse(e) => format!("invalid template string {text:?}: {e}"),
+        RenderStringError::Exec(e) => format!("failed to execute template {text:?}: {e}"),
+    })
 }
 
-/// Go's `time.ParseDuration` (units ns, us, µs, ms, s, m, h; decimals allowed;
-/// a bare `0`), refusing negative durations.
+/// A non-negative Go duration (`30s`, `1m30s`, `1.5h`, a bare `0`), as
+/// `time.ParseDuration` reads it, for settings and flags.
 pub fn parse_go_duration(text: &str) -> Result<Duration, String> {
-    let bad = || {
-        format!("invalid duration {text:?}: use a Go duration like \"30s\", \"1m30s\" or \"2h\"")
-    };
-    let mut s = text;
-    let mut negative = false;
-    if let Some(rest) = s.strip_prefix('-') {
-        negative = true;
-        s = rest;
-    } else if let Some(rest) = s.strip_prefix('+') {
-        s = rest;
-    }
-    if s == "0" {
-        return Ok(Duration::ZERO);
-    }
-    if s.is_empty() {
-        return Err(bad());
-    }
-    let mut total_nanos: f64 = 0.0;
-    while !s.is_empty() {
-        let num_len = s
-            .bytes()
-            .take_while(|c| c.is_ascii_digit() || *c == b'.')
-            .count();
-        let num = &s[..num_len];
-        if num.is_empty() || num == "." || num.matches('.').count() > 1 {
-            return Err(bad());
-        }
-        let value: f64 = num.parse().map_err(|_| bad())?;
-        s = &s[num_len..];
-        let unit_len = s
-            .char_indices()
-            .find(|(_, c)| c.is_ascii_digit() || *c == '.')
-            .map(|(i, _)| i)
-            .unwrap_or(s.len());
-        let unit = &s[..unit_len];
-        s = &s[unit_len..];
-        let scale: f64 = match unit {
-            "ns" => 1.0,
-            "us" | "µs" | "μs" => 1e3,
-            "ms" => 1e6,
-            "s" => 1e9,
-            "m" => 60e9,
-            "h" => 3600e9,
-            "" => return Err(format!("{}: missing unit", bad())),
-            other => return Err(format!("{}: unknown unit {other:?}", bad())),
-        };
-        total_nanos += value * scale;
-    }
-    if negative && total_nanos > 0.0 {
-        return Err(format!("duration {text:?} must not be negative"));
-    }
-    // Go's Duration is an int64 of nanoseconds.
-    if total_nanos > i64::MAX as f64 {
-        return Err(format!("invalid duration {text:?}: too large"));
-    }
-    Ok(Duration::from_nanos(total_nanos.round() as u64))
+    let d = gostd::time::Duration::parse(text).map_err(|e| {
+        format!(
+            "invalid duration {text:?} ({e}): use a Go duration like \"30s\", \"1m30s\" or \"2h\""
+        )
+    })?;
+    d.to_std()
+        .ok_or_else(|| format!("duration {text:?} must not be negative"))
 }
 
 fn resolve_chart(chart: &str, base_dir: &Path) -> Result<PathBuf, String> {

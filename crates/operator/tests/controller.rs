@@ -52,7 +52,7 @@ async fn install_crds(client: &Client, kinds: &[&str]) {
     let text = std::fs::read_to_string(fixtures().join("crds.yaml")).expect("crds.yaml");
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());
     for doc in text.split("\n---\n") {
-        let value = chart::yaml::parse_yaml_to_json(doc).expect("CRD fixture is YAML");
+        let value = gocodec::yaml::parse_yaml_to_json(doc).expect("CRD fixture is YAML");
         let crd: CustomResourceDefinition =
             serde_json::from_value(value).expect("CRD fixture is a CRD");
         if kinds.contains(&crd.spec.names.kind.as_str()) {

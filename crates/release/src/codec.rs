@@ -203,45 +203,11 @@ impl serde_json::ser::Formatter for GoFormatter {
     }
 
     fn write_f64<W: ?Sized + Write>(&mut self, w: &mut W, value: f64) -> io::Result<()> {
-        w.write_all(go_float(value).as_bytes())
+        w.write_all(gostd::strconv::format_json_float(value, 64).as_bytes())
     }
 
     fn write_f32<W: ?Sized + Write>(&mut self, w: &mut W, value: f32) -> io::Result<()> {
-        w.write_all(go_float(f64::from(value)).as_bytes())
-    }
-}
-
-/// Go's `encoding/json` float64 text: shortest round-trip digits, exponent form only
-/// below 1e-6 or from 1e21 up, with a signed exponent of at least one digit.
-fn go_float(v: f64) -> String {
-    let abs = v.abs();
-    if abs != 0.0 && !(1e-6..1e21).contains(&abs) {
-        // Rust prints "1e21" / "1.5e-7"; Go prints "1e+21" / "1.5e-07".
-        let s = format!("{v:e}");
-        match s.split_once('e') {
-            Some((mant, exp)) => {
-                let (sign, digits) = match exp.strip_prefix('-') {
-                    Some(d) => ('-', d),
-                    None => ('+', exp),
-                };
-                let digits = if digits.len() < 2 {
-                    format!("0{digits}")
-                } else {
-                    digits.to_string()
-                };
-                // Go trims "e-07" to "e-7" but keeps "e+21".
-                let digits = if sign == '-' {
-                    digits.trim_start_matches('0').to_string()
-                } else {
-                    digits
-                };
-                format!("{mant}e{sign}{digits}")
-            }
-            None => s,
-        }
-    } else {
-        // Integral floats print without a fraction in both languages' shortest form.
-        format!("{v}")
+        w.write_all(gostd::strconv::format_json_float(f64::from(value), 64).as_bytes())
     }
 }
 
@@ -293,20 +259,9 @@ mod tests {
     }
 
     #[test]
-    fn go_floats() {
-        for (v, want) in [
-            (0.5, "0.5"),
-            (1e6, "1000000"),
-            (1e21, "1e+21"),
-            (1.5e-7, "1.5e-7"),
-            (1e-7, "1e-7"),
-            (0.000001, "0.000001"),
-            (123456789.125, "123456789.125"),
-            (-2.0, "-2"),
-            (1.2345e300, "1.2345e+300"),
-        ] {
-            assert_eq!(go_float(v), want, "{v}");
-        }
+    fn floats_are_written_as_go_writes_them() {
+        let json = String::from_utf8(to_go_json(&[1e21, 1.5e-7, 1e6, -2.0]).unwrap()).unwrap();
+        assert_eq!(json, "[1e+21,1.5e-7,1000000,-2]");
     }
 
     #[test]

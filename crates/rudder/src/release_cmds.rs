@@ -19,7 +19,7 @@ use action::{
     ReleaseStatus, ReuseValues, Rollback, StateFilter, Uninstall, UninstallOptions, Upgrade,
 };
 use anyhow::{anyhow, bail, Context as _};
-use chart::loader::Values;
+use chart::values::Values;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
@@ -486,44 +486,16 @@ async fn ensure_namespace(client: &Client, ns: &str) -> anyhow::Result<()> {
 // ---------------------------------------------------------------------------
 // Flags
 
-/// Parses a Go duration (`5m0s`, `1h30m`, `90s`, `1.5h`, `300ms`).
+/// Parses a Go duration (`5m0s`, `1h30m`, `90s`, `1.5h`, `300ms`), as
+/// Helm's `--timeout` flags do; negative durations are refused.
 pub fn parse_go_duration(text: &str) -> Result<Duration, String> {
-    let bad = || format!("invalid duration {text:?} (examples: 5m0s, 90s, 1h30m)");
-    let s = text.trim();
-    if s == "0" {
-        return Ok(Duration::ZERO);
-    }
-    if s.is_empty() || s.starts_with('-') {
-        return Err(bad());
-    }
-    let s = s.strip_prefix('+').unwrap_or(s);
-    let mut total = 0f64;
-    let mut rest = s;
-    while !rest.is_empty() {
-        let num_len = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .ok_or_else(bad)?;
-        if num_len == 0 {
-            return Err(bad());
-        }
-        let n: f64 = rest[..num_len].parse().map_err(|_| bad())?;
-        rest = &rest[num_len..];
-        let unit_len = rest
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(rest.len());
-        let secs = match &rest[..unit_len] {
-            "ns" => 1e-9,
-            "us" | "µs" | "μs" => 1e-6,
-            "ms" => 1e-3,
-            "s" => 1.0,
-            "m" => 60.0,
-            "h" => 3600.0,
-            _ => return Err(bad()),
-        };
-        total += n * secs;
-        rest = &rest[unit_len..];
-    }
-    Ok(Duration::from_secs_f64(total))
+    let bad = |why: &dyn std::fmt::Display| {
+        format!("invalid duration {text:?} ({why}; examples: 5m0s, 90s, 1h30m)")
+    };
+    gostd::time::Duration::parse(text.trim())
+        .map_err(|e| bad(&e))?
+        .to_std()
+        .ok_or_else(|| bad(&"negative"))
 }
 
 fn parse_labels(labels: &[String]) -> anyhow::Result<BTreeMap<String, String>> {

@@ -33,7 +33,7 @@ pub struct ValueArgs {
 
 impl ValueArgs {
     /// Merges every value source in Helm's order.
-    pub fn merged(&self) -> anyhow::Result<chart::loader::Values> {
+    pub fn merged(&self) -> anyhow::Result<chart::values::Values> {
         let files = chart::oracle::read_values_files(&self.values).map_err(anyhow::Error::msg)?;
         let opts = ValueOptions {
             value_files: vec![files],
@@ -135,7 +135,8 @@ fn show_only_matches(chart: &str, source: &str, patterns: &[String]) -> bool {
 /// a thread with a deep stack, so values and output nested as deep as Helm
 /// accepts never overflow it.
 pub fn run(args: TemplateArgs) -> anyhow::Result<i32> {
-    chart::depth::on_deep_stack(move || run_here(args)).context("starting the rendering thread")?
+    gocodec::depth::on_deep_stack(move || run_here(args))
+        .context("starting the rendering thread")?
 }
 
 fn run_here(args: TemplateArgs) -> anyhow::Result<i32> {

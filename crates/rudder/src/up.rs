@@ -100,25 +100,20 @@ pub struct UpArgs {
     timeout: Duration,
 }
 
-/// Parses `90`, `90s`, `2m`, `1h` or `500ms`.
+/// Parses a Go duration (`90s`, `2m`, `1h`, `500ms`, `1m30s`), or a bare
+/// number of seconds (`90`).
 fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
-    let split = text
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text.len());
-    let (digits, unit) = text.split_at(split);
-    let n: u64 = digits
-        .parse()
-        .map_err(|_| format!("`{text}` is not a duration; write e.g. 90s, 2m or 1h"))?;
-    match unit {
-        "" | "s" => Ok(Duration::from_secs(n)),
-        "ms" => Ok(Duration::from_millis(n)),
-        "m" => Ok(Duration::from_secs(n * 60)),
-        "h" => Ok(Duration::from_secs(n * 3600)),
-        _ => Err(format!(
-            "`{text}` has an unknown unit `{unit}`; use ms, s, m or h"
-        )),
+    if let Ok(secs) = text.parse::<u64>() {
+        return Ok(Duration::from_secs(secs));
     }
+    let bad = |why: &dyn std::fmt::Display| {
+        format!("`{text}` is not a duration ({why}); write e.g. 90s, 2m or 1h")
+    };
+    gostd::time::Duration::parse(text)
+        .map_err(|e| bad(&e))?
+        .to_std()
+        .ok_or_else(|| bad(&"negative"))
 }
 
 pub fn run(args: UpArgs) -> anyhow::Result<()> {
@@ -345,7 +340,7 @@ fn start_error(
 
 /// Creates (or updates) the example CRD and waits until it is served.
 async fn install_crd(client: &Client, timeout: Duration) -> anyhow::Result<String> {
-    let value = chart::yaml::parse_yaml_to_json(CRD_YAML).context("the bundled crd.yaml")?;
+    let value = gocodec::yaml::parse_yaml_to_json(CRD_YAML).context("the bundled crd.yaml")?;
     let crd: CustomResourceDefinition =
         serde_json::from_value(value).context("the bundled crd.yaml is not a CRD")?;
     let name = crd.metadata.name.clone().unwrap_or_default();
@@ -401,7 +396,7 @@ fn hello_resource() -> ApiResource {
 
 /// Creates the example CR, or leaves an existing one (from --data-dir) as it is.
 async fn apply_example_cr(client: &Client) -> anyhow::Result<String> {
-    let value = chart::yaml::parse_yaml_to_json(CR_YAML).context("the bundled cr.yaml")?;
+    let value = gocodec::yaml::parse_yaml_to_json(CR_YAML).context("the bundled cr.yaml")?;
     let cr: DynamicObject =
         serde_json::from_value(value).context("the bundled cr.yaml is not an object")?;
     let name = cr.metadata.name.clone().unwrap_or_default();
@@ -545,11 +540,11 @@ mod tests {
     #[test]
     fn bundled_examples_parse() {
         let crd: CustomResourceDefinition =
-            serde_json::from_value(chart::yaml::parse_yaml_to_json(CRD_YAML).unwrap()).unwrap();
+            serde_json::from_value(gocodec::yaml::parse_yaml_to_json(CRD_YAML).unwrap()).unwrap();
         assert_eq!(crd.spec.group, "demo.rudder.dev");
         assert_eq!(crd.spec.names.plural, "hellos");
         let cr: DynamicObject =
-            serde_json::from_value(chart::yaml::parse_yaml_to_json(CR_YAML).unwrap()).unwrap();
+            serde_json::from_value(gocodec::yaml::parse_yaml_to_json(CR_YAML).unwrap()).unwrap();
         assert_eq!(
             cr.types.as_ref().map(|t| t.api_version.as_str()),
             Some("demo.rudder.dev/v1alpha1")

@@ -236,7 +236,7 @@ struct Obj {
 /// The objects of the deployed manifest (`get manifest`), with the API to read each.
 async fn manifest_objects(kc: &Path, client: &kube::Client, ns: &str) -> Result<Vec<Obj>, String> {
     let text = rudder(kc, &["get", "manifest", RELEASE, "-n", ns]).await?;
-    let docs = chart::yaml::parse_yaml_documents(&text)
+    let docs = gocodec::yaml::parse_yaml_documents(&text)
         .map_err(|e| format!("get manifest is not YAML: {e}"))?;
     let mut objs = Vec::new();
     for doc in docs {

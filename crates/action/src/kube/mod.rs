@@ -174,7 +174,7 @@ impl KubeClient {
             source_path: source.to_string(),
             message,
         };
-        let json = chart::yaml::parse_yaml_to_json(doc).map_err(|e| invalid(e.to_string()))?;
+        let json = gocodec::yaml::parse_yaml_to_json(doc).map_err(|e| invalid(e.to_string()))?;
         if json.is_null() {
             return Ok(None);
         }

@@ -2,7 +2,7 @@
 //! and what decodes must encode again to JSON that decodes to the same.
 #![no_main]
 
-use chart::json::{parse, to_json, Target};
+use gocodec::json::{parse, to_json, Target};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -17,5 +17,5 @@ fuzz_target!(|data: &[u8]| {
     let encoded = to_json(&value).expect("decoded JSON always encodes");
     let again = parse(&encoded, Target::Any).expect("encoded JSON decodes");
     assert_eq!(to_json(&again).ok(), Some(encoded));
-    let _ = chart::json::to_pretty_json(&value);
+    let _ = gocodec::json::to_pretty_json(&value);
 });

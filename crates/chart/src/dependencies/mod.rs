@@ -7,7 +7,8 @@
 //! imported ones.
 
 use crate::chartfile::Dependency;
-use crate::loader::{Chart, Values};
+use crate::loader::Chart;
+use crate::values::Values;
 use crate::values::{self, Warnings};
 use serde_json::Value as Json;
 
@@ -24,7 +25,7 @@ pub enum DependencyError {
 /// Helm's `IsCompatibleRange`: whether `version` satisfies `constraint`
 /// (false when either does not parse).
 pub fn is_compatible_range(constraint: &str, version: &str) -> bool {
-    crate::funcs::semver::constraint_matches(constraint, version).unwrap_or(false)
+    sprig::semver::constraint_matches(constraint, version).unwrap_or(false)
 }
 
 /// Helm's `action.CheckDependencies`, run on a freshly loaded chart: every

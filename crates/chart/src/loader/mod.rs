@@ -10,12 +10,9 @@ pub mod ignore;
 pub use budget::{Budget, TooLarge};
 
 use crate::chartfile::{ChartfileError, Lock, Metadata, API_VERSION_V1, API_VERSION_V2};
-use serde_json::{Map, Value as Json};
+use crate::values::Values;
 use std::io::Read;
 use std::path::Path;
-
-/// The values of a chart: a JSON object, as Helm's `map[string]interface{}`.
-pub type Values = Map<String, Json>;
 
 /// One file of a chart, with its path relative to the chart root.
 #[derive(Debug, Clone, PartialEq, Eq)]

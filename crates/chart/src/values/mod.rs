@@ -9,11 +9,16 @@
 //! the order of warnings, which are sorted by their first occurrence along a
 //! sorted walk.
 
+pub mod methods;
 pub mod prepare;
 pub mod strvals;
 
-use crate::loader::{Chart, Values};
+use crate::loader::Chart;
 use serde_json::{Map, Value as Json};
+
+/// The values of a chart: a JSON object, as Helm's `map[string]interface{}`
+/// (chartutil's `Values`).
+pub type Values = Map<String, Json>;
 
 /// Warnings Helm prints while coalescing (its `log.Printf` lines), in the
 /// order they first occurred, without repeats.
@@ -40,8 +45,8 @@ pub enum ValuesError {
 /// document must be a mapping (or empty), and documents are merged in order.
 pub fn read_values(text: &str) -> Result<Values, String> {
     thread_local! {
-        static MEMO: std::cell::RefCell<crate::memo::Memo<Result<Values, String>>> =
-            std::cell::RefCell::new(crate::memo::Memo::new(32 << 20));
+        static MEMO: std::cell::RefCell<gocodec::memo::Memo<Result<Values, String>>> =
+            std::cell::RefCell::new(gocodec::memo::Memo::new(32 << 20));
     }
     if let Some(v) = MEMO.with(|m| m.borrow().get(text.as_bytes())) {
         return v;
@@ -54,7 +59,7 @@ pub fn read_values(text: &str) -> Result<Values, String> {
 fn parse_values(text: &str) -> Result<Values, String> {
     let mut values = Values::new();
     for doc in split_yaml_documents(text) {
-        let parsed = crate::yaml::parse_yaml_to_json(&doc)
+        let parsed = gocodec::yaml::parse_yaml_to_json(&doc)
             .map_err(|e| format!("cannot unmarshal yaml document: {e}"))?;
         match parsed {
             Json::Null => {}
@@ -418,100 +423,13 @@ pub fn path_value<'a>(vals: &'a Values, path: &str) -> Option<&'a Json> {
 
 /// Go's `%v` of a JSON value (numbers are float64), for warning texts.
 pub fn go_sprint(v: &Json) -> String {
-    match v {
-        Json::Null => "<nil>".into(),
-        Json::Bool(b) => b.to_string(),
-        // Values numbers are float64 in Helm (YAML and JSON sources).
-        Json::Number(n) => go_float(n.as_f64().unwrap_or(0.0)),
-        Json::String(s) => s.clone(),
-        Json::Array(a) => format!(
-            "[{}]",
-            a.iter().map(go_sprint).collect::<Vec<_>>().join(" ")
-        ),
-        Json::Object(m) => {
-            let mut keys: Vec<&String> = m.keys().collect();
-            keys.sort();
-            let parts: Vec<String> = keys
-                .iter()
-                .map(|k| format!("{k}:{}", go_sprint(&m[k.as_str()])))
-                .collect();
-            format!("map[{}]", parts.join(" "))
-        }
-    }
-}
-
-/// Go's `%v` of a float64: `strconv.FormatFloat(f, 'g', -1, 64)`, which
-/// uses the exponent form when the exponent is below -4 or at least 6.
-pub fn go_float(f: f64) -> String {
-    if f.is_nan() {
-        return "NaN".into();
-    }
-    if f.is_infinite() {
-        return if f > 0.0 {
-            "+Inf".into()
-        } else {
-            "-Inf".into()
-        };
-    }
-    if f == 0.0 {
-        return if f.is_sign_negative() {
-            "-0".into()
-        } else {
-            "0".into()
-        };
-    }
-    // Shortest round-trip digits, via Rust's `{:e}`.
-    let e = format!("{f:e}");
-    let (mant, exp) = e.split_once('e').unwrap_or((&e, "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    let neg = mant.starts_with('-');
-    let digits: String = mant.chars().filter(|c| c.is_ascii_digit()).collect();
-    let sign = if neg { "-" } else { "" };
-    if !(-4..6).contains(&exp) {
-        let m = if digits.len() > 1 {
-            format!("{}.{}", &digits[..1], &digits[1..])
-        } else {
-            digits.clone()
-        };
-        let es = if exp < 0 { "-" } else { "+" };
-        return format!("{sign}{m}e{es}{:02}", exp.abs());
-    }
-    if exp < 0 {
-        format!("{sign}0.{}{}", "0".repeat((-exp - 1) as usize), digits)
-    } else if (exp as usize) + 1 >= digits.len() {
-        format!(
-            "{sign}{}{}",
-            digits,
-            "0".repeat(exp as usize + 1 - digits.len())
-        )
-    } else {
-        let p = exp as usize + 1;
-        format!("{sign}{}.{}", &digits[..p], &digits[p..])
-    }
+    gotmpl::fmt::format_value(&gotmpl::Value::from_json(v))
 }
 
 /// Go's `%t` of a non-bool value (`%!t(type=value)`), for Helm's
 /// "type mismatch" error.
 fn go_bad_verb_t(v: &Json) -> String {
-    match v {
-        Json::Null => "%!t(<nil>)".into(),
-        Json::Bool(b) => b.to_string(),
-        Json::Number(_) => format!("%!t(float64={})", go_sprint(v)),
-        Json::String(s) => format!("%!t(string={s})"),
-        Json::Array(a) => format!(
-            "[{}]",
-            a.iter().map(go_bad_verb_t).collect::<Vec<_>>().join(" ")
-        ),
-        Json::Object(m) => {
-            let mut keys: Vec<&String> = m.keys().collect();
-            keys.sort();
-            let parts: Vec<String> = keys
-                .iter()
-                .map(|k| format!("%!t(string={k}):{}", go_bad_verb_t(&m[k.as_str()])))
-                .collect();
-            format!("map[{}]", parts.join(" "))
-        }
-    }
+    gotmpl::fmt::sprintf("%t", &[gotmpl::Value::from_json(v)])
 }
 
 /// Converts a JSON value known to be an object into [`Values`].

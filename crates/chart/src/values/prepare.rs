@@ -6,8 +6,9 @@
 
 use crate::chartfile::Metadata;
 use crate::dependencies::{self, DependencyError};
-use crate::loader::{Chart, File, Values};
+use crate::loader::{Chart, File};
 use crate::schema::{self, SchemaError};
+use crate::values::Values;
 use crate::values::{self, Warnings};
 use serde_json::Value as Json;
 
@@ -232,7 +233,7 @@ pub fn check_kube_version(md: &Metadata, kube_version: &str) -> Result<(), Strin
     if md.kube_version.is_empty() {
         return Ok(());
     }
-    match crate::funcs::semver::constraint_matches(&md.kube_version, kube_version) {
+    match sprig::semver::constraint_matches(&md.kube_version, kube_version) {
         Ok(true) => Ok(()),
         _ => Err(format!(
             "chart requires kubeVersion: {} which is incompatible with Kubernetes {}",

@@ -13,7 +13,7 @@
 
 use serde_json::Value as Json;
 
-use crate::loader::Values;
+use crate::values::Values;
 
 /// The largest list index Helm accepts.
 pub const MAX_INDEX: usize = 65536;
@@ -533,19 +533,24 @@ impl<'a> Parser<'a> {
         let rest: String = self.sc[self.pos..].iter().collect();
         // As deep as Go's decoder reads, on the stack that takes (serde_json
         // alone stops at 128 levels).
-        let depth = crate::depth::json_text_depth(rest.as_bytes());
-        if depth > crate::depth::MAX_DEPTH {
-            return err(format!("exceeded max depth of {}", crate::depth::MAX_DEPTH));
+        let depth = gocodec::depth::json_text_depth(rest.as_bytes());
+        if depth > gocodec::depth::MAX_DEPTH {
+            return err(format!(
+                "exceeded max depth of {}",
+                gocodec::depth::MAX_DEPTH
+            ));
         }
         let mut de = serde_json::Deserializer::from_str(&rest);
         de.disable_recursion_limit();
         let mut stream = de.into_iter::<Json>();
-        let next = crate::depth::with_stack_for(depth, 2048, || stream.next());
+        let next = gocodec::depth::with_stack_for(depth, 2048, || stream.next());
         match next {
             Some(Ok(v)) => {
                 let consumed = rest[..stream.byte_offset()].chars().count();
                 self.pos += consumed;
-                Ok(crate::depth::with_stack_for(depth, 1024, || json_floats(v)))
+                Ok(gocodec::depth::with_stack_for(depth, 1024, || {
+                    json_floats(v)
+                }))
             }
             Some(Err(e)) => err(e.to_string()),
             None => err("unexpected EOF"),

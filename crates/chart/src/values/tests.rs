@@ -161,14 +161,19 @@ fn paths_and_tables() {
 }
 
 #[test]
-fn go_float_formatting() {
-    assert_eq!(go_float(1000000.0), "1e+06");
-    assert_eq!(go_float(123456.0), "123456");
-    assert_eq!(go_float(1234567.0), "1.234567e+06");
-    assert_eq!(go_float(0.5), "0.5");
-    assert_eq!(go_float(0.00001), "1e-05");
-    assert_eq!(go_float(2048.0), "2048");
-    assert_eq!(go_float(-1.25), "-1.25");
+fn values_print_as_go_prints_float64_maps() {
+    let v = json!({"b": [1000000, 0.5, "s", null, true], "a": {"x": 2048}});
+    assert_eq!(
+        go_sprint(&v),
+        "map[a:map[x:2048] b:[1e+06 0.5 s <nil> true]]"
+    );
+    assert_eq!(
+        go_bad_verb_t(&v),
+        // Go prints a nil inside a slice as `<nil>`, a nil operand as a bad verb.
+        "map[%!t(string=a):map[%!t(string=x):%!t(float64=2048)] %!t(string=b):[%!t(float64=1e+06) %!t(float64=0.5) %!t(string=s) <nil> true]]"
+    );
+    assert_eq!(go_bad_verb_t(&json!(null)), "%!t(<nil>)");
+    assert_eq!(go_bad_verb_t(&json!("x")), "%!t(string=x)");
 }
 
 #[test]

@@ -324,7 +324,7 @@ fn v2_config(v: Option<&Value>, what: &str) -> Result<Map<String, Value>, String
     if raw.trim().is_empty() {
         return Ok(Map::new());
     }
-    match chart::yaml::parse_yaml_to_json(raw) {
+    match gocodec::yaml::parse_yaml_to_json(raw) {
         Ok(Value::Object(m)) => Ok(m),
         Ok(Value::Null) => Ok(Map::new()),
         Ok(other) => Err(format!("{what}.raw is YAML but not a mapping: {other}")),

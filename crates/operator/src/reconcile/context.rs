@@ -4,7 +4,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use chart::loader::{Chart, Values};
+use chart::loader::Chart;
+use chart::values::Values;
 use kube::api::ApiResource;
 use kube::runtime::events::Reporter;
 use kube::Client;

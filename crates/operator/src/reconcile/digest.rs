@@ -7,7 +7,8 @@
 //! The chart is fixed per watch, so its part is hashed once ([`ChartDigest::new`]) and
 //! each reconcile only adds its values.
 
-use chart::loader::{Chart, Values};
+use chart::loader::Chart;
+use chart::values::Values;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 

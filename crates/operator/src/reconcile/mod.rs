@@ -24,7 +24,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use action::{ActionOptions, Installed};
-use chart::loader::Values;
+use chart::values::Values;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
 use kube::{Resource, ResourceExt};

@@ -8,7 +8,8 @@ use std::sync::{Arc, Mutex};
 
 use action::{ActionOptions, Installed, ObjectRef, RepairReport, UninstallOptions, UpgradeDiff};
 use async_trait::async_trait;
-use chart::loader::{Chart, Values};
+use chart::loader::Chart;
+use chart::values::Values;
 use http::{Method, Request, Response, StatusCode};
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
 use kube::client::Body;

@@ -1,7 +1,7 @@
 //! The release values of a CR: its `.spec` (which must be an object) with the watch's
 //! `overrideValues` merged on top, as the Go helm-operator does (overrides win).
 
-use chart::loader::Values;
+use chart::values::Values;
 use kube::api::DynamicObject;
 use serde_json::Value;
 

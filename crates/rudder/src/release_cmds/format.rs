@@ -75,8 +75,8 @@ pub fn json(v: &Value) -> String {
 
 /// `sigs.k8s.io/yaml.Marshal(v)`, ending in a newline.
 pub fn yaml(v: &Value) -> anyhow::Result<String> {
-    let mut s = chart::yaml::to_yaml(&gotmpl::Value::from_json(v))
-        .map_err(|e| anyhow::anyhow!("cannot write YAML: {e}"))?;
+    let mut s =
+        gocodec::yaml::json_to_yaml(v).map_err(|e| anyhow::anyhow!("cannot write YAML: {e}"))?;
     s.push('\n');
     Ok(s)
 }

@@ -1,0 +1,722 @@
+//! Reading YAML the way Helm does: go-yaml v2 decoding into `interface{}`
+//! (first document only, YAML 1.1 typing, anchors, merge keys, duplicate
+//! keys overwrite), then sigs.k8s.io/yaml's conversion to JSON (non-string
+//! keys stringified, non-finite floats rejected).
+
+use std::collections::HashMap;
+
+use base64::Engine as _;
+use yaml_rust2::parser::{Event, Parser, Tag};
+use yaml_rust2::scanner::{Marker, ScanError, TScalarStyle};
+
+use super::resolve::{resolve_plain, Resolved};
+use super::YamlError;
+
+/// A decoded YAML node, as go-yaml v2 hands it to `interface{}`.
+#[derive(Debug)]
+pub(crate) enum Node {
+    Null,
+    Bool(bool),
+    Int(i64),
+    Uint(u64),
+    Float(f64),
+    Str(String),
+    Seq(Vec<Node>),
+    Map(Vec<(Node, Node)>),
+}
+
+struct Builder<'a> {
+    text: &'a str,
+    parser: Parser<std::str::Chars<'a>>,
+    anchors: HashMap<usize, Anchored>,
+    /// The collections being read, innermost last: an explicit stack, so
+    /// nesting costs heap, not call stack, and a document nested past the
+    /// limit is refused before it is built.
+    open: Vec<Frame>,
+    aliasing: AliasBudget,
+}
+
+/// A finished anchored node, with what go-yaml would spend decoding it again
+/// at each alias and how deep it nests.
+struct Anchored {
+    node: Node,
+    cost: usize,
+    depth: usize,
+}
+
+/// A collection being read.
+struct Frame {
+    anchor: usize,
+    /// `decoded` when the collection started: its own decode cost is the
+    /// difference at its end.
+    cost_start: usize,
+    /// How deep the deepest finished child nests (0 for scalars).
+    child_depth: usize,
+    kind: FrameKind,
+}
+
+enum FrameKind {
+    Seq(Vec<Node>),
+    Map {
+        entries: Entries,
+        /// The key read, waiting for its value, and whether it is `<<`.
+        key: Option<(Node, bool, Marker)>,
+    },
+}
+
+/// go-yaml's defence against alias expansion (billion laughs), counted as
+/// its decoder counts: every node decoded, and those decoded again through
+/// an alias. Small documents may be almost all aliases, large ones only a
+/// tenth (`allowedAliasRatio` in yaml.v2 and yaml.v3).
+#[derive(Default)]
+struct AliasBudget {
+    decoded: usize,
+    aliased: usize,
+}
+
+impl AliasBudget {
+    fn allowed_ratio(decoded: usize) -> f64 {
+        const LOW: usize = 400_000;
+        const HIGH: usize = 4_000_000;
+        if decoded <= LOW {
+            0.99
+        } else if decoded >= HIGH {
+            0.10
+        } else {
+            0.99 - 0.89 * ((decoded - LOW) as f64 / (HIGH - LOW) as f64)
+        }
+    }
+
+    /// Counts decoding `cost` nodes again through an alias; refuses before
+    /// any of them is built when that makes the document mostly aliases.
+    fn alias(&mut self, cost: usize) -> Result<(), YamlError> {
+        self.decoded += 1 + cost;
+        self.aliased += cost;
+        // The ratio only grows while an alias is expanded and the allowance
+        // only shrinks, so checking once at its end is checking every node.
+        if self.aliased > 100
+            && self.decoded > 1000
+            && self.aliased as f64 / self.decoded as f64 > Self::allowed_ratio(self.decoded)
+        {
+            return Err(YamlError::Unmarshal(
+                "document contains excessive aliasing".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+use crate::depth::{guarded, MAX_DEPTH};
+
+/// Messages yaml-rust2's parser (not its scanner) produces; go-yaml numbers
+/// the lines of the two kinds of error differently.
+const PARSER_MESSAGES: &[&str] = &[
+    "while parsing a block mapping",
+    "while parsing a flow sequence",
+    "while parsing a flow mapping",
+    "while parsing a block collection",
+    "while parsing a node",
+    "did not find expected node content",
+    "did not find expected <",
+    "did not find expected next token",
+    "invalid content after document end marker",
+    "found incompatible YAML document",
+];
+
+/// Rewords a yaml-rust2 error as go-yaml (libyaml) words it, with go-yaml's
+/// line numbering: scanner errors give the 1-based line, parser errors the
+/// 0-based one, and neither is shown when it would be 0.
+fn scan_err(text: &str, e: ScanError) -> YamlError {
+    let info = e.info();
+    let mark = e.marker();
+    if info.contains("unknown anchor") {
+        let name: String = text
+            .chars()
+            .skip(mark.index())
+            .skip_while(|&c| c != '*')
+            .skip(1)
+            .take_while(|c| !c.is_whitespace() && !",[]{}".contains(*c))
+            .collect();
+        return YamlError::Unmarshal(format!("unknown anchor '{name}' referenced"));
+    }
+    let is_parser = PARSER_MESSAGES.iter().any(|p| info.starts_with(p));
+    let mut msg = info;
+    if msg.starts_with("while ") {
+        if let Some((_, rest)) = msg.split_once(", ") {
+            msg = rest;
+        }
+    }
+    let msg = if msg.starts_with("expected ") {
+        format!("did not find {msg}")
+    } else if msg.starts_with("unexpected character")
+        || msg.starts_with("tabs disallowed")
+        || msg == "tab cannot be used as indentation"
+    {
+        "found character that cannot start any token".to_string()
+    } else if msg == "simple key expect ':'" {
+        "could not find expected ':'".to_string()
+    } else {
+        msg.to_string()
+    };
+    let line = if is_parser {
+        mark.line().saturating_sub(1)
+    } else if mark.line() > 1 {
+        mark.line()
+    } else {
+        0
+    };
+    if line == 0 {
+        YamlError::Unmarshal(msg)
+    } else {
+        YamlError::Syntax { line, msg }
+    }
+}
+
+/// What yaml-rust2 says past 255 levels of flow nesting.
+const FLOW_DEPTH_MESSAGE: &str = "recursion limit exceeded";
+
+/// Whether `e` is yaml-rust2 stopping at its flow nesting limit.
+pub(crate) fn is_flow_depth_error(e: &YamlError) -> bool {
+    match e {
+        YamlError::Syntax { msg, .. } | YamlError::Unmarshal(msg) => msg == FLOW_DEPTH_MESSAGE,
+        _ => false,
+    }
+}
+
+fn syntax(mark: &Marker, msg: impl Into<String>) -> YamlError {
+    YamlError::Syntax {
+        line: mark.line(),
+        msg: msg.into(),
+    }
+}
+
+impl<'a> Builder<'a> {
+    fn new(text: &'a str) -> Self {
+        // A byte order mark is not content.
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+        Builder {
+            text,
+            parser: Parser::new_from_str(text),
+            anchors: HashMap::new(),
+            open: Vec::new(),
+            aliasing: AliasBudget::default(),
+        }
+    }
+
+    fn next(&mut self) -> Result<(Event, Marker), YamlError> {
+        self.parser.next_token().map_err(|e| scan_err(self.text, e))
+    }
+
+    /// The next document's root, or `None` at the end of the stream.
+    fn document(&mut self) -> Result<Option<Node>, YamlError> {
+        loop {
+            let (ev, mark) = self.next()?;
+            match ev {
+                Event::StreamStart | Event::Nothing => continue,
+                Event::StreamEnd => return Ok(None),
+                Event::DocumentStart => break,
+                // yaml-rust2 always opens a document first; be lenient anyway.
+                other => return self.node(other, mark).map(Some),
+            }
+        }
+        self.aliasing.decoded += 1;
+        let (ev, mark) = self.next()?;
+        let root = match ev {
+            Event::DocumentEnd => return Ok(Some(Node::Null)),
+            ev => self.node(ev, mark)?,
+        };
+        let (ev, mark) = self.next()?;
+        if !matches!(ev, Event::DocumentEnd) {
+            return Err(syntax(&mark, "did not find expected <document end>"));
+        }
+        self.anchors.clear();
+        Ok(Some(root))
+    }
+
+    /// Reads the node that `ev` starts, to its end.
+    fn node(&mut self, mut ev: Event, mut mark: Marker) -> Result<Node, YamlError> {
+        loop {
+            let finished = match ev {
+                Event::Scalar(value, style, anchor, tag) => {
+                    self.aliasing.decoded += 1;
+                    let is_merge =
+                        value == "<<" && matches!(style, TScalarStyle::Plain) && tag.is_none();
+                    let n = scalar(value, style, tag.as_ref(), &mark)?;
+                    if anchor > 0 {
+                        self.anchor(anchor, &n, 1, 0);
+                    }
+                    Some((n, 0, is_merge))
+                }
+                Event::Alias(id) => {
+                    let Some(a) = self.anchors.get(&id) else {
+                        return Err(syntax(&mark, "unknown anchor referenced"));
+                    };
+                    let (cost, depth) = (a.cost, a.depth);
+                    self.check_depth(depth, &mark)?;
+                    self.aliasing.alias(cost)?;
+                    let n = clone_node(&self.anchors[&id].node);
+                    Some((n, depth, false))
+                }
+                Event::SequenceStart(anchor, _) => {
+                    self.open_frame(anchor, FrameKind::Seq(Vec::new()), &mark)?;
+                    None
+                }
+                Event::MappingStart(anchor, _) => {
+                    let kind = FrameKind::Map {
+                        entries: Entries::default(),
+                        key: None,
+                    };
+                    self.open_frame(anchor, kind, &mark)?;
+                    None
+                }
+                Event::SequenceEnd | Event::MappingEnd => {
+                    let Some(f) = self.open.pop() else {
+                        return Err(syntax(&mark, "did not find expected node content"));
+                    };
+                    let depth = f.child_depth + 1;
+                    let n = match f.kind {
+                        FrameKind::Seq(items) => Node::Seq(items),
+                        FrameKind::Map { entries, .. } => Node::Map(entries.list),
+                    };
+                    if f.anchor > 0 {
+                        let cost = self.aliasing.decoded - f.cost_start;
+                        self.anchor(f.anchor, &n, cost, depth);
+                    }
+                    Some((n, depth, false))
+                }
+                _ => return Err(syntax(&mark, "did not find expected node content")),
+            };
+            if let Some((n, depth, is_merge)) = finished {
+                match self.open.last_mut() {
+                    None => return Ok(n),
+                    Some(parent) => add_child(parent, n, depth, is_merge, &mark)?,
+                }
+            }
+            (ev, mark) = self.next()?;
+        }
+    }
+
+    fn anchor(&mut self, id: usize, n: &Node, cost: usize, depth: usize) {
+        let node = clone_node(n);
+        self.anchors.insert(id, Anchored { node, cost, depth });
+    }
+
+    /// Refuses a node that would nest deeper than Go's readers go.
+    fn check_depth(&self, extra: usize, mark: &Marker) -> Result<(), YamlError> {
+        if self.open.len() + extra > MAX_DEPTH {
+            return Err(syntax(mark, format!("exceeded max depth of {MAX_DEPTH}")));
+        }
+        Ok(())
+    }
+
+    fn open_frame(
+        &mut self,
+        anchor: usize,
+        kind: FrameKind,
+        mark: &Marker,
+    ) -> Result<(), YamlError> {
+        self.check_depth(1, mark)?;
+        self.aliasing.decoded += 1;
+        self.open.push(Frame {
+            anchor,
+            cost_start: self.aliasing.decoded - 1,
+            child_depth: 0,
+            kind,
+        });
+        Ok(())
+    }
+}
+
+/// Puts a finished node into the collection being read: the next item of a
+/// sequence, or a mapping's key or value.
+fn add_child(
+    parent: &mut Frame,
+    n: Node,
+    depth: usize,
+    is_merge: bool,
+    mark: &Marker,
+) -> Result<(), YamlError> {
+    parent.child_depth = parent.child_depth.max(depth);
+    match &mut parent.kind {
+        FrameKind::Seq(items) => items.push(n),
+        FrameKind::Map { entries, key } => match key.take() {
+            None => *key = Some((n, is_merge, *mark)),
+            Some((_, true, m)) => merge_into(entries, n, &m)?,
+            Some((k, false, _)) => {
+                if matches!(k, Node::Seq(_) | Node::Map(_)) {
+                    return Err(YamlError::Unmarshal(format!(
+                        "invalid map key: {}",
+                        go_sharp_v(&k)
+                    )));
+                }
+                entries.set(k, n);
+            }
+        },
+    }
+    Ok(())
+}
+
+impl Drop for Anchored {
+    fn drop(&mut self) {
+        dismantle(std::mem::replace(&mut self.node, Node::Null));
+    }
+}
+
+/// Drops a node tree without recursing (an anchored tree may be deep).
+fn dismantle(n: Node) {
+    let mut stack = vec![n];
+    while let Some(n) = stack.pop() {
+        match n {
+            Node::Seq(items) => stack.extend(items),
+            Node::Map(entries) => {
+                for (k, v) in entries {
+                    stack.push(k);
+                    stack.push(v);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// A deep copy for an alias, on as much stack as its depth takes.
+fn clone_node(n: &Node) -> Node {
+    match n {
+        Node::Seq(items) => Node::Seq(guarded(|| items.iter().map(clone_node).collect())),
+        Node::Map(entries) => Node::Map(guarded(|| {
+            entries
+                .iter()
+                .map(|(k, v)| (clone_node(k), clone_node(v)))
+                .collect()
+        })),
+        Node::Null => Node::Null,
+        Node::Bool(b) => Node::Bool(*b),
+        Node::Int(i) => Node::Int(*i),
+        Node::Uint(u) => Node::Uint(*u),
+        Node::Float(f) => Node::Float(*f),
+        Node::Str(s) => Node::Str(s.clone()),
+    }
+}
+
+/// A mapping being built. The same key set twice keeps its first position
+/// and takes the later value, as a Go map does; string keys are indexed so
+/// large mappings stay linear.
+#[derive(Default)]
+struct Entries {
+    list: Vec<(Node, Node)>,
+    by_str: HashMap<String, usize>,
+}
+
+impl Entries {
+    fn set(&mut self, key: Node, value: Node) {
+        if let Node::Str(k) = &key {
+            match self.by_str.get(k) {
+                Some(&i) => self.list[i].1 = value,
+                None => {
+                    self.by_str.insert(k.clone(), self.list.len());
+                    self.list.push((key, value));
+                }
+            }
+            return;
+        }
+        if let Some(slot) = self.list.iter_mut().find(|(k, _)| same_key(k, &key)) {
+            slot.1 = value;
+        } else {
+            self.list.push((key, value));
+        }
+    }
+}
+
+fn same_key(a: &Node, b: &Node) -> bool {
+    match (a, b) {
+        (Node::Null, Node::Null) => true,
+        (Node::Bool(x), Node::Bool(y)) => x == y,
+        (Node::Int(x), Node::Int(y)) => x == y,
+        (Node::Uint(x), Node::Uint(y)) => x == y,
+        (Node::Float(x), Node::Float(y)) => x == y,
+        (Node::Str(x), Node::Str(y)) => x == y,
+        _ => false,
+    }
+}
+
+fn merge_into(entries: &mut Entries, value: Node, mark: &Marker) -> Result<(), YamlError> {
+    const WANT_MAP: &str = "map merge requires map or sequence of maps as the value";
+    match value {
+        Node::Map(m) => {
+            for (k, v) in m {
+                entries.set(k, v);
+            }
+            Ok(())
+        }
+        Node::Seq(items) => {
+            // Earlier maps take precedence, so apply them last.
+            for item in items.into_iter().rev() {
+                match item {
+                    Node::Map(m) => {
+                        for (k, v) in m {
+                            entries.set(k, v);
+                        }
+                    }
+                    _ => return Err(syntax(mark, WANT_MAP)),
+                }
+            }
+            Ok(())
+        }
+        _ => Err(syntax(mark, WANT_MAP)),
+    }
+}
+
+fn scalar(
+    value: String,
+    style: TScalarStyle,
+    tag: Option<&Tag>,
+    mark: &Marker,
+) -> Result<Node, YamlError> {
+    let tag_name = tag.map(|t| {
+        if t.handle == "tag:yaml.org,2002:" {
+            format!("!!{}", t.suffix)
+        } else {
+            format!("{}{}", t.handle, t.suffix)
+        }
+    });
+    let plain = matches!(style, TScalarStyle::Plain);
+    match tag_name.as_deref() {
+        None if plain => Ok(from_resolved(resolve_plain(&value), value)),
+        None => Ok(Node::Str(value)),
+        Some("!!str") => Ok(Node::Str(value)),
+        Some("!!binary") => {
+            let cleaned: String = value.chars().filter(|c| !c.is_whitespace()).collect();
+            match base64::engine::general_purpose::STANDARD.decode(cleaned.as_bytes()) {
+                Ok(bytes) => Ok(Node::Str(String::from_utf8_lossy(&bytes).into_owned())),
+                Err(e) => Err(syntax(
+                    mark,
+                    format!("!!binary value contains invalid base64 data: {e}"),
+                )),
+            }
+        }
+        Some(t @ ("!!int" | "!!float" | "!!bool" | "!!null" | "!!timestamp")) => {
+            let r = resolve_plain(&value);
+            let ok = match (t, &r) {
+                ("!!int", Resolved::Int(_) | Resolved::Uint(_)) => true,
+                ("!!float", Resolved::Int(_) | Resolved::Uint(_)) => {
+                    // An int under !!float becomes a float.
+                    let f = match r {
+                        Resolved::Int(i) => i as f64,
+                        Resolved::Uint(u) => u as f64,
+                        _ => 0.0,
+                    };
+                    return Ok(Node::Float(f));
+                }
+                ("!!float", Resolved::Float(_)) => true,
+                ("!!bool", Resolved::Bool(_)) => true,
+                ("!!null", Resolved::Null) => true,
+                ("!!timestamp", Resolved::Timestamp) => true,
+                _ => false,
+            };
+            if ok {
+                Ok(from_resolved(r, value))
+            } else {
+                let rtag = match r {
+                    Resolved::Null => "!!null",
+                    Resolved::Bool(_) => "!!bool",
+                    Resolved::Int(_) | Resolved::Uint(_) => "!!int",
+                    Resolved::Float(_) => "!!float",
+                    Resolved::Timestamp => "!!timestamp",
+                    Resolved::Str => "!!str",
+                };
+                let _ = mark;
+                Err(YamlError::Unmarshal(format!(
+                    "cannot decode {rtag} `{value}` as a {t}"
+                )))
+            }
+        }
+        // Unknown and local tags leave the text as it is.
+        Some(_) => {
+            if plain {
+                Ok(from_resolved(resolve_plain(&value), value))
+            } else {
+                Ok(Node::Str(value))
+            }
+        }
+    }
+}
+
+fn from_resolved(r: Resolved, text: String) -> Node {
+    match r {
+        Resolved::Null => Node::Null,
+        Resolved::Bool(b) => Node::Bool(b),
+        Resolved::Int(i) => Node::Int(i),
+        Resolved::Uint(u) => Node::Uint(u),
+        Resolved::Float(f) => Node::Float(f),
+        Resolved::Timestamp | Resolved::Str => Node::Str(text),
+    }
+}
+
+fn check_reader(text: &str) -> Result<(), YamlError> {
+    if text.chars().any(super::reader_rejects) {
+        return Err(YamlError::Unmarshal(
+            "control characters are not allowed".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// The first document (go-yaml's `Unmarshal`); `Node::Null` when there is none.
+pub(crate) fn first_document(text: &str) -> Result<Node, YamlError> {
+    check_reader(text)?;
+    let mut b = Builder::new(text);
+    Ok(b.document()?.unwrap_or(Node::Null))
+}
+
+/// Every document of a stream.
+pub(crate) fn all_documents(text: &str) -> Result<Vec<Node>, YamlError> {
+    check_reader(text)?;
+    let mut b = Builder::new(text);
+    let mut out = Vec::new();
+    while let Some(d) = b.document()? {
+        out.push(d);
+    }
+    Ok(out)
+}
+
+/// sigs.k8s.io/yaml's float key: `strconv.FormatFloat(f, 'g', -1, 32)`,
+/// with non-finite values spelled the YAML way.
+fn float_key(f: f64) -> String {
+    match gostd::strconv::format_float(f, b'g', -1, 32).as_str() {
+        "NaN" => ".nan".into(),
+        "+Inf" => ".inf".into(),
+        "-Inf" => "-.inf".into(),
+        s => s.to_string(),
+    }
+}
+
+/// sigs.k8s.io/yaml's `convertToJSONableObject` followed by `json.Marshal`.
+pub(crate) fn to_json(n: Node) -> Result<serde_json::Value, YamlError> {
+    use serde_json::Value as J;
+    Ok(match n {
+        Node::Null => J::Null,
+        Node::Bool(b) => J::Bool(b),
+        Node::Int(i) => J::from(i),
+        Node::Uint(u) => J::from(u),
+        Node::Float(f) => match serde_json::Number::from_f64(f) {
+            Some(n) => J::Number(n),
+            None => {
+                let shown = if f.is_nan() {
+                    "NaN"
+                } else if f > 0.0 {
+                    "+Inf"
+                } else {
+                    "-Inf"
+                };
+                return Err(YamlError::Convert(format!(
+                    "json: unsupported value: {shown}"
+                )));
+            }
+        },
+        Node::Str(s) => J::String(s),
+        Node::Seq(items) => guarded(|| {
+            let mut out = Vec::with_capacity(items.len());
+            let mut rest = items.into_iter();
+            while let Some(item) = rest.next() {
+                match to_json(item) {
+                    Ok(v) => out.push(v),
+                    Err(e) => {
+                        rest.for_each(dismantle);
+                        crate::depth::drop_json(J::Array(out));
+                        return Err(e);
+                    }
+                }
+            }
+            Ok(J::Array(out))
+        })?,
+        Node::Map(entries) => guarded(|| {
+            let mut m = serde_json::Map::new();
+            let mut rest = entries.into_iter();
+            while let Some((k, v)) = rest.next() {
+                match json_entry(k, v) {
+                    Ok((k, v)) => {
+                        m.insert(k, v);
+                    }
+                    Err(e) => {
+                        rest.for_each(|(k, v)| {
+                            dismantle(k);
+                            dismantle(v);
+                        });
+                        crate::depth::drop_json(J::Object(m));
+                        return Err(e);
+                    }
+                }
+            }
+            Ok(J::Object(m))
+        })?,
+    })
+}
+
+/// One mapping entry with its key as JSON has it (a string).
+fn json_entry(k: Node, v: Node) -> Result<(String, serde_json::Value), YamlError> {
+    let key = match k {
+        Node::Str(s) => s,
+        Node::Int(i) => i.to_string(),
+        Node::Float(f) => float_key(f),
+        Node::Bool(b) => b.to_string(),
+        Node::Uint(u) => {
+            let e = YamlError::Convert(format!(
+                "unsupported map key of type: uint64, key: 0x{u:x}, value: {}",
+                short(&v)
+            ));
+            dismantle(v);
+            return Err(e);
+        }
+        Node::Null => {
+            let e = YamlError::Convert(format!(
+                "unsupported map key of type: %!s(<nil>), key: <nil>, value: {}",
+                short(&v)
+            ));
+            dismantle(v);
+            return Err(e);
+        }
+        Node::Seq(_) | Node::Map(_) => {
+            dismantle(k);
+            dismantle(v);
+            return Err(YamlError::Convert("invalid map key".into()));
+        }
+    };
+    Ok((key, to_json(v)?))
+}
+
+/// Go's `%#v` of a decoded key, for go-yaml's "invalid map key" message.
+fn go_sharp_v(n: &Node) -> String {
+    match n {
+        Node::Null => "interface {}(nil)".into(),
+        Node::Bool(b) => b.to_string(),
+        Node::Int(i) => i.to_string(),
+        Node::Uint(u) => format!("0x{u:x}"),
+        Node::Float(f) => gostd::strconv::format_float(*f, b'g', -1, 64),
+        Node::Str(s) => format!("{s:?}"),
+        Node::Seq(items) => format!(
+            "[]interface {{}}{{{}}}",
+            items.iter().map(go_sharp_v).collect::<Vec<_>>().join(", ")
+        ),
+        Node::Map(entries) => format!(
+            "map[interface {{}}]interface {{}}{{{}}}",
+            entries
+                .iter()
+                .map(|(k, v)| format!("{}:{}", go_sharp_v(k), go_sharp_v(v)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+fn short(n: &Node) -> String {
+    match n {
+        Node::Null => "<nil>".into(),
+        Node::Bool(b) => b.to_string(),
+        Node::Int(i) => i.to_string(),
+        Node::Uint(u) => u.to_string(),
+        Node::Float(f) => gostd::strconv::format_float(*f, b'g', -1, 64),
+        Node::Str(s) => format!("{s:?}"),
+        Node::Seq(_) => "[]interface {}{...}".into(),
+        Node::Map(_) => "map[interface {}]interface {}{...}".into(),
+    }
+}

@@ -1,0 +1,16 @@
+//! Go standard-library semantics that Helm, Sprig and Kubernetes tools
+//! expose to users, ported once: what `strconv` prints for a float or a
+//! quoted string, what `unicode` calls printable or upper case, how `time`
+//! parses, formats and rounds, how `os.ExpandEnv` substitutes, and what a
+//! `google/uuid` v4 looks like. Every crate that must print or parse exactly
+//! as Go does uses these, so there is one answer to "what would Go do".
+//!
+//! Start here: [`strconv::format_float`], [`strconv::quote`],
+//! [`time::Duration::parse`], [`time::Time`].
+
+pub mod os;
+pub mod strconv;
+pub mod time;
+pub mod unicode;
+pub mod utf8;
+pub mod uuid;

@@ -84,6 +84,22 @@ fn durations() {
     assert_eq!(dur(12), "12ns");
     assert_eq!(Duration::parse("1h30m").unwrap().0, 5_400_000_000_000);
     assert_eq!(Duration::parse("-1.5s").unwrap().0, -1_500_000_000);
+    // The forms settings and annotations use (operator reconcile periods,
+    // `--timeout` flags).
+    for (text, nanos) in [
+        ("0", 0),
+        ("+30s", 30_000_000_000),
+        ("1.5h", 5_400_000_000_000),
+        ("250ms", 250_000_000),
+        ("1µs", 1_000),
+        ("1us", 1_000),
+        (".5s", 500_000_000),
+    ] {
+        assert_eq!(Duration::parse(text).unwrap().0, nanos, "{text}");
+    }
+    for bad in ["", "1d", ".s", "-", "10"] {
+        assert!(Duration::parse(bad).is_err(), "{bad:?} must be refused");
+    }
     assert_eq!(
         Duration::parse("bogus").unwrap_err().to_string(),
         "time: invalid duration \"bogus\""

@@ -54,7 +54,7 @@ fn gc_opts() -> WriteOpts {
     WriteOpts {
         dry_run: false,
         manager: "garbage-collector".into(),
-        force: false,
+        ..Default::default()
     }
 }
 

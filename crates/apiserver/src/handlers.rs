@@ -6,6 +6,7 @@ use crate::meta::{FieldSelector, LabelSelector};
 use crate::objects::{self, DeleteOpts, Propagation, Target, WriteOpts};
 use crate::registry::ResourceType;
 use crate::table::{Printer, TableOpts};
+use crate::validation::FieldValidation;
 use crate::{discovery, events, openapi, patch, watch, App};
 use axum::body::{Body, Bytes};
 use axum::extract::{DefaultBodyLimit, Request, State};
@@ -14,7 +15,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Router;
 use serde_json::{json, Value};
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// Request bodies above this are refused before parsing.
 const MAX_BODY: usize = 8 * 1024 * 1024;
@@ -262,6 +263,21 @@ pub fn present(rt: &ResourceType, mut obj: Value) -> Value {
     obj
 }
 
+/// Warnings a write collected, as `Warning` headers (`299 - "…"`).
+fn with_warnings(mut resp: Response, warnings: &Mutex<Vec<String>>) -> Response {
+    let list = match warnings.lock() {
+        Ok(g) => g.clone(),
+        Err(p) => p.into_inner().clone(),
+    };
+    for w in list {
+        let quoted = Value::String(w).to_string();
+        if let Ok(v) = axum::http::HeaderValue::from_str(&format!("299 - {quoted}")) {
+            resp.headers_mut().append("warning", v);
+        }
+    }
+    resp
+}
+
 async fn resource(
     app: &Arc<App>,
     method: &Method,
@@ -276,6 +292,8 @@ async fn resource(
         dry_run: params.dry_run(),
         manager: manager(params, headers),
         force: false,
+        field_validation: FieldValidation::parse(params.get("fieldValidation"))?,
+        warnings: Default::default(),
     };
     let is_watch = rr.watch_path || params.flag("watch");
     let table = TableOpts::from_request(headers, params.get("includeObject"));
@@ -311,7 +329,8 @@ async fn resource(
         let resp = Box::pin(resource(app, method, inner, params, &h, body)).await?;
         return represent_events(resp, &rt).await;
     }
-    match (method.clone(), rr.name.as_deref()) {
+    let warnings = wopts.warnings.clone();
+    let res = match (method.clone(), rr.name.as_deref()) {
         (Method::GET, None) if is_watch => {
             watch::serve(app.clone(), rt, rr.ns, params, table).await
         }
@@ -446,7 +465,8 @@ async fn resource(
         _ => Err(ApiError::method_not_allowed(
             "the server does not allow this method on the requested resource",
         )),
-    }
+    };
+    res.map(|r| with_warnings(r, &warnings))
 }
 
 /// Converts a core Event in a response body to the events.k8s.io shape.
@@ -619,8 +639,13 @@ fn patch_object(
             force: params.flag("force"),
             ..wopts.clone()
         };
-        let res = objects::apply(app, rt, ns, name, patch_body, &opts, target)?;
-        return Ok(ok(&present(rt, res)));
+        let (res, created) = objects::apply(app, rt, ns, name, patch_body, &opts, target)?;
+        let code = if created {
+            StatusCode::CREATED
+        } else {
+            StatusCode::OK
+        };
+        return Ok(json_response(code, &present(rt, res)));
     }
     let target = if scale { Target::Main } else { target };
     let updated = objects::modify(app, rt, &key, target, wopts, true, apply_to)?;

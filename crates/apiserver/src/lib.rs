@@ -11,8 +11,10 @@ pub mod discovery;
 pub mod error;
 pub mod events;
 pub mod faults;
+mod fieldset;
 pub mod gc;
 pub mod handlers;
+mod managed;
 pub mod meta;
 pub mod objects;
 pub mod openapi;
@@ -20,9 +22,12 @@ pub mod patch;
 pub mod protobuf;
 pub mod readiness;
 pub mod registry;
+mod schema;
 pub mod store;
 pub mod table;
 pub mod tls;
+mod typed;
+pub mod validation;
 pub mod watch;
 pub mod workloads;
 
@@ -84,9 +89,8 @@ impl App {
                     let obj =
                         json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
                     let opts = objects::WriteOpts {
-                        dry_run: false,
                         manager: "rudder-apiserver".into(),
-                        force: false,
+                        ..Default::default()
                     };
                     if let Err(e) = objects::create(&app, &rt, "", obj, &opts) {
                         tracing::warn!("cannot create namespace {ns}: {e}");

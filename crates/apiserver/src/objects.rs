@@ -3,13 +3,16 @@
 //! managedFields), server-side apply and deletion with finalizers.
 
 use crate::error::ApiError;
+use crate::managed;
 use crate::meta;
-use crate::patch;
 use crate::registry::ResourceType;
+use crate::schema::Schema;
 use crate::store::Mutation;
+use crate::typed;
+use crate::validation::{self, FieldValidation};
 use crate::App;
 use serde_json::{json, Map, Value};
-use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
 
 /// etcd's default request limit; larger objects are refused like etcd does.
 pub const MAX_OBJECT_BYTES: usize = 1_572_864;
@@ -67,10 +70,9 @@ fn spec_part(obj: &Value) -> Value {
     }
 }
 
-fn without_volatile(obj: &Value) -> Value {
+fn without_rv(obj: &Value) -> Value {
     let mut o = obj.clone();
     if let Some(m) = o.get_mut("metadata").and_then(Value::as_object_mut) {
-        m.remove("managedFields");
         m.remove("resourceVersion");
     }
     o
@@ -316,105 +318,63 @@ pub struct WriteOpts {
     pub manager: String,
     /// Server-side apply takes over conflicting fields.
     pub force: bool,
+    /// What to do with unknown fields.
+    pub field_validation: FieldValidation,
+    /// Warnings for the response's `Warning` header.
+    pub warnings: Arc<Mutex<Vec<String>>>,
 }
 
-fn managed_entry(
-    manager: &str,
-    operation: &str,
-    api_version: &str,
-    paths: &BTreeSet<patch::FieldPath>,
-    sub: Option<&str>,
-) -> Value {
-    let mut e = json!({
-        "manager": manager,
-        "operation": operation,
-        "apiVersion": api_version,
-        "time": meta::now_rfc3339(),
-        "fieldsType": "FieldsV1",
-        "fieldsV1": patch::to_fields_v1(paths),
-    });
-    if let Some(s) = sub {
-        e["subresource"] = json!(s);
-    }
-    e
-}
-
-fn managed_fields(obj: &Value) -> Vec<Value> {
-    obj.pointer("/metadata/managedFields")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default()
-}
-
-fn entry_paths(e: &Value) -> BTreeSet<patch::FieldPath> {
-    e.get("fieldsV1")
-        .map(patch::from_fields_v1)
-        .unwrap_or_default()
-}
-
-fn set_managed(obj: &mut Value, entries: Vec<Value>) {
-    let entries: Vec<Value> = entries
-        .into_iter()
-        .filter(|e| {
-            e.get("fieldsV1")
-                .is_some_and(|f| f.as_object().is_some_and(|m| !m.is_empty()))
-        })
-        .collect();
-    meta_mut(obj).insert("managedFields".into(), Value::Array(entries));
-}
-
-/// Records an Update-operation manager owning the fields it changed.
-fn track_update(
-    rt: &ResourceType,
-    old: Option<&Value>,
-    new: &mut Value,
-    manager: &str,
-    sub: Option<&str>,
-) {
-    let builtin = rt.crd.is_none();
-    let new_paths = patch::field_paths(new, builtin);
-    let changed: BTreeSet<patch::FieldPath> = new_paths
-        .iter()
-        .filter(|p| match old {
-            None => true,
-            Some(o) => patch::value_at(o, p) != patch::value_at(new, p),
-        })
-        .cloned()
-        .collect();
-    let mut entries = old
-        .map(managed_fields)
-        .unwrap_or_else(|| managed_fields(new));
-    if old.is_none() {
-        entries.clear();
-    }
-    if changed.is_empty() && old.is_some() {
-        set_managed(new, entries);
-        return;
-    }
-    let mut mine: BTreeSet<patch::FieldPath> = BTreeSet::new();
-    let mut rest = Vec::new();
-    for mut e in entries {
-        let mut paths = entry_paths(&e);
-        let same = e.get("manager").and_then(Value::as_str) == Some(manager)
-            && e.get("operation").and_then(Value::as_str) == Some("Update")
-            && e.get("subresource").and_then(Value::as_str) == sub;
-        if same {
-            mine = paths.intersection(&new_paths).cloned().collect();
-            continue;
+impl WriteOpts {
+    fn warn(&self, w: Vec<String>) {
+        if w.is_empty() {
+            return;
         }
-        paths.retain(|p| !changed.contains(p) && new_paths.contains(p));
-        e["fieldsV1"] = patch::to_fields_v1(&paths);
-        rest.push(e);
+        match self.warnings.lock() {
+            Ok(mut g) => g.extend(w),
+            Err(p) => p.into_inner().extend(w),
+        }
     }
-    mine.extend(changed);
-    rest.push(managed_entry(
-        manager,
-        "Update",
-        &rt.api_version(),
-        &mine,
-        sub,
-    ));
-    set_managed(new, rest);
+}
+
+/// The schema a kind's objects are typed with.
+pub(crate) fn schema_of(rt: &ResourceType) -> Arc<Schema> {
+    rt.schema
+        .clone()
+        .or_else(|| crate::schema::builtin(&rt.api_version(), &rt.kind))
+        .unwrap_or_default()
+}
+
+fn scope<'a>(
+    rt: &ResourceType,
+    schema: &'a Schema,
+    api_version: &'a str,
+    target: Target,
+) -> managed::Scope<'a> {
+    managed::Scope {
+        schema,
+        api_version,
+        subresource: (target == Target::Status).then_some("status"),
+        status_subresource: rt.status_subresource,
+    }
+}
+
+/// Validates, normalises and shapes an incoming object as the server
+/// stores it (the Go round trip for built-in kinds).
+fn admit(
+    rt: &ResourceType,
+    schema: &Schema,
+    obj: &mut Value,
+    old: Option<&Value>,
+    opts: &WriteOpts,
+) -> Result<(), ApiError> {
+    let mut warnings = Vec::new();
+    validation::check(rt, schema, obj, old, opts.field_validation, &mut warnings)?;
+    opts.warn(warnings);
+    normalize(rt, obj);
+    if rt.crd.is_none() && schema.root.is_some() {
+        typed::as_stored(schema, obj);
+    }
+    Ok(())
 }
 
 /// Fills server-set metadata and defaults for a new object.
@@ -466,7 +426,8 @@ fn prepare_create(
     m.insert("creationTimestamp".into(), json!(meta::now_rfc3339()));
     m.insert("generation".into(), json!(1));
     validate(rt, obj)?;
-    normalize(rt, obj);
+    let schema = schema_of(rt);
+    admit(rt, &schema, obj, None, opts)?;
     default_fields(app, rt, obj);
     if rt.group == "apiextensions.k8s.io" && rt.kind == "CustomResourceDefinition" {
         crd_status(obj);
@@ -477,7 +438,9 @@ fn prepare_create(
         }
     }
     if obj.pointer("/metadata/managedFields").is_none() {
-        track_update(rt, None, obj, &opts.manager, None);
+        let av = rt.api_version();
+        let sc = scope(rt, &schema, &av, Target::Main);
+        managed::update(&sc, None, obj, &opts.manager, &meta::now_rfc3339());
     }
     check_size(obj)?;
     Ok(name_of(obj).to_string())
@@ -557,6 +520,8 @@ where
 {
     let name = key.rsplit('/').next().unwrap_or_default();
     let mut deleted = false;
+    let schema = schema_of(rt);
+    let api_version = rt.api_version();
     let result = app.store.transact(key, |cur| {
         let Some(cur) = cur else {
             return Err(ApiError::not_found(&rt.group, &rt.plural, name));
@@ -587,7 +552,7 @@ where
             }
         }
         validate(rt, &mut new)?;
-        normalize(rt, &mut new);
+        admit(rt, &schema, &mut new, Some(cur), opts)?;
         if target == Target::Status {
             let status = new.get("status").cloned();
             let mut merged = cur.clone();
@@ -632,32 +597,30 @@ where
                 gen += 1;
             }
             m.insert("generation".into(), json!(gen));
-            if target == Target::Status || !track {
-                if !track {
-                    // Apply computed managedFields already.
-                } else if let Some(mf) = cm.get("managedFields") {
-                    m.insert("managedFields".into(), mf.clone());
-                }
+            // Writers other than apply own what they change; the entries
+            // they send are the live ones, not theirs to rewrite.
+            if track {
+                match cm.get("managedFields") {
+                    Some(mf) => m.insert("managedFields".into(), mf.clone()),
+                    None => m.remove("managedFields"),
+                };
             }
         }
         if rt.kind == "CustomResourceDefinition" && rt.group == "apiextensions.k8s.io" {
             crd_status(&mut new);
         }
         if track {
-            let sub = (target == Target::Status).then_some("status");
-            let before = without_volatile(cur);
-            let mut probe = new.clone();
-            if let Some(mf) = cur.pointer("/metadata/managedFields") {
-                meta_mut(&mut probe).insert("managedFields".into(), mf.clone());
-            }
-            if without_volatile(&probe) != before {
-                track_update(rt, Some(cur), &mut new, &opts.manager, sub);
-            } else {
-                new = probe;
-            }
+            let sc = scope(rt, &schema, &api_version, target);
+            managed::update(
+                &sc,
+                Some(cur),
+                &mut new,
+                &opts.manager,
+                &meta::now_rfc3339(),
+            );
         }
         check_size(&new)?;
-        if without_volatile(&new) == without_volatile(cur) {
+        if without_rv(&new) == without_rv(cur) {
             return Ok(Mutation::Keep(cur.clone()));
         }
         if is_deleting(&new) && finalizers(&new).is_empty() {
@@ -691,7 +654,7 @@ pub fn apply(
     mut applied: Value,
     opts: &WriteOpts,
     target: Target,
-) -> Result<Value, ApiError> {
+) -> Result<(Value, bool), ApiError> {
     if opts.manager.is_empty() {
         return Err(ApiError::bad_request(
             "PATCH, application/apply-patch+yaml requires a non-empty fieldManager query parameter",
@@ -704,121 +667,36 @@ pub fn apply(
             name_of(&applied)
         )));
     }
+    let schema = schema_of(rt);
+    validation::check_applied(rt, &schema, ns, &applied)?;
     let key = rt.key(if rt.namespaced { ns } else { "" }, name);
-    let builtin = rt.crd.is_none();
-    let applied_paths = patch::field_paths(&applied, builtin);
+    let api_version = rt.api_version();
+    let sc = scope(rt, &schema, &api_version, target);
     if app.store.get(&key).is_none() {
-        let mut obj = applied.clone();
-        set_managed(
-            &mut obj,
-            vec![managed_entry(
-                &opts.manager,
-                "Apply",
-                &rt.api_version(),
-                &applied_paths,
-                None,
-            )],
-        );
+        let obj = managed::apply(
+            &sc,
+            None,
+            &applied,
+            &opts.manager,
+            opts.force,
+            &meta::now_rfc3339(),
+        )?;
         match create(app, rt, ns, obj, opts) {
             Err(e) if e.reason == "AlreadyExists" => {}
-            other => return other,
+            other => return other.map(|o| (o, true)),
         }
     }
-    let sub = (target == Target::Status).then_some("status");
     modify(app, rt, &key, target, opts, false, |cur| {
-        let mut entries = managed_fields(cur);
-        let mut previous: BTreeSet<patch::FieldPath> = BTreeSet::new();
-        let mut conflicts = Vec::new();
-        let mut others_owned: BTreeSet<patch::FieldPath> = BTreeSet::new();
-        for e in entries.iter_mut() {
-            let mgr = e
-                .get("manager")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string();
-            let op = e
-                .get("operation")
-                .and_then(Value::as_str)
-                .unwrap_or_default();
-            let esub = e.get("subresource").and_then(Value::as_str);
-            if mgr == opts.manager && op == "Apply" && esub == sub {
-                previous = entry_paths(e);
-                continue;
-            }
-            let mut paths = entry_paths(e);
-            let clashing: Vec<patch::FieldPath> = paths
-                .iter()
-                .filter(|p| applied_paths.contains(*p) && p.last().map(String::as_str) != Some("."))
-                .filter(|p| patch::value_at(cur, p) != patch::value_at(&applied, p))
-                .cloned()
-                .collect();
-            if !clashing.is_empty() {
-                if opts.force {
-                    paths.retain(|p| !clashing.contains(p));
-                    e["fieldsV1"] = patch::to_fields_v1(&paths);
-                } else {
-                    for p in clashing {
-                        conflicts.push(format!(
-                            "conflict with \"{mgr}\"{}: {}",
-                            if op == "Update" {
-                                format!(
-                                    " using {}",
-                                    e.get("apiVersion")
-                                        .and_then(Value::as_str)
-                                        .unwrap_or_default()
-                                )
-                            } else {
-                                String::new()
-                            },
-                            patch::display_path(&p)
-                        ));
-                    }
-                }
-            }
-            others_owned.extend(paths);
-        }
-        if !conflicts.is_empty() {
-            let n = conflicts.len();
-            let mut err = ApiError::new(
-                409,
-                "Conflict",
-                format!(
-                    "Apply failed with {n} conflict{}: {}",
-                    if n == 1 { "" } else { "s" },
-                    conflicts.join("\n")
-                ),
-            );
-            err.details = Some(json!({"name": name, "group": rt.group, "kind": rt.plural,
-                "causes": conflicts.iter().map(|c| json!({"reason": "FieldManagerConflict", "message": c})).collect::<Vec<_>>()}));
-            return Err(err);
-        }
-        let mut live = cur.clone();
-        for p in previous.difference(&applied_paths) {
-            if !others_owned.contains(p) {
-                patch::remove_at(&mut live, p);
-            }
-        }
-        let mut to_merge = applied.clone();
-        if let Some(m) = to_merge.get_mut("metadata").and_then(Value::as_object_mut) {
-            m.remove("managedFields");
-            m.remove("resourceVersion");
-        }
-        patch::apply_merge(&mut live, &to_merge, builtin);
-        entries.retain(|e| {
-            !(e.get("manager").and_then(Value::as_str) == Some(opts.manager.as_str())
-                && e.get("operation").and_then(Value::as_str) == Some("Apply")
-                && e.get("subresource").and_then(Value::as_str) == sub)
-        });
-        entries.push(managed_entry(
+        managed::apply(
+            &sc,
+            Some(cur),
+            &applied,
             &opts.manager,
-            "Apply",
-            &rt.api_version(),
-            &applied_paths,
-            sub,
-        ));
-        set_managed(&mut live, entries);
-        Ok(live)
+            opts.force,
+            &meta::now_rfc3339(),
+        )
     })
+    .map(|o| (o, false))
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

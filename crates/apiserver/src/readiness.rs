@@ -177,7 +177,7 @@ pub async fn run(app: Arc<App>, mut rx: tokio::sync::mpsc::UnboundedReceiver<Str
             let opts = WriteOpts {
                 dry_run: false,
                 manager: "rudder-readiness".into(),
-                force: false,
+                ..Default::default()
             };
 
             let res = objects::modify(&app, &rt, &key, Target::Status, &opts, true, |cur| {

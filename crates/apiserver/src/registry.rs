@@ -20,6 +20,9 @@ pub struct ResourceType {
     pub scale_subresource: bool,
     /// Set for kinds served because of a CRD (by the CRD's name).
     pub crd: Option<String>,
+    /// The CRD version's structural schema (built-in kinds use the
+    /// generated table).
+    pub(crate) schema: Option<Arc<crate::schema::Schema>>,
 }
 
 impl ResourceType {
@@ -457,6 +460,7 @@ fn builtins() -> Vec<Arc<ResourceType>> {
                     status_subresource: status,
                     scale_subresource: matches!(kind, "Deployment" | "StatefulSet" | "ReplicaSet"),
                     crd: None,
+                    schema: None,
                 })
             },
         )
@@ -663,6 +667,9 @@ pub fn crd_types(crd: &Value) -> Result<Vec<ResourceType>, String> {
             status_subresource: sub.and_then(|s| s.get("status")).is_some(),
             scale_subresource: sub.and_then(|s| s.get("scale")).is_some(),
             crd: Some(name.to_string()),
+            schema: v
+                .pointer("/schema/openAPIV3Schema")
+                .map(|s| Arc::new(crate::schema::compile_crd(s, kind))),
         });
     }
     Ok(out)

@@ -13,7 +13,7 @@ fn opts(manager: &str) -> WriteOpts {
     WriteOpts {
         dry_run: false,
         manager: manager.into(),
-        force: false,
+        ..Default::default()
     }
 }
 

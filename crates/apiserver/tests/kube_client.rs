@@ -603,7 +603,11 @@ async fn readiness_simulation_and_size_limit() {
     let mut big = cm("big", json!({}));
     big.data = Some([("k".to_string(), "x".repeat(2 * 1024 * 1024))].into());
     let err = api_err(cms.create(&PostParams::default(), &big).await.unwrap_err());
-    assert_eq!(err.code, 413);
+    assert_eq!(err.code, 422);
+    assert_eq!(
+        err.message,
+        "ConfigMap \"big\" is invalid: []: Too long: may not be more than 1048576 bytes"
+    );
     // Still serving after a bad request.
     cms.create(&PostParams::default(), &cm("ok", json!({})))
         .await

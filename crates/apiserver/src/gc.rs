@@ -152,6 +152,12 @@ pub fn sweep(app: &App) {
         if rt.group.is_empty() && rt.kind == "Namespace" {
             purge_namespace(app, &name);
         }
+        if rt.group == "apiextensions.k8s.io"
+            && rt.kind == "CustomResourceDefinition"
+            && fins.iter().any(|f| f == objects::CRD_CLEANUP)
+        {
+            cleanup_crd(app, &rt, key, &name);
+        }
     }
 }
 
@@ -199,5 +205,33 @@ pub fn purge_namespace(app: &App, ns: &str) {
             Some(n) => Ok(Mutation::Keep(n.clone())),
             None => Ok(Mutation::Keep(Value::Null)),
         });
+    }
+}
+
+/// A deleted CRD deletes its custom resources, each through its own
+/// finalizers, and goes once none is left.
+fn cleanup_crd(app: &App, crd_rt: &ResourceType, key: &str, name: &str) {
+    let Some(t) = app
+        .registry
+        .all()
+        .into_iter()
+        .find(|t| t.crd.as_deref() == Some(name))
+    else {
+        remove_finalizer(app, crd_rt, key, objects::CRD_CLEANUP);
+        return;
+    };
+    let remaining = app.store.entries(&t.key_prefix());
+    if remaining.is_empty() {
+        remove_finalizer(app, crd_rt, key, objects::CRD_CLEANUP);
+        return;
+    }
+    for (k, cr) in remaining {
+        let deleting = cr
+            .pointer("/metadata/deletionTimestamp")
+            .is_some_and(|v| !v.is_null());
+        if !deleting {
+            let n = objects::name_of(&cr).to_string();
+            let _ = objects::delete(app, &t, &k, &n, &DeleteOpts::default());
+        }
     }
 }

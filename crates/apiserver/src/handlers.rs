@@ -17,8 +17,9 @@ use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-/// Request bodies above this are refused before parsing.
-const MAX_BODY: usize = 8 * 1024 * 1024;
+/// Request bodies above this are refused before parsing
+/// (kube-apiserver's `--max-request-body-bytes` default).
+const MAX_BODY: usize = 3 * 1024 * 1024;
 
 pub fn router(app: Arc<App>) -> Router {
     Router::new()
@@ -28,7 +29,12 @@ pub fn router(app: Arc<App>) -> Router {
 }
 
 pub fn json_response(code: StatusCode, v: &Value) -> Response {
-    (code, [("content-type", "application/json")], v.to_string()).into_response()
+    (
+        code,
+        [("content-type", "application/json")],
+        crate::body::to_string(v),
+    )
+        .into_response()
 }
 
 fn ok(v: &Value) -> Response {
@@ -55,12 +61,65 @@ impl Params {
             .map_err(|e| ApiError::bad_request(format!("unable to parse requirement: {e}")))?;
         let mut f = FieldSelector::parse(self.get("fieldSelector").unwrap_or(""))
             .map_err(ApiError::bad_request)?;
+        let events = events::is_events_api(&rt.group, &rt.plural)
+            || (rt.group.is_empty() && rt.plural == "events");
+        if let Some(k) = f.keys().find(|k| !events && !field_label_supported(rt, k)) {
+            return Err(ApiError::bad_request(format!(
+                "field label not supported: {k}"
+            )));
+        }
         if events::is_events_api(&rt.group, &rt.plural) {
             f = f.map_keys(events::core_field);
         } else if rt.group.is_empty() && rt.plural == "events" {
             f = f.map_keys(events::core_only_field);
         }
         Ok((l, f))
+    }
+}
+
+/// The field labels a kind can be selected by (its field label
+/// conversion functions on a real server; CRDs: name and namespace).
+fn field_label_supported(rt: &ResourceType, key: &str) -> bool {
+    if matches!(key, "metadata.name" | "metadata.namespace") {
+        return true;
+    }
+    let extra: &[&str] = match (rt.group.as_str(), rt.plural.as_str()) {
+        ("", "pods") => &[
+            "spec.nodeName",
+            "spec.restartPolicy",
+            "spec.schedulerName",
+            "spec.serviceAccountName",
+            "spec.hostNetwork",
+            "status.phase",
+            "status.podIP",
+            "status.podIPs",
+            "status.nominatedNodeName",
+        ],
+        ("", "secrets") => &["type"],
+        ("", "namespaces") => &["status.phase"],
+        ("", "nodes") => &["spec.unschedulable"],
+        ("", "replicationcontrollers") => &["status.replicas"],
+        ("apps", "replicasets") => &["status.replicas"],
+        ("batch", "jobs") => &["status.successful"],
+        _ => &[],
+    };
+    extra.contains(&key)
+}
+
+/// `path.IsValidPathSegmentName`: what a name in a URL may not be.
+fn check_path_name(name: &str) -> Result<(), ApiError> {
+    let msg = match name {
+        "." => Some("may not be '.'".to_string()),
+        ".." => Some("may not be '..'".to_string()),
+        n if n.contains('/') => Some("may not contain '/'".to_string()),
+        n if n.contains('%') => Some("may not contain '%'".to_string()),
+        _ => None,
+    };
+    match msg {
+        Some(m) => Err(ApiError::bad_request(format!(
+            "invalid resource name {name:?}: [{m}]"
+        ))),
+        None => Ok(()),
     }
 }
 
@@ -87,16 +146,61 @@ async fn dispatch(State(app): State<Arc<App>>, req: Request) -> Response {
             return ApiError::new(
                 413,
                 "RequestEntityTooLarge",
-                "request entity too large: limit is 8388608",
+                "Request entity too large: limit is 3145728",
             )
             .into_response()
         }
     };
+    if crate::body::depth_bound(&body) > crate::body::SHALLOW {
+        return deep(app, parts.method, path, params, parts.headers, body).await;
+    }
     let result = route(&app, &parts.method, &path, &params, &parts.headers, body).await;
     match result {
         Ok(r) => r,
         Err(e) => e.into_response(),
     }
+}
+
+/// Stack for requests whose bodies nest deeply (up to Go's 10,000 levels).
+const DEEP_STACK: usize = 512 * 1024 * 1024;
+
+/// Handles a deeply nested body on a thread of its own with a large stack:
+/// decoding, validation and merging recurse once per level.
+async fn deep(
+    app: Arc<App>,
+    method: Method,
+    path: String,
+    params: Params,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let spawned = std::thread::Builder::new()
+        .name("apiserver-deep-request".into())
+        .stack_size(DEEP_STACK)
+        .spawn(move || {
+            let rt = match tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(rt) => rt,
+                Err(e) => {
+                    let _ = tx.send(ApiError::internal(e.to_string()).into_response());
+                    return;
+                }
+            };
+            let res = rt.block_on(route(&app, &method, &path, &params, &headers, body));
+            let _ = tx.send(match res {
+                Ok(r) => r,
+                Err(e) => e.into_response(),
+            });
+        });
+    if let Err(e) = spawned {
+        return ApiError::internal(format!("cannot start a request thread: {e}")).into_response();
+    }
+    rx.await.unwrap_or_else(|_| {
+        ApiError::internal("the request thread ended without an answer").into_response()
+    })
 }
 
 async fn route(
@@ -195,6 +299,9 @@ fn parse_resource(
         .registry
         .find(group, version, resource)
         .ok_or_else(not_found)?;
+    if let Some(n) = name {
+        check_path_name(n)?;
+    }
     if ns.is_some() && !rt.namespaced {
         return Err(not_found());
     }
@@ -215,27 +322,9 @@ fn parse_resource(
     })
 }
 
-/// Decodes a JSON or YAML body; protobuf is declined.
-pub fn decode_body(headers: &HeaderMap, body: &[u8]) -> Result<Value, ApiError> {
-    let ct = headers
-        .get("content-type")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("application/json");
-    if ct.contains("protobuf") {
-        return crate::protobuf::decode(body)
-            .map_err(|e| ApiError::new(415, "UnsupportedMediaType", e));
-    }
-    if body.is_empty() {
-        return Err(ApiError::bad_request("the request body is empty"));
-    }
-    if ct.contains("yaml") {
-        let text = std::str::from_utf8(body)
-            .map_err(|e| ApiError::bad_request(format!("the body is not valid UTF-8: {e}")))?;
-        return serde_saphyr::from_str::<Value>(text)
-            .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")));
-    }
-    serde_json::from_slice(body)
-        .map_err(|e| ApiError::bad_request(format!("error decoding JSON body: {e}")))
+/// Decodes a create or update body for `rt`.
+fn decode_object(rt: &ResourceType, headers: &HeaderMap, body: &[u8]) -> Result<Value, ApiError> {
+    crate::body::decode(headers, body, rt.crd.is_some())
 }
 
 fn manager(params: &Params, headers: &HeaderMap) -> String {
@@ -309,7 +398,7 @@ async fn resource(
         let body = if body.is_empty() || *method == Method::DELETE {
             body
         } else {
-            let v = decode_body(headers, &body)?;
+            let v = decode_object(&rt, headers, &body)?;
             Bytes::from(events::to_core(v).to_string())
         };
         let mut h = headers.clone();
@@ -384,7 +473,7 @@ async fn resource(
                     "the server does not allow this method on the requested resource",
                 ));
             }
-            let mut obj = decode_body(headers, &body)?;
+            let mut obj = decode_object(&rt, headers, &body)?;
             if rt.group == "authorization.k8s.io" {
                 if !obj.is_object() {
                     return Err(ApiError::bad_request("the request body must be an object"));
@@ -402,7 +491,14 @@ async fn resource(
             Ok(json_response(StatusCode::CREATED, &present(&rt, created)))
         }
         (Method::PUT, Some(name)) => {
-            let obj = decode_body(headers, &body)?;
+            let obj = decode_object(&rt, headers, &body)?;
+            if let Some(n) = obj.pointer("/metadata/name").and_then(Value::as_str) {
+                if n != name && rr.sub.as_deref() != Some("scale") {
+                    return Err(ApiError::bad_request(format!(
+                        "the name of the object ({n}) does not match the name on the URL ({name})"
+                    )));
+                }
+            }
             let key = rt.key(&ns, name);
             let target = if rr.sub.as_deref() == Some("status") {
                 Target::Status
@@ -571,22 +667,25 @@ fn patch_object(
     body: &[u8],
     wopts: &WriteOpts,
 ) -> Result<Response, ApiError> {
-    let ct = headers
-        .get("content-type")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .split(';')
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_string();
+    let ct = crate::body::media_type(headers);
+    let accepted = if rt.crd.is_some() {
+        "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"
+    } else {
+        "application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json, application/apply-patch+yaml"
+    };
+    let format = match ct.as_str() {
+        "application/json-patch+json" | "application/merge-patch+json" => crate::body::Format::Json,
+        "application/strategic-merge-patch+json" if rt.crd.is_none() => crate::body::Format::Json,
+        "application/apply-patch+yaml" => crate::body::Format::Yaml,
+        _ => return Err(crate::body::unsupported(accepted)),
+    };
     let target = if sub == Some("status") {
         Target::Status
     } else {
         Target::Main
     };
     let key = rt.key(ns, name);
-    let patch_body = decode_body(headers, body)?;
+    let patch_body = crate::body::decode_as(format, body)?;
     let scale = sub == Some("scale");
     let apply_to = |cur: &Value| -> Result<Value, ApiError> {
         let mut doc = if scale {
@@ -608,18 +707,9 @@ fn patch_object(
             }
             "application/merge-patch+json" => json_patch::merge(&mut doc, &patch_body),
             "application/strategic-merge-patch+json" => {
-                if rt.crd.is_some() {
-                    return Err(ApiError::new(415, "UnsupportedMediaType", "strategic merge patch is not supported for custom resources; use a JSON merge patch or JSON patch"));
-                }
                 patch::strategic_merge(&mut doc, &patch_body).map_err(ApiError::bad_request)?;
             }
-            other => {
-                return Err(ApiError::new(
-                    415,
-                    "UnsupportedMediaType",
-                    format!("the patch content type {other:?} is not supported"),
-                ))
-            }
+            _ => return Err(crate::body::unsupported(accepted)),
         }
         if scale {
             let replicas = doc.pointer("/spec/replicas").cloned().unwrap_or(json!(0));
@@ -629,7 +719,7 @@ fn patch_object(
         }
         Ok(doc)
     };
-    if ct == "application/apply-patch+yaml" || ct == "application/apply-patch+cbor" {
+    if ct == "application/apply-patch+yaml" {
         if params.get("fieldManager").is_none_or(str::is_empty) {
             return Err(ApiError::bad_request(
                 "PATCH, application/apply-patch+yaml requires fieldManager to be set",
@@ -662,7 +752,7 @@ fn delete_opts(params: &Params, headers: &HeaderMap, body: &[u8]) -> Result<Dele
         crate::protobuf::decode_delete_options(body)
             .map_err(|e| ApiError::bad_request(format!("invalid DeleteOptions: {e}")))?
     } else {
-        decode_body(headers, body)
+        crate::body::decode(headers, body, false)
             .map_err(|e| ApiError::bad_request(format!("invalid DeleteOptions: {}", e.message)))?
     };
     let policy = b

@@ -31,6 +31,8 @@ pub mod validation;
 pub mod watch;
 pub mod workloads;
 
+mod body;
+
 pub use error::{ApiError, ServerError};
 
 use serde_json::json;

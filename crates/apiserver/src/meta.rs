@@ -108,7 +108,7 @@ pub fn validate_subdomain(name: &str) -> Result<(), String> {
     if ok {
         Ok(())
     } else {
-        Err(format!("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*'); got {name:?}"))
+        Err(("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')").to_string())
     }
 }
 
@@ -118,7 +118,7 @@ pub fn validate_label(name: &str) -> Result<(), String> {
         return Err("must be no more than 63 characters".into());
     }
     if name.contains('.') {
-        return Err(format!("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?'); got {name:?}"));
+        return Err(("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')").to_string());
     }
     validate_subdomain(name)
 }
@@ -279,6 +279,11 @@ impl FieldSelector {
             reqs.push((k.trim().to_string(), eq, v.trim().to_string()));
         }
         Ok(FieldSelector { reqs })
+    }
+
+    /// The field labels the selector uses.
+    pub fn keys(&self) -> impl Iterator<Item = &str> {
+        self.reqs.iter().map(|(k, _, _)| k.as_str())
     }
 
     /// Renames selector keys (API views whose fields are stored elsewhere).

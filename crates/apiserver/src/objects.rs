@@ -79,7 +79,7 @@ fn without_rv(obj: &Value) -> Value {
 }
 
 pub fn check_size(obj: &Value) -> Result<(), ApiError> {
-    let n = serde_json::to_vec(obj).map(|v| v.len()).unwrap_or(0);
+    let n = crate::body::to_string(obj).len();
     if n > MAX_OBJECT_BYTES {
         return Err(ApiError::new(
             413,
@@ -261,6 +261,16 @@ fn default_fields(app: &App, rt: &ResourceType, obj: &mut Value) {
                 }
             }
         }
+        ("apiextensions.k8s.io", "CustomResourceDefinition") => {
+            let fins = meta_mut(obj)
+                .entry("finalizers")
+                .or_insert_with(|| json!([]));
+            if let Some(a) = fins.as_array_mut() {
+                if !a.iter().any(|f| f == CRD_CLEANUP) {
+                    a.push(json!(CRD_CLEANUP));
+                }
+            }
+        }
         ("", "Pod") if obj.get("status").is_none() => {
             obj["status"] = json!({"phase": "Pending"});
         }
@@ -361,6 +371,7 @@ fn scope<'a>(
 /// Validates, normalises and shapes an incoming object as the server
 /// stores it (the Go round trip for built-in kinds).
 fn admit(
+    app: &App,
     rt: &ResourceType,
     schema: &Schema,
     obj: &mut Value,
@@ -368,9 +379,13 @@ fn admit(
     opts: &WriteOpts,
 ) -> Result<(), ApiError> {
     let mut warnings = Vec::new();
-    validation::check(rt, schema, obj, old, opts.field_validation, &mut warnings)?;
+    validation::check_decode(rt, schema, obj, opts.field_validation, &mut warnings)?;
     opts.warn(warnings);
     normalize(rt, obj);
+    if old.is_none() {
+        default_fields(app, rt, obj);
+    }
+    validation::check_rules(rt, schema, obj, old)?;
     if rt.crd.is_none() && schema.root.is_some() {
         typed::as_stored(schema, obj);
     }
@@ -427,8 +442,7 @@ fn prepare_create(
     m.insert("generation".into(), json!(1));
     validate(rt, obj)?;
     let schema = schema_of(rt);
-    admit(rt, &schema, obj, None, opts)?;
-    default_fields(app, rt, obj);
+    admit(app, rt, &schema, obj, None, opts)?;
     if rt.group == "apiextensions.k8s.io" && rt.kind == "CustomResourceDefinition" {
         crd_status(obj);
     } else if rt.status_subresource && rt.crd.is_some() {
@@ -446,7 +460,25 @@ fn prepare_create(
     Ok(name_of(obj).to_string())
 }
 
+/// The finalizer through which a deleted CRD removes its custom resources.
+pub(crate) const CRD_CLEANUP: &str = "customresourcecleanup.apiextensions.k8s.io";
+
+fn crd_key(name: &str) -> String {
+    format!("apiextensions.k8s.io/customresourcedefinitions//{name}")
+}
+
 fn namespace_check(app: &App, rt: &ResourceType, ns: &str) -> Result<(), ApiError> {
+    if let Some(crd) = &rt.crd {
+        if app
+            .store
+            .get(&crd_key(crd))
+            .is_some_and(|c| is_deleting(&c))
+        {
+            return Err(ApiError::method_not_allowed(
+                "create not allowed while custom resource definition is terminating",
+            ));
+        }
+    }
     if !rt.namespaced {
         return Ok(());
     }
@@ -552,7 +584,7 @@ where
             }
         }
         validate(rt, &mut new)?;
-        admit(rt, &schema, &mut new, Some(cur), opts)?;
+        admit(app, rt, &schema, &mut new, Some(cur), opts)?;
         if target == Target::Status {
             let status = new.get("status").cloned();
             let mut merged = cur.clone();

@@ -66,7 +66,7 @@ impl Backend for RedbBackend {
         let mut out = Vec::new();
         for item in objs.iter().map_err(|e| e.to_string())? {
             let (k, v) = item.map_err(|e| e.to_string())?;
-            let obj: Value = serde_json::from_slice(v.value())
+            let obj: Value = crate::body::json(v.value())
                 .map_err(|e| format!("corrupt object {}: {e}", k.value()))?;
             out.push((k.value().to_string(), obj));
         }
@@ -79,8 +79,8 @@ impl Backend for RedbBackend {
             let mut objs = w.open_table(OBJECTS).map_err(|e| e.to_string())?;
             match obj {
                 Some(o) => {
-                    let bytes = serde_json::to_vec(o).map_err(|e| e.to_string())?;
-                    objs.insert(key, bytes.as_slice())
+                    let bytes = crate::body::to_string(o);
+                    objs.insert(key, bytes.as_bytes())
                         .map_err(|e| e.to_string())?;
                 }
                 None => {
@@ -279,7 +279,7 @@ impl Store {
         object: Value,
         old: Option<Value>,
     ) {
-        let size = |v: &Value| serde_json::to_vec(v).map(|b| b.len()).unwrap_or(0);
+        let size = |v: &Value| crate::body::to_string(v).len();
         let bytes = size(&object) + old.as_ref().map(size).unwrap_or(0);
         let ev = Arc::new(Event {
             rv: g.rv,

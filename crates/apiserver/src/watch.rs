@@ -74,7 +74,7 @@ impl Shaper {
 }
 
 fn line(v: &Value) -> Bytes {
-    let mut s = v.to_string();
+    let mut s = crate::body::to_string(v);
     s.push('\n');
     Bytes::from(s)
 }

@@ -158,21 +158,15 @@ fn cannot_handle(rt: &ResourceType, msg: &str) -> ApiError {
     ))
 }
 
-/// Checks a write of `obj` (replacing `old`, if any) and prunes what the
-/// server drops. Unknown fields become warnings under Warn.
-pub(crate) fn check(
+/// Decoding a write of `obj`: Go type errors and unknown fields (which
+/// become warnings under Warn).
+pub(crate) fn check_decode(
     rt: &ResourceType,
     schema: &Schema,
-    obj: &mut Value,
-    old: Option<&Value>,
+    obj: &Value,
     mode: FieldValidation,
     warnings: &mut Vec<String>,
 ) -> Result<(), ApiError> {
-    let name = obj
-        .pointer("/metadata/name")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string();
     let has_schema = schema.root.is_some();
     if has_schema {
         let d = decode::decode(schema, obj);
@@ -201,6 +195,23 @@ pub(crate) fn check(
             }
         }
     }
+    Ok(())
+}
+
+/// Validation of a defaulted write of `obj` (replacing `old`, if any);
+/// custom resources are pruned to their schema.
+pub(crate) fn check_rules(
+    rt: &ResourceType,
+    schema: &Schema,
+    obj: &mut Value,
+    old: Option<&Value>,
+) -> Result<(), ApiError> {
+    let name = obj
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let has_schema = schema.root.is_some();
     let mut errs = Vec::new();
     rules::metadata(obj, &mut errs);
     if rt.crd.is_some() {

@@ -216,6 +216,17 @@ async fn route(
         .split('/')
         .filter(|s| !s.is_empty())
         .collect();
+    // Resource requests are authorized once their resource is known;
+    // everything else (discovery, health, OpenAPI) by path.
+    let resource_request = match segs.first() {
+        Some(&"api") => segs.len() > 2,
+        Some(&"apis") => segs.len() > 3,
+        _ => false,
+    };
+    if !resource_request {
+        let attrs = crate::auth::Attributes::non_resource(method.as_str(), path);
+        app.auth.authorize(app, headers, &attrs)?;
+    }
     match segs.as_slice() {
         ["version"] => return Ok(ok(&discovery::version())),
         ["healthz" | "livez" | "readyz", ..] => {
@@ -246,6 +257,17 @@ async fn route(
     };
     let rr = parse_resource(app, group, version, rest)?;
     let watch = rr.watch_path || params.flag("watch");
+    if let Some(verb) = crate::faults::Verb::of(method, rr.name.is_some(), watch) {
+        let attrs = crate::auth::Attributes::resource(
+            verb,
+            &rr.rt.group,
+            &rr.rt.plural,
+            rr.sub.as_deref(),
+            rr.ns.as_deref(),
+            rr.name.as_deref(),
+        );
+        app.auth.authorize(app, headers, &attrs)?;
+    }
     let fault = app.faults.on_request(
         method,
         &rr.rt.group,
@@ -308,7 +330,8 @@ fn parse_resource(
     if let Some(s) = sub {
         let allowed = (s == "status" && rt.status_subresource)
             || (s == "scale" && rt.scale_subresource)
-            || (s == "finalize" && rt.kind == "Namespace");
+            || (s == "finalize" && rt.kind == "Namespace")
+            || (s == "token" && rt.kind == "ServiceAccount" && rt.group.is_empty());
         if !allowed {
             return Err(not_found());
         }
@@ -474,21 +497,47 @@ async fn resource(
                 ));
             }
             let mut obj = decode_object(&rt, headers, &body)?;
-            if rt.group == "authorization.k8s.io" {
+            if matches!(
+                rt.group.as_str(),
+                "authorization.k8s.io" | "authentication.k8s.io"
+            ) {
                 if !obj.is_object() {
                     return Err(ApiError::bad_request("the request body must be an object"));
                 }
-                // There is no authorization here: everything is allowed.
-                obj["status"] = if rt.kind == "SelfSubjectRulesReview" {
-                    json!({"resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
-                        "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}], "incomplete": false})
-                } else {
-                    json!({"allowed": true, "reason": "rudder-apiserver allows every request"})
-                };
+                obj["status"] = review(app, &rt, &obj, headers);
                 return Ok(json_response(StatusCode::CREATED, &present(&rt, obj)));
             }
             let created = objects::create(app, &rt, &ns, obj, &wopts)?;
             Ok(json_response(StatusCode::CREATED, &present(&rt, created)))
+        }
+        (Method::POST, Some(name)) if rr.sub.as_deref() == Some("token") => {
+            let mut req = decode_object(&rt, headers, &body)?;
+            let sa = app
+                .store
+                .get(&rt.key(&ns, name))
+                .ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, name))?;
+            let uid = sa
+                .pointer("/metadata/uid")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let token = app.auth.issue(&ns, name, uid);
+            let secs = req
+                .pointer("/spec/expirationSeconds")
+                .and_then(Value::as_u64)
+                .unwrap_or(3600);
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0);
+            if !req.is_object() {
+                req = json!({});
+            }
+            req["apiVersion"] = json!("authentication.k8s.io/v1");
+            req["kind"] = json!("TokenRequest");
+            req["metadata"] = json!({"name": name, "namespace": ns});
+            req["status"] = json!({"token": token,
+                "expirationTimestamp": crate::meta::format_rfc3339(now + secs)});
+            Ok(json_response(StatusCode::CREATED, &req))
         }
         (Method::PUT, Some(name)) => {
             let obj = decode_object(&rt, headers, &body)?;
@@ -563,6 +612,33 @@ async fn resource(
         )),
     };
     res.map(|r| with_warnings(r, &warnings))
+}
+
+/// Answers TokenReview, SubjectAccessReview and the self reviews.
+fn review(app: &App, rt: &ResourceType, obj: &Value, headers: &HeaderMap) -> Value {
+    let spec = obj.get("spec").cloned().unwrap_or_else(|| json!({}));
+    match rt.kind.as_str() {
+        "TokenReview" => {
+            let token = spec
+                .get("token")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            match app.auth.authenticate_token(app, token) {
+                Some(u) => json!({"authenticated": true, "user": u.to_json(),
+                    "audiences": spec.get("audiences").cloned().unwrap_or_else(|| json!([]))}),
+                None => json!({"authenticated": false, "error": "invalid bearer token"}),
+            }
+        }
+        "SelfSubjectRulesReview" => {
+            json!({"resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
+                "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}], "incomplete": false})
+        }
+        "SelfSubjectAccessReview" => {
+            let me = app.auth.whoami(app, headers);
+            crate::auth::review(app, &me, &spec)
+        }
+        _ => crate::auth::review(app, &crate::auth::spec_user(&spec), &spec),
+    }
 }
 
 /// Converts a core Event in a response body to the events.k8s.io shape.

@@ -7,6 +7,7 @@
 //! schedules Pods: it is not a cluster, only its API. With
 //! `simulate_readiness` workloads report ready.
 
+mod auth;
 pub mod discovery;
 pub mod error;
 pub mod events;
@@ -33,6 +34,7 @@ pub mod workloads;
 
 mod body;
 
+pub use auth::Authorization;
 pub use error::{ApiError, ServerError};
 
 use serde_json::json;
@@ -53,6 +55,10 @@ pub struct App {
     pub shutdown: tokio::sync::watch::Receiver<bool>,
     /// Injected API errors for tests; inactive unless a rule is added.
     pub faults: faults::Faults,
+    /// Authentication and (optional) RBAC.
+    pub(crate) auth: auth::Auth,
+    /// The CA clients trust, for ServiceAccount token Secrets.
+    pub(crate) ca_pem: Option<String>,
     ip_counter: AtomicU32,
     readiness_tx: tokio::sync::mpsc::UnboundedSender<String>,
     readiness_rx: std::sync::Mutex<Option<tokio::sync::mpsc::UnboundedReceiver<String>>>,
@@ -64,6 +70,23 @@ impl App {
         simulate_readiness: bool,
         shutdown: tokio::sync::watch::Receiver<bool>,
     ) -> Result<Arc<Self>, String> {
+        Self::with_auth(
+            backend,
+            simulate_readiness,
+            shutdown,
+            Authorization::AlwaysAllow,
+            None,
+        )
+    }
+
+    /// Like `new`, with an authorization mode and the CA clients trust.
+    pub fn with_auth(
+        backend: Box<dyn store::Backend>,
+        simulate_readiness: bool,
+        shutdown: tokio::sync::watch::Receiver<bool>,
+        authorization: Authorization,
+        ca_pem: Option<String>,
+    ) -> Result<Arc<Self>, String> {
         let (readiness_tx, readiness_rx) = tokio::sync::mpsc::unbounded_channel();
         let app = Arc::new(App {
             store: store::Store::new(backend)?,
@@ -71,6 +94,8 @@ impl App {
             simulate_readiness,
             shutdown,
             faults: faults::Faults::default(),
+            auth: auth::Auth::new(authorization),
+            ca_pem,
             ip_counter: AtomicU32::new(10),
             readiness_tx,
             readiness_rx: std::sync::Mutex::new(Some(readiness_rx)),
@@ -140,6 +165,9 @@ pub struct Config {
     /// Serve HTTPS with a CA generated at start (kept in `data_dir` when
     /// set); the kubeconfig then carries that CA.
     pub tls: bool,
+    /// `Rbac` authenticates bearer tokens (the kubeconfig's admin token,
+    /// ServiceAccount tokens) and authorizes with RBAC objects.
+    pub authorization: Authorization,
 }
 
 impl Default for Config {
@@ -150,6 +178,7 @@ impl Default for Config {
             kubeconfig_out: None,
             simulate_readiness: false,
             tls: false,
+            authorization: Authorization::AlwaysAllow,
         }
     }
 }
@@ -192,16 +221,21 @@ impl Server {
                 None => Box::new(store::MemoryBackend),
             };
         let (shutdown_tx, shutdown_rx) = tokio::sync::watch::channel(false);
-        let app = App::new(backend, config.simulate_readiness, shutdown_rx.clone()).map_err(
-            |message| ServerError::Storage {
-                path: config
-                    .data_dir
-                    .as_ref()
-                    .map(|d| d.display().to_string())
-                    .unwrap_or_default(),
-                message,
-            },
-        )?;
+        let app = App::with_auth(
+            backend,
+            config.simulate_readiness,
+            shutdown_rx.clone(),
+            config.authorization,
+            tls.as_ref().map(|t| t.ca_pem.clone()),
+        )
+        .map_err(|message| ServerError::Storage {
+            path: config
+                .data_dir
+                .as_ref()
+                .map(|d| d.display().to_string())
+                .unwrap_or_default(),
+            message,
+        })?;
         let listener = tokio::net::TcpListener::bind(config.listen)
             .await
             .map_err(|source| ServerError::Bind {
@@ -225,9 +259,11 @@ impl Server {
             (None, None) => std::env::temp_dir().join("kubeconfig"),
         };
         let ca = tls.as_ref().map(|t| (t.ca_pem.clone(), t.ca_der.clone()));
+        let token =
+            (config.authorization == Authorization::Rbac).then(|| app.auth.admin_token.clone());
         write_kubeconfig(
             &kubeconfig_path,
-            &kubeconfig_yaml(addr, ca.as_ref().map(|c| c.0.as_str())),
+            &kubeconfig_yaml(addr, ca.as_ref().map(|c| c.0.as_str()), token.as_deref()),
         )?;
         app.spawn_tasks();
         let router = handlers::router(app.clone());
@@ -293,7 +329,26 @@ impl Server {
     }
 
     pub fn kubeconfig_yaml(&self) -> String {
-        kubeconfig_yaml(self.addr, self.ca_pem())
+        kubeconfig_yaml(self.addr, self.ca_pem(), self.admin_token())
+    }
+
+    /// The admin bearer token, when RBAC is on.
+    pub fn admin_token(&self) -> Option<&str> {
+        (self.app.auth.mode == Authorization::Rbac).then_some(self.app.auth.admin_token.as_str())
+    }
+
+    /// A kube-rs client authenticating with `token` (e.g. a ServiceAccount's).
+    pub fn client_with_token(&self, token: &str) -> Result<kube::Client, ServerError> {
+        let url = self
+            .url()
+            .parse()
+            .map_err(|e| ServerError::Client(format!("{e}")))?;
+        let mut config = kube::Config::new(url);
+        if let Some((_, der)) = &self.ca {
+            config.root_cert = Some(vec![der.clone()]);
+        }
+        config.auth_info.token = Some(token.to_string().into());
+        kube::Client::try_from(config).map_err(|e| ServerError::Client(e.to_string()))
     }
 
     /// The fault injector: tests add rules to make chosen requests fail.
@@ -315,6 +370,9 @@ impl Server {
         let mut config = kube::Config::new(url);
         if let Some((_, der)) = &self.ca {
             config.root_cert = Some(vec![der.clone()]);
+        }
+        if let Some(t) = self.admin_token() {
+            config.auth_info.token = Some(t.to_string().into());
         }
         kube::Client::try_from(config).map_err(|e| ServerError::Client(e.to_string()))
     }
@@ -350,7 +408,7 @@ fn server_url(addr: SocketAddr, tls: bool) -> String {
     format!("{scheme}://{addr}")
 }
 
-fn kubeconfig_yaml(addr: SocketAddr, ca_pem: Option<&str>) -> String {
+fn kubeconfig_yaml(addr: SocketAddr, ca_pem: Option<&str>, token: Option<&str>) -> String {
     use base64::Engine as _;
     let server = server_url(addr, ca_pem.is_some());
     let ca = ca_pem
@@ -363,10 +421,10 @@ fn kubeconfig_yaml(addr: SocketAddr, ca_pem: Option<&str>) -> String {
         .unwrap_or_default();
     // kubectl asks for a username on a terminal when an HTTPS cluster's
     // user has no credentials at all; the server accepts any token.
-    let user = if ca_pem.is_some() {
-        "{token: rudder}"
-    } else {
-        "{}"
+    let user = match (token, ca_pem) {
+        (Some(t), _) => format!("{{token: {t}}}"),
+        (None, Some(_)) => "{token: rudder}".to_string(),
+        (None, None) => "{}".to_string(),
     };
     format!(
         "apiVersion: v1\nkind: Config\nclusters:\n- name: rudder\n  cluster:\n    server: {server}{ca}\ncontexts:\n- name: rudder\n  context:\n    cluster: rudder\n    user: rudder\n    namespace: default\ncurrent-context: rudder\nusers:\n- name: rudder\n  user: {user}\npreferences: {{}}\n"

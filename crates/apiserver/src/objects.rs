@@ -521,6 +521,25 @@ pub fn create(
 }
 
 fn after_write(app: &App, rt: &ResourceType, obj: &Value) {
+    if rt.group.is_empty() && rt.kind == "Secret" {
+        if let Some(filled) = crate::auth::populate_token_secret(app, obj) {
+            let key = rt.key(
+                obj.pointer("/metadata/namespace")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default(),
+                name_of(obj),
+            );
+            let opts = WriteOpts {
+                manager: "kube-controller-manager".into(),
+                ..Default::default()
+            };
+            if let Err(e) = modify(app, rt, &key, Target::Main, &opts, true, move |_| {
+                Ok(filled)
+            }) {
+                tracing::warn!("cannot fill the token of Secret {key}: {e}");
+            }
+        }
+    }
     if rt.group == "apiextensions.k8s.io" && rt.kind == "CustomResourceDefinition" {
         if let Err(e) = app.registry.install_crd(obj) {
             tracing::warn!("stored CRD could not be served: {e}");

@@ -410,7 +410,17 @@ const BUILTINS: &[Row] = &[
         false,
         NONE,
     ),
-    // Reviews are answered (always allowed), never stored.
+    // Reviews are answered, never stored.
+    (
+        "authentication.k8s.io",
+        "v1",
+        "TokenReview",
+        "tokenreviews",
+        NONE,
+        false,
+        false,
+        NONE,
+    ),
     (
         "authorization.k8s.io",
         "v1",

@@ -46,12 +46,29 @@ pub async fn send(
     content_type: Option<&str>,
     body: &[u8],
 ) -> Reply {
+    send_with(server, None, method, path, content_type, body).await
+}
+
+/// Sends one request with a bearer token (or the admin's when `None` and
+/// the server has one).
+pub async fn send_with(
+    server: &Server,
+    token: Option<&str>,
+    method: &str,
+    path: &str,
+    content_type: Option<&str>,
+    body: &[u8],
+) -> Reply {
     let mut s = tokio::net::TcpStream::connect(server.addr())
         .await
         .expect("connect");
     let ct = content_type.unwrap_or("application/json");
+    let auth = match token.or(server.admin_token()) {
+        Some(t) => format!("authorization: Bearer {t}\r\n"),
+        None => String::new(),
+    };
     let head = format!(
-        "{method} {path} HTTP/1.1\r\nhost: localhost\r\ncontent-type: {ct}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+        "{method} {path} HTTP/1.1\r\nhost: localhost\r\n{auth}content-type: {ct}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
         body.len()
     );
     s.write_all(head.as_bytes()).await.expect("write head");

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// Runs until shutdown, sweeping after deletions and every 5 seconds.
-pub async fn run(app: Arc<App>) {
+pub(crate) async fn run(app: Arc<App>) {
     let mut shutdown = app.shutdown.clone();
     loop {
         tokio::select! {
@@ -76,7 +76,7 @@ fn remove_finalizer(app: &App, rt: &ResourceType, key: &str, finalizer: &str) {
 }
 
 /// One pass over all objects.
-pub fn sweep(app: &App) {
+pub(crate) fn sweep(app: &App) {
     let all = app.store.entries("");
     let uids: HashSet<String> = all
         .iter()
@@ -163,7 +163,7 @@ pub fn sweep(app: &App) {
 
 /// Deletes a terminating namespace's contents; removes the namespace once
 /// nothing is left in it.
-pub fn purge_namespace(app: &App, ns: &str) {
+pub(crate) fn purge_namespace(app: &App, ns: &str) {
     let mut remaining = 0;
     for (key, obj) in app.store.entries("") {
         let Some((_, _, ons, name)) = split_key(&key) else {

@@ -21,14 +21,14 @@ use std::sync::{Arc, Mutex};
 /// (kube-apiserver's `--max-request-body-bytes` default).
 const MAX_BODY: usize = 3 * 1024 * 1024;
 
-pub fn router(app: Arc<App>) -> Router {
+pub(crate) fn router(app: Arc<App>) -> Router {
     Router::new()
         .fallback(dispatch)
         .layer(DefaultBodyLimit::disable())
         .with_state(app)
 }
 
-pub fn json_response(code: StatusCode, v: &Value) -> Response {
+pub(crate) fn json_response(code: StatusCode, v: &Value) -> Response {
     (
         code,
         [("content-type", "application/json")],
@@ -42,21 +42,24 @@ fn ok(v: &Value) -> Response {
 }
 
 /// Query parameters of a resource request.
-pub struct Params(pub HashMap<String, String>);
+pub(crate) struct Params(pub HashMap<String, String>);
 
 impl Params {
-    pub fn get(&self, k: &str) -> Option<&str> {
+    pub(crate) fn get(&self, k: &str) -> Option<&str> {
         self.0.get(k).map(String::as_str)
     }
-    pub fn flag(&self, k: &str) -> bool {
+    pub(crate) fn flag(&self, k: &str) -> bool {
         matches!(self.get(k), Some("true" | "1"))
     }
-    pub fn dry_run(&self) -> bool {
+    pub(crate) fn dry_run(&self) -> bool {
         self.get("dryRun") == Some("All")
     }
     /// Label and field selectors; field keys are those of `rt`'s API, mapped
     /// to the stored fields.
-    pub fn selectors(&self, rt: &ResourceType) -> Result<(LabelSelector, FieldSelector), ApiError> {
+    pub(crate) fn selectors(
+        &self,
+        rt: &ResourceType,
+    ) -> Result<(LabelSelector, FieldSelector), ApiError> {
         let l = LabelSelector::parse(self.get("labelSelector").unwrap_or(""))
             .map_err(|e| ApiError::bad_request(format!("unable to parse requirement: {e}")))?;
         let mut f = FieldSelector::parse(self.get("fieldSelector").unwrap_or(""))
@@ -365,7 +368,7 @@ fn manager(params: &Params, headers: &HeaderMap) -> String {
 
 /// Rewrites apiVersion to the requested version (CRDs serve several) and
 /// converts stored core Events to the `events.k8s.io` shape when asked.
-pub fn present(rt: &ResourceType, mut obj: Value) -> Value {
+pub(crate) fn present(rt: &ResourceType, mut obj: Value) -> Value {
     if events::is_events_api(&rt.group, &rt.plural) {
         obj = events::from_core(obj);
     }
@@ -867,7 +870,7 @@ fn delete_opts(params: &Params, headers: &HeaderMap, body: &[u8]) -> Result<Dele
     })
 }
 
-pub fn list_prefix(rt: &ResourceType, ns: Option<&str>) -> String {
+pub(crate) fn list_prefix(rt: &ResourceType, ns: Option<&str>) -> String {
     match ns {
         Some(ns) if rt.namespaced => format!("{}{ns}/", rt.key_prefix()),
         _ => rt.key_prefix(),
@@ -946,7 +949,7 @@ fn list(
 }
 
 /// Used by watch streams to stop when the client goes away.
-pub fn stream_body(rx: tokio::sync::mpsc::Receiver<Bytes>) -> Body {
+pub(crate) fn stream_body(rx: tokio::sync::mpsc::Receiver<Bytes>) -> Body {
     let stream = futures::stream::unfold(rx, |mut rx| async move {
         rx.recv()
             .await

@@ -6,36 +6,45 @@
 //! serves HTTP, or HTTPS with its own CA when `tls` is set. Nothing
 //! schedules Pods: it is not a cluster, only its API. With
 //! `simulate_readiness` workloads report ready.
+//!
+//! The public surface is [`Server`], [`Config`], [`Authorization`], the
+//! errors and the test-facing [`faults`] injector; everything else is
+//! internal.
+
+#![warn(unreachable_pub)]
 
 mod auth;
-pub mod discovery;
-pub mod error;
-pub mod events;
+mod discovery;
+mod error;
+mod events;
 pub mod faults;
 mod fieldset;
-pub mod gc;
-pub mod handlers;
+#[doc(hidden)]
+pub mod fuzzing;
+mod gc;
+mod handlers;
 mod managed;
-pub mod meta;
-pub mod objects;
-pub mod openapi;
-pub mod patch;
-pub mod protobuf;
-pub mod readiness;
-pub mod registry;
+mod meta;
+mod objects;
+mod openapi;
+mod patch;
+mod protobuf;
+mod readiness;
+mod registry;
 mod schema;
-pub mod store;
-pub mod table;
-pub mod tls;
+mod store;
+mod table;
+mod tls;
 mod typed;
-pub mod validation;
-pub mod watch;
-pub mod workloads;
+mod validation;
+mod watch;
+mod workloads;
 
 mod body;
 
 pub use auth::Authorization;
 pub use error::{ApiError, ServerError};
+pub use tls::TlsError;
 
 use serde_json::json;
 use std::net::SocketAddr;
@@ -48,13 +57,13 @@ pub const KUBE_MAJOR: &str = "1";
 pub const KUBE_MINOR: &str = "33";
 
 /// Shared state of a running server.
-pub struct App {
-    pub store: store::Store,
-    pub registry: registry::Registry,
-    pub simulate_readiness: bool,
-    pub shutdown: tokio::sync::watch::Receiver<bool>,
+pub(crate) struct App {
+    pub(crate) store: store::Store,
+    pub(crate) registry: registry::Registry,
+    pub(crate) simulate_readiness: bool,
+    pub(crate) shutdown: tokio::sync::watch::Receiver<bool>,
     /// Injected API errors for tests; inactive unless a rule is added.
-    pub faults: faults::Faults,
+    pub(crate) faults: faults::Faults,
     /// Authentication and (optional) RBAC.
     pub(crate) auth: auth::Auth,
     /// The CA clients trust, for ServiceAccount token Secrets.
@@ -65,22 +74,9 @@ pub struct App {
 }
 
 impl App {
-    pub fn new(
-        backend: Box<dyn store::Backend>,
-        simulate_readiness: bool,
-        shutdown: tokio::sync::watch::Receiver<bool>,
-    ) -> Result<Arc<Self>, String> {
-        Self::with_auth(
-            backend,
-            simulate_readiness,
-            shutdown,
-            Authorization::AlwaysAllow,
-            None,
-        )
-    }
-
-    /// Like `new`, with an authorization mode and the CA clients trust.
-    pub fn with_auth(
+    /// State over `backend`, authorizing as `authorization` says; `ca_pem`
+    /// is the CA that ServiceAccount token Secrets hand out.
+    pub(crate) fn new(
         backend: Box<dyn store::Backend>,
         simulate_readiness: bool,
         shutdown: tokio::sync::watch::Receiver<bool>,
@@ -129,12 +125,12 @@ impl App {
     }
 
     /// Queues a key for the readiness simulator.
-    pub fn readiness_queue(&self, key: String) {
+    pub(crate) fn readiness_queue(&self, key: String) {
         let _ = self.readiness_tx.send(key);
     }
 
     /// Starts the background tasks (GC, readiness) once.
-    pub fn spawn_tasks(self: &Arc<Self>) {
+    pub(crate) fn spawn_tasks(self: &Arc<Self>) {
         tokio::spawn(gc::run(self.clone()));
         let rx = match self.readiness_rx.lock() {
             Ok(mut g) => g.take(),
@@ -146,7 +142,7 @@ impl App {
     }
 
     /// Next service cluster IP suffix.
-    pub fn next_ip(&self) -> u32 {
+    pub(crate) fn next_ip(&self) -> u32 {
         self.ip_counter.fetch_add(1, Ordering::Relaxed)
     }
 }
@@ -221,7 +217,7 @@ impl Server {
                 None => Box::new(store::MemoryBackend),
             };
         let (shutdown_tx, shutdown_rx) = tokio::sync::watch::channel(false);
-        let app = App::with_auth(
+        let app = App::new(
             backend,
             config.simulate_readiness,
             shutdown_rx.clone(),
@@ -356,10 +352,25 @@ impl Server {
         self.app.faults.clone()
     }
 
-    /// Shared state, for tests that want to look inside.
-    pub fn app(&self) -> &Arc<App> {
-        &self.app
+    /// Writes an object straight into the store, bypassing admission and
+    /// the HTTP layer (for tests that need many events fast); `key` is
+    /// `group/plural/namespace/name`.
+    #[doc(hidden)]
+    pub fn put_raw(&self, key: &str, obj: serde_json::Value) -> Result<(), ApiError> {
+        self.app
+            .store
+            .transact(key, |_| Ok(store::Mutation::Put(obj)))
+            .map(|_| ())
     }
+
+    /// The stored JSON of an object (for benchmarks and tests).
+    #[doc(hidden)]
+    pub fn stored(&self, key: &str) -> Option<serde_json::Value> {
+        self.app.store.get(key)
+    }
+
+    /// How many events the watch log keeps.
+    pub const WATCH_LOG_CAP: usize = store::LOG_CAP;
 
     /// A kube-rs client talking to this server (namespace `default`).
     pub fn client(&self) -> Result<kube::Client, ServerError> {

@@ -15,9 +15,9 @@ use serde_json::{json, Map, Value};
 use std::sync::{Arc, Mutex};
 
 /// etcd's default request limit; larger objects are refused like etcd does.
-pub const MAX_OBJECT_BYTES: usize = 1_572_864;
+pub(crate) const MAX_OBJECT_BYTES: usize = 1_572_864;
 
-pub fn name_of(obj: &Value) -> &str {
+pub(crate) fn name_of(obj: &Value) -> &str {
     obj.pointer("/metadata/name")
         .and_then(Value::as_str)
         .unwrap_or_default()
@@ -38,7 +38,7 @@ fn meta_mut(obj: &mut Value) -> &mut Map<String, Value> {
     }
 }
 
-pub fn finalizers(obj: &Value) -> Vec<String> {
+pub(crate) fn finalizers(obj: &Value) -> Vec<String> {
     obj.pointer("/metadata/finalizers")
         .and_then(Value::as_array)
         .map(|a| {
@@ -78,7 +78,7 @@ fn without_rv(obj: &Value) -> Value {
     o
 }
 
-pub fn check_size(obj: &Value) -> Result<(), ApiError> {
+pub(crate) fn check_size(obj: &Value) -> Result<(), ApiError> {
     let n = crate::body::to_string(obj).len();
     if n > MAX_OBJECT_BYTES {
         return Err(ApiError::new(
@@ -93,7 +93,7 @@ pub fn check_size(obj: &Value) -> Result<(), ApiError> {
 }
 
 /// Checks apiVersion/kind against the endpoint and the name's syntax.
-pub fn validate(rt: &ResourceType, obj: &mut Value) -> Result<(), ApiError> {
+pub(crate) fn validate(rt: &ResourceType, obj: &mut Value) -> Result<(), ApiError> {
     if !obj.is_object() {
         return Err(ApiError::bad_request(
             "the request body must be a JSON or YAML object",
@@ -323,15 +323,15 @@ fn crd_status(obj: &mut Value) {
 
 /// Options common to writes.
 #[derive(Debug, Clone, Default)]
-pub struct WriteOpts {
-    pub dry_run: bool,
-    pub manager: String,
+pub(crate) struct WriteOpts {
+    pub(crate) dry_run: bool,
+    pub(crate) manager: String,
     /// Server-side apply takes over conflicting fields.
-    pub force: bool,
+    pub(crate) force: bool,
     /// What to do with unknown fields.
-    pub field_validation: FieldValidation,
+    pub(crate) field_validation: FieldValidation,
     /// Warnings for the response's `Warning` header.
-    pub warnings: Arc<Mutex<Vec<String>>>,
+    pub(crate) warnings: Arc<Mutex<Vec<String>>>,
 }
 
 impl WriteOpts {
@@ -495,7 +495,7 @@ fn namespace_check(app: &App, rt: &ResourceType, ns: &str) -> Result<(), ApiErro
 }
 
 /// Creates an object; returns it as stored.
-pub fn create(
+pub(crate) fn create(
     app: &App,
     rt: &ResourceType,
     ns: &str,
@@ -550,14 +550,14 @@ fn after_write(app: &App, rt: &ResourceType, obj: &Value) {
 
 /// How an update treats the status stanza.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Target {
+pub(crate) enum Target {
     Main,
     Status,
 }
 
 /// Read-modify-write of one object. `f` computes the desired object from
 /// the current one; the common update rules are applied to its result.
-pub fn modify<F>(
+pub(crate) fn modify<F>(
     app: &App,
     rt: &ResourceType,
     key: &str,
@@ -697,7 +697,7 @@ where
 }
 
 /// Server-side apply: create-or-merge, field ownership and conflicts.
-pub fn apply(
+pub(crate) fn apply(
     app: &App,
     rt: &ResourceType,
     ns: &str,
@@ -751,7 +751,7 @@ pub fn apply(
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Propagation {
+pub(crate) enum Propagation {
     #[default]
     Background,
     Foreground,
@@ -759,15 +759,15 @@ pub enum Propagation {
 }
 
 #[derive(Debug, Clone, Default)]
-pub struct DeleteOpts {
-    pub dry_run: bool,
-    pub propagation: Propagation,
-    pub precondition_uid: Option<String>,
-    pub precondition_rv: Option<String>,
+pub(crate) struct DeleteOpts {
+    pub(crate) dry_run: bool,
+    pub(crate) propagation: Propagation,
+    pub(crate) precondition_uid: Option<String>,
+    pub(crate) precondition_rv: Option<String>,
 }
 
 /// Deletes (or, with finalizers, marks for deletion) one object.
-pub fn delete(
+pub(crate) fn delete(
     app: &App,
     rt: &ResourceType,
     key: &str,

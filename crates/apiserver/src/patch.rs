@@ -35,7 +35,7 @@ fn is_primitive_merge(field: &str) -> bool {
 
 /// Applies a strategic merge patch (with `$patch`, `$retainKeys`,
 /// `$deleteFromPrimitiveList` and `$setElementOrder` directives).
-pub fn strategic_merge(target: &mut Value, patch: &Value) -> Result<(), String> {
+pub(crate) fn strategic_merge(target: &mut Value, patch: &Value) -> Result<(), String> {
     let Value::Object(p) = patch else {
         return Err("strategic merge patch must be a JSON object".into());
     };

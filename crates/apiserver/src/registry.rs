@@ -7,26 +7,26 @@ use std::sync::{Arc, RwLock};
 
 /// One served resource at one group/version.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ResourceType {
-    pub group: String,
-    pub version: String,
-    pub kind: String,
-    pub plural: String,
-    pub singular: String,
-    pub short_names: Vec<String>,
-    pub categories: Vec<String>,
-    pub namespaced: bool,
-    pub status_subresource: bool,
-    pub scale_subresource: bool,
+pub(crate) struct ResourceType {
+    pub(crate) group: String,
+    pub(crate) version: String,
+    pub(crate) kind: String,
+    pub(crate) plural: String,
+    pub(crate) singular: String,
+    pub(crate) short_names: Vec<String>,
+    pub(crate) categories: Vec<String>,
+    pub(crate) namespaced: bool,
+    pub(crate) status_subresource: bool,
+    pub(crate) scale_subresource: bool,
     /// Set for kinds served because of a CRD (by the CRD's name).
-    pub crd: Option<String>,
+    pub(crate) crd: Option<String>,
     /// The CRD version's structural schema (built-in kinds use the
     /// generated table).
     pub(crate) schema: Option<Arc<crate::schema::Schema>>,
 }
 
 impl ResourceType {
-    pub fn api_version(&self) -> String {
+    pub(crate) fn api_version(&self) -> String {
         if self.group.is_empty() {
             self.version.clone()
         } else {
@@ -35,7 +35,7 @@ impl ResourceType {
     }
 
     /// `plural.group`, the name used in error messages and CRD names.
-    pub fn qualified(&self) -> String {
+    pub(crate) fn qualified(&self) -> String {
         if self.group.is_empty() {
             self.plural.clone()
         } else {
@@ -45,11 +45,11 @@ impl ResourceType {
 
     /// Stable prefix of storage keys; shared by all versions of a kind.
     /// `events.k8s.io` Events are stored with the core ones (see `events`).
-    pub fn key_prefix(&self) -> String {
+    pub(crate) fn key_prefix(&self) -> String {
         format!("{}/{}/", self.storage_group(), self.plural)
     }
 
-    pub fn key(&self, namespace: &str, name: &str) -> String {
+    pub(crate) fn key(&self, namespace: &str, name: &str) -> String {
         format!(
             "{}/{}/{}/{}",
             self.storage_group(),
@@ -479,13 +479,13 @@ fn builtins() -> Vec<Arc<ResourceType>> {
 
 /// A group and its served versions, preferred first.
 #[derive(Debug, Clone)]
-pub struct GroupInfo {
-    pub name: String,
-    pub versions: Vec<String>,
+pub(crate) struct GroupInfo {
+    pub(crate) name: String,
+    pub(crate) versions: Vec<String>,
 }
 
 /// Thread-safe set of served types; `generation` changes whenever CRDs do.
-pub struct Registry {
+pub(crate) struct Registry {
     types: RwLock<Vec<Arc<ResourceType>>>,
     generation: AtomicU64,
 }
@@ -500,38 +500,36 @@ impl Default for Registry {
 }
 
 impl Registry {
-    pub fn all(&self) -> Vec<Arc<ResourceType>> {
+    pub(crate) fn all(&self) -> Vec<Arc<ResourceType>> {
         match self.types.read() {
             Ok(t) => t.clone(),
             Err(p) => p.into_inner().clone(),
         }
     }
 
-    pub fn generation(&self) -> u64 {
+    pub(crate) fn generation(&self) -> u64 {
         self.generation.load(Ordering::Relaxed)
     }
 
-    pub fn find(&self, group: &str, version: &str, plural: &str) -> Option<Arc<ResourceType>> {
+    pub(crate) fn find(
+        &self,
+        group: &str,
+        version: &str,
+        plural: &str,
+    ) -> Option<Arc<ResourceType>> {
         self.all()
             .into_iter()
             .find(|t| t.group == group && t.version == version && t.plural == plural)
     }
 
     /// Any served version of a group/plural (for GC and namespace cleanup).
-    pub fn find_any_version(&self, group: &str, plural: &str) -> Option<Arc<ResourceType>> {
+    pub(crate) fn find_any_version(&self, group: &str, plural: &str) -> Option<Arc<ResourceType>> {
         self.all()
             .into_iter()
             .find(|t| t.group == group && t.plural == plural)
     }
 
-    pub fn find_kind(&self, api_version: &str, kind: &str) -> Option<Arc<ResourceType>> {
-        let (group, version) = split_api_version(api_version);
-        self.all()
-            .into_iter()
-            .find(|t| t.group == group && t.version == version && t.kind == kind)
-    }
-
-    pub fn groups(&self) -> Vec<GroupInfo> {
+    pub(crate) fn groups(&self) -> Vec<GroupInfo> {
         let mut out: Vec<GroupInfo> = Vec::new();
         for t in self.all() {
             match out.iter_mut().find(|g| g.name == t.group) {
@@ -550,7 +548,7 @@ impl Registry {
     }
 
     /// Serves the kinds a CRD declares (replacing what it served before).
-    pub fn install_crd(&self, crd: &Value) -> Result<(), String> {
+    pub(crate) fn install_crd(&self, crd: &Value) -> Result<(), String> {
         let types = crd_types(crd)?;
         let name = crd
             .pointer("/metadata/name")
@@ -567,20 +565,13 @@ impl Registry {
         Ok(())
     }
 
-    pub fn remove_crd(&self, name: &str) {
+    pub(crate) fn remove_crd(&self, name: &str) {
         let mut guard = match self.types.write() {
             Ok(g) => g,
             Err(p) => p.into_inner(),
         };
         guard.retain(|t| t.crd.as_deref() != Some(name));
         self.generation.fetch_add(1, Ordering::Relaxed);
-    }
-}
-
-pub fn split_api_version(api_version: &str) -> (&str, &str) {
-    match api_version.split_once('/') {
-        Some((g, v)) => (g, v),
-        None => ("", api_version),
     }
 }
 
@@ -596,7 +587,7 @@ fn strs(v: Option<&Value>) -> Vec<String> {
 }
 
 /// Validates a CRD and derives the served types; the error is user-facing.
-pub fn crd_types(crd: &Value) -> Result<Vec<ResourceType>, String> {
+pub(crate) fn crd_types(crd: &Value) -> Result<Vec<ResourceType>, String> {
     let spec = crd.get("spec").ok_or("spec: Required value")?;
     let group = spec
         .get("group")

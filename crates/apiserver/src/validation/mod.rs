@@ -17,7 +17,7 @@ use std::fmt;
 
 /// The `fieldValidation` directive of a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum FieldValidation {
+pub(crate) enum FieldValidation {
     Ignore,
     #[default]
     Warn,
@@ -26,7 +26,7 @@ pub enum FieldValidation {
 
 impl FieldValidation {
     /// Parses the query parameter (absent means Warn, the server default).
-    pub fn parse(v: Option<&str>) -> Result<Self, ApiError> {
+    pub(crate) fn parse(v: Option<&str>) -> Result<Self, ApiError> {
         match v {
             None | Some("") | Some("Warn") => Ok(FieldValidation::Warn),
             Some("Ignore") => Ok(FieldValidation::Ignore),

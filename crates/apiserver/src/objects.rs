@@ -382,13 +382,14 @@ fn admit(
     validation::check_decode(rt, schema, obj, opts.field_validation, &mut warnings)?;
     opts.warn(warnings);
     normalize(rt, obj);
+    // Go validation sees the decoded (round-tripped) object, defaulted.
+    if rt.crd.is_none() && schema.root.is_some() {
+        typed::as_stored(schema, obj);
+    }
     if old.is_none() {
         default_fields(app, rt, obj);
     }
     validation::check_rules(rt, schema, obj, old)?;
-    if rt.crd.is_none() && schema.root.is_some() {
-        typed::as_stored(schema, obj);
-    }
     Ok(())
 }
 

@@ -105,6 +105,23 @@ async fn immutable_fields() {
             .code,
         201
     );
+    // Re-applying the same spec (as an upgrade with the same values does)
+    // changes nothing that is immutable, claim templates included.
+    let mut same = sts("OrderedReady");
+    same["spec"]["volumeClaimTemplates"] = json!([{"metadata": {"name": "data", "labels": {}},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}]);
+    let other = apply(&server, surl, "other", true, &same).await;
+    assert_eq!(
+        other.code, 422,
+        "adding claim templates is a spec change: {}",
+        other.body
+    );
+    let url2 = "/apis/apps/v1/namespaces/default/statefulsets/db2";
+    let mut db2 = same.clone();
+    db2["metadata"]["name"] = json!("db2");
+    assert_eq!(apply(&server, url2, "helm", false, &db2).await.code, 201);
+    let again = apply(&server, url2, "helm", false, &db2).await;
+    assert_eq!(again.code, 200, "{}", again.body);
     let r = apply(&server, surl, "helm", false, &sts("Parallel")).await;
     refused(&r, 422, "Invalid", "StatefulSet.apps \"db\" is invalid: spec: Forbidden: updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', 'updateStrategy', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden");
 

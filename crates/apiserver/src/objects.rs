@@ -608,6 +608,12 @@ where
         if target == Target::Status {
             let status = new.get("status").cloned();
             let mut merged = cur.clone();
+            if !track {
+                // Apply computed the entries, the status manager's included.
+                if let Some(mf) = new.pointer("/metadata/managedFields").cloned() {
+                    meta_mut(&mut merged).insert("managedFields".into(), mf);
+                }
+            }
             match status {
                 Some(s) => merged["status"] = s,
                 None => {

@@ -253,3 +253,51 @@ async fn apply_refuses_duplicate_keys_and_undeclared_fields() {
     assert_eq!(r.code, 404);
     server.stop().await;
 }
+
+#[tokio::test]
+async fn sets_union_and_status_has_its_own_managers() {
+    let server = start().await;
+    let url = format!("{DEPLOY}/web");
+    let mut a = chart_manifest();
+    a["metadata"]["finalizers"] = json!(["example.com/a"]);
+    assert_eq!(apply(&server, &url, "alice", false, &a).await.code, 201);
+    let b = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "web", "finalizers": ["example.com/b"]}});
+    let r = apply(&server, &url, "bob", false, &b).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert_eq!(
+        r.body["metadata"]["finalizers"],
+        json!(["example.com/a", "example.com/b"]),
+        "finalizers are a set: each manager owns its own value"
+    );
+    assert_eq!(
+        r.body["metadata"]["managedFields"][1]["fieldsV1"],
+        json!({"f:metadata": {"f:finalizers": {"v:\"example.com/b\"": {}}}})
+    );
+    // Status applied through /status is owned by a status manager and
+    // does not touch (or conflict with) the spec's owners.
+    let st = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+        "status": {"replicas": 3, "observedGeneration": 1}});
+    let r = apply(&server, &format!("{url}/status"), "controller", false, &st).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert_eq!(r.body["status"]["replicas"], 3);
+    let e = r.body["metadata"]["managedFields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["manager"] == "controller")
+        .unwrap()
+        .clone();
+    assert_eq!(e["subresource"], "status");
+    assert_eq!(
+        e["fieldsV1"],
+        json!({"f:status": {"f:observedGeneration": {}, "f:replicas": {}}})
+    );
+    // Status on the main endpoint is ignored (and owned by no one).
+    let mut with_status = chart_manifest();
+    with_status["status"] = json!({"replicas": 7});
+    let r = apply(&server, &url, "alice", false, &with_status).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert_eq!(r.body["status"]["replicas"], 3);
+    server.stop().await;
+}

@@ -307,3 +307,108 @@ async fn without_rbac_everything_is_allowed() {
     assert_eq!(r.body["status"]["allowed"], true);
     server.stop().await;
 }
+
+/// The shipped `deploy/manifests` RBAC, loaded as written: its
+/// ServiceAccount can do what the operator does and nothing else.
+#[tokio::test]
+async fn the_shipped_cluster_role_grants_the_operators_requests() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/manifests");
+    if !dir.join("02-cluster-role.yaml").exists() {
+        eprintln!("SKIPPED: {} not found", dir.display());
+        return;
+    }
+    let server = rbac_server().await;
+    for (file, path) in [
+        ("00-namespace.yaml", "/api/v1/namespaces"),
+        (
+            "01-service-account.yaml",
+            "/api/v1/namespaces/rudder-system/serviceaccounts",
+        ),
+        (
+            "02-cluster-role.yaml",
+            "/apis/rbac.authorization.k8s.io/v1/clusterroles",
+        ),
+        (
+            "03-cluster-role-binding.yaml",
+            "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+        ),
+    ] {
+        let yaml = std::fs::read(dir.join(file)).unwrap();
+        let r = send_with(&server, None, "POST", path, Some("application/yaml"), &yaml).await;
+        assert_eq!(r.code, 201, "{file}: {}", r.body);
+    }
+    let r = req(
+        &server,
+        "POST",
+        "/api/v1/namespaces/rudder-system/serviceaccounts/rudder-operator/token",
+        &json!({"spec": {}}),
+    )
+    .await;
+    let token = r.body["status"]["token"].as_str().unwrap().to_string();
+    let ok = |r: &Reply| assert!(r.code < 400, "{}", r.body);
+    ok(&as_user(
+        &server,
+        &token,
+        "GET",
+        "/api/v1/secrets?watch=false",
+        &Value::Null,
+    )
+    .await);
+    ok(&as_user(
+        &server,
+        &token,
+        "POST",
+        "/api/v1/namespaces/default/secrets",
+        &json!({"metadata": {"name": "sh.helm.release.v1.demo.v1"}, "type": "helm.sh/release.v1"}),
+    )
+    .await);
+    ok(&as_user(
+        &server,
+        &token,
+        "POST",
+        "/apis/coordination.k8s.io/v1/namespaces/rudder-system/leases",
+        &json!({"metadata": {"name": "rudder-operator-lock"}, "spec": {"holderIdentity": "me"}}),
+    )
+    .await);
+    ok(&as_user(&server, &token, "POST", "/api/v1/namespaces/default/events",
+        &json!({"metadata": {"name": "e1"}, "involvedObject": {"kind": "Hello", "name": "h"}, "reason": "Deployed", "message": "ok"})).await);
+    ok(&as_user(&server, &token, "POST", "/apis/apps/v1/namespaces/default/deployments",
+        &json!({"metadata": {"name": "d"}, "spec": {"selector": {"matchLabels": {"a": "b"}},
+            "template": {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}}})).await);
+    let ssar = |verb: &str, group: &str, resource: &str, sub: &str| {
+        json!({"spec": {"resourceAttributes": {"namespace": "default", "verb": verb, "group": group,
+            "resource": resource, "subresource": sub}}})
+    };
+    let path = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews";
+    for (verb, group, resource, sub, want) in [
+        ("watch", "demo.rudder.dev", "hellos", "", true),
+        ("patch", "demo.rudder.dev", "hellos", "status", true),
+        ("update", "demo.rudder.dev", "hellos", "finalizers", true),
+        ("delete", "demo.rudder.dev", "hellos", "", false),
+        ("list", "", "pods", "", false),
+    ] {
+        let r = as_user(
+            &server,
+            &token,
+            "POST",
+            path,
+            &ssar(verb, group, resource, sub),
+        )
+        .await;
+        assert_eq!(
+            r.body["status"]["allowed"], want,
+            "{verb} {resource}/{sub}: {}",
+            r.body
+        );
+    }
+    let r = as_user(
+        &server,
+        &token,
+        "GET",
+        "/api/v1/namespaces/default/pods",
+        &Value::Null,
+    )
+    .await;
+    assert_eq!(r.message(), "pods is forbidden: User \"system:serviceaccount:rudder-system:rudder-operator\" cannot list resource \"pods\" in API group \"\" in the namespace \"default\"");
+    server.stop().await;
+}

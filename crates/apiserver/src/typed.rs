@@ -453,6 +453,45 @@ pub(crate) fn duplicates(s: &Schema, obj: &Value) -> Vec<String> {
     out
 }
 
+/// Fields the schema does not declare, as structured-merge-diff reports
+/// them when it types an applied configuration
+/// (`.spec.containers[name="c"].bogus: field not declared in schema`).
+pub(crate) fn undeclared(s: &Schema, obj: &Value) -> Vec<String> {
+    fn rec(s: &Schema, ty: &Ty, v: &Value, path: &mut Path, out: &mut Vec<String>) {
+        match shape(s, ty, Some(v)) {
+            Shape::Leaf => {}
+            Shape::Fields(t) => {
+                let Value::Object(m) = v else { return };
+                for (k, c) in m {
+                    path.push(fieldset::field(k));
+                    match s.field_ty(t, k) {
+                        Some((ct, _)) => rec(s, &ct, c, path, out),
+                        None => out.push(format!(
+                            "{}: field not declared in schema",
+                            fieldset::display(path)
+                        )),
+                    }
+                    path.pop();
+                }
+            }
+            Shape::Items(elem, kind) => {
+                let Value::Array(items) = v else { return };
+                for (i, item) in items.iter().enumerate() {
+                    let Ok(pe) = item_element(kind, item, i) else {
+                        continue;
+                    };
+                    path.push(pe);
+                    rec(s, elem, item, path, out);
+                    path.pop();
+                }
+            }
+        }
+    }
+    let mut out = Vec::new();
+    rec(s, &s.root_ty(), obj, &mut Vec::new(), &mut out);
+    out
+}
+
 /// Go value-typed (non-pointer) `omitempty` fields whose zero value a round
 /// trip through the Go types drops. k8s-openapi does not tell pointers from
 /// values, so the ones charts commonly render are listed from the Go types.

@@ -241,12 +241,14 @@ async fn apply_refuses_duplicate_keys_and_undeclared_fields() {
     );
     let mut m = chart_manifest();
     m["spec"]["bogusField"] = json!(true);
+    m["spec"]["template"]["spec"]["containers"][0]["imagePullPolicyy"] = json!("Always");
     let r = apply(&server, &url, "helm", false, &m).await;
     assert_eq!(r.code, 500);
     assert_eq!(
         r.message(),
         "failed to create typed patch object (default/web; apps/v1, Kind=Deployment): \
-         .spec.bogusField: field not declared in schema"
+         errors:\n  .spec.bogusField: field not declared in schema\n  \
+         .spec.template.spec.containers[name=\"c\"].imagePullPolicyy: field not declared in schema"
     );
     // Nothing was created by either.
     let r = req(&server, "GET", &url, &Value::Null).await;

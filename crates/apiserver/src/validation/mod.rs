@@ -249,9 +249,7 @@ pub(crate) fn check_applied(
         return Ok(());
     }
     let mut problems = crate::typed::duplicates(schema, config);
-    for u in decode::decode(schema, config).unknown {
-        problems.push(format!(".{}: field not declared in schema", u));
-    }
+    problems.extend(crate::typed::undeclared(schema, config));
     if problems.is_empty() {
         return Ok(());
     }

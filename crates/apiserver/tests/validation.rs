@@ -78,6 +78,26 @@ async fn type_errors_unknown_fields_and_field_validation() {
 }
 
 #[tokio::test]
+async fn required_fields() {
+    let server = start().await;
+    let d = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "r"},
+        "spec": {"selector": {"matchLabels": {"app": "a"}}, "template": {
+            "metadata": {"labels": {"app": "a"}},
+            "spec": {"containers": [{"image": "nginx", "env": [{"value": "x"}]}]}}}});
+    let r = req(&server, "POST", DEPLOYS, &d).await;
+    refused(&r, 422, "Invalid", "Deployment.apps \"r\" is invalid: [spec.template.spec.containers[0].env[0].name: Required value, spec.template.spec.containers[0].name: Required value]");
+    let r = req(
+        &server,
+        "POST",
+        DEPLOYS,
+        &json!({"metadata": {"name": "s"}, "spec": {"replicas": 1}}),
+    )
+    .await;
+    refused(&r, 422, "Invalid", "Deployment.apps \"s\" is invalid: [spec.selector: Required value, spec.template: Required value]");
+    server.stop().await;
+}
+
+#[tokio::test]
 async fn immutable_fields() {
     let server = start().await;
     let url = format!("{DEPLOYS}/web");

@@ -220,6 +220,9 @@ pub(crate) fn check_rules(
         }
     } else if rt.group.is_empty() || matches!(rt.group.as_str(), "apps" | "batch") {
         let kind = rt.kind.as_str();
+        if has_schema {
+            rules::required(schema, obj, &mut errs);
+        }
         if matches!(kind, "ConfigMap" | "Secret") {
             rules::payload(kind, obj, &mut errs);
         }

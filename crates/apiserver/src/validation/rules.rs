@@ -5,6 +5,7 @@
 
 use super::FieldError;
 use crate::meta;
+use crate::schema::{Scalar, Schema, Ty};
 use serde_json::Value;
 
 /// `metadata.labels` / `metadata.annotations` rules.
@@ -292,6 +293,66 @@ pub(crate) fn enums(kind: &str, obj: &Value, errs: &mut Vec<FieldError>) {
             ));
         }
     }
+}
+
+/// Fields the Go types require (non-optional in the OpenAPI definitions):
+/// a missing or empty string, list or object is `Required value`, as Go
+/// validation reports it. Numbers and booleans are left to their range
+/// checks (a Go zero value is not "missing"), and status to controllers.
+pub(crate) fn required(s: &Schema, obj: &Value, errs: &mut Vec<FieldError>) {
+    fn rec(s: &Schema, ty: &Ty, v: &Value, path: &str, errs: &mut Vec<FieldError>) {
+        match ty {
+            Ty::Obj(i) => {
+                let o = s.obj(*i);
+                let Value::Object(m) = v else { return };
+                for (k, f) in &o.fields {
+                    if path.is_empty() && matches!(k.as_str(), "status" | "metadata") {
+                        continue;
+                    }
+                    let p = if path.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{path}.{k}")
+                    };
+                    match m.get(k) {
+                        Some(c) if !missing(c) => rec(s, &f.ty, c, &p, errs),
+                        _ if f.required && checked(&f.ty) => errs.push(FieldError::required(&p)),
+                        _ => {}
+                    }
+                }
+            }
+            Ty::List { elem, .. } => {
+                if let Value::Array(items) = v {
+                    for (i, c) in items.iter().enumerate() {
+                        rec(s, elem, c, &format!("{path}[{i}]"), errs);
+                    }
+                }
+            }
+            Ty::Map { elem, .. } => {
+                if let Value::Object(m) = v {
+                    for (k, c) in m {
+                        rec(s, elem, c, &format!("{path}[{k}]"), errs);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    fn missing(v: &Value) -> bool {
+        match v {
+            Value::Null => true,
+            Value::String(s) => s.is_empty(),
+            Value::Array(a) => a.is_empty(),
+            _ => false,
+        }
+    }
+    fn checked(ty: &Ty) -> bool {
+        matches!(
+            ty,
+            Ty::Scalar(Scalar::String) | Ty::List { .. } | Ty::Obj(_)
+        )
+    }
+    rec(s, &s.root_ty(), obj, "", errs);
 }
 
 /// Go's `%#v` of a label selector, as immutability errors print it.

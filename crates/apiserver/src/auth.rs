@@ -533,16 +533,7 @@ pub(crate) fn spec_user(spec: &Value) -> User {
             .and_then(Value::as_str)
             .unwrap_or_default()
             .into(),
-        groups: spec
-            .get("groups")
-            .and_then(Value::as_array)
-            .map(|g| {
-                g.iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_string)
-                    .collect()
-            })
-            .unwrap_or_default(),
+        groups: crate::meta::strings(spec.get("groups")),
     }
 }
 

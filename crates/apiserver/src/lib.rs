@@ -333,20 +333,6 @@ impl Server {
         (self.app.auth.mode == Authorization::Rbac).then_some(self.app.auth.admin_token.as_str())
     }
 
-    /// A kube-rs client authenticating with `token` (e.g. a ServiceAccount's).
-    pub fn client_with_token(&self, token: &str) -> Result<kube::Client, ServerError> {
-        let url = self
-            .url()
-            .parse()
-            .map_err(|e| ServerError::Client(format!("{e}")))?;
-        let mut config = kube::Config::new(url);
-        if let Some((_, der)) = &self.ca {
-            config.root_cert = Some(vec![der.clone()]);
-        }
-        config.auth_info.token = Some(token.to_string().into());
-        kube::Client::try_from(config).map_err(|e| ServerError::Client(e.to_string()))
-    }
-
     /// The fault injector: tests add rules to make chosen requests fail.
     pub fn faults(&self) -> faults::Faults {
         self.app.faults.clone()
@@ -372,8 +358,18 @@ impl Server {
     /// How many events the watch log keeps.
     pub const WATCH_LOG_CAP: usize = store::LOG_CAP;
 
-    /// A kube-rs client talking to this server (namespace `default`).
+    /// A kube-rs client talking to this server (namespace `default`), as
+    /// the admin when RBAC is on.
     pub fn client(&self) -> Result<kube::Client, ServerError> {
+        self.client_as(self.admin_token())
+    }
+
+    /// A kube-rs client authenticating with `token` (e.g. a ServiceAccount's).
+    pub fn client_with_token(&self, token: &str) -> Result<kube::Client, ServerError> {
+        self.client_as(Some(token))
+    }
+
+    fn client_as(&self, token: Option<&str>) -> Result<kube::Client, ServerError> {
         let url = self
             .url()
             .parse()
@@ -382,7 +378,7 @@ impl Server {
         if let Some((_, der)) = &self.ca {
             config.root_cert = Some(vec![der.clone()]);
         }
-        if let Some(t) = self.admin_token() {
+        if let Some(t) = token {
             config.auth_info.token = Some(t.to_string().into());
         }
         kube::Client::try_from(config).map_err(|e| ServerError::Client(e.to_string()))

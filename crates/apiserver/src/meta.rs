@@ -123,6 +123,19 @@ pub(crate) fn validate_label(name: &str) -> Result<(), String> {
     validate_subdomain(name)
 }
 
+/// The strings of a JSON list (`finalizers`, `required`, list-map keys);
+/// anything else is no strings.
+pub(crate) fn strings(v: Option<&Value>) -> Vec<String> {
+    v.and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// Looks a dotted path (`metadata.name`) up in an object, as a string.
 pub(crate) fn field_str(obj: &Value, path: &str) -> Option<String> {
     let mut cur = obj;

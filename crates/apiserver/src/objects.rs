@@ -39,15 +39,7 @@ fn meta_mut(obj: &mut Value) -> &mut Map<String, Value> {
 }
 
 pub(crate) fn finalizers(obj: &Value) -> Vec<String> {
-    obj.pointer("/metadata/finalizers")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default()
+    meta::strings(obj.pointer("/metadata/finalizers"))
 }
 
 fn is_deleting(obj: &Value) -> bool {

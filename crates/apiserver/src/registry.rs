@@ -575,17 +575,6 @@ impl Registry {
     }
 }
 
-fn strs(v: Option<&Value>) -> Vec<String> {
-    v.and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 /// Validates a CRD and derives the served types; the error is user-facing.
 pub(crate) fn crd_types(crd: &Value) -> Result<Vec<ResourceType>, String> {
     let spec = crd.get("spec").ok_or("spec: Required value")?;
@@ -662,8 +651,8 @@ pub(crate) fn crd_types(crd: &Value) -> Result<Vec<ResourceType>, String> {
             kind: kind.into(),
             plural: plural.into(),
             singular: singular.clone(),
-            short_names: strs(names.get("shortNames")),
-            categories: strs(names.get("categories")),
+            short_names: crate::meta::strings(names.get("shortNames")),
+            categories: crate::meta::strings(names.get("categories")),
             namespaced,
             status_subresource: sub.and_then(|s| s.get("status")).is_some(),
             scale_subresource: sub.and_then(|s| s.get("scale")).is_some(),

@@ -5,8 +5,7 @@
 mod support;
 
 use serde_json::{json, Value};
-use std::time::Duration;
-use support::{apply, json as req, send, start, Reply};
+use support::{apply, eventually, json as req, refused, send, start};
 
 const CRDS: &str = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
 const WIDGETS: &str = "/apis/example.com/v1/namespaces/default/widgets";
@@ -38,30 +37,6 @@ fn crd() -> Value {
 
 fn widget(name: &str, spec: Value) -> Value {
     json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": name}, "spec": spec})
-}
-
-#[track_caller]
-fn refused(r: &Reply, code: u16, reason: &str, message: &str) {
-    assert_eq!(
-        (r.code, r.reason(), r.message()),
-        (code, reason, message),
-        "full body: {}",
-        r.body
-    );
-}
-
-async fn eventually<F, Fut>(what: &str, mut f: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    for _ in 0..200 {
-        if f().await {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    panic!("timed out waiting for {what}");
 }
 
 #[tokio::test]

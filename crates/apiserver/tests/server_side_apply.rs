@@ -6,7 +6,7 @@
 mod support;
 
 use serde_json::{json, Value};
-use support::{apply, json as req, send, start};
+use support::{apply, json as req, names, send, start};
 
 const DEPLOY: &str = "/apis/apps/v1/namespaces/default/deployments";
 
@@ -124,13 +124,10 @@ async fn list_map_keys_atomic_fields_and_removal() {
         "spec": {"template": {"spec": {"containers": [{"name": "c", "env": [{"name": "C", "value": "3"}]}]}}}});
     let r = apply(&server, &url, "bob", false, &bob).await;
     assert_eq!(r.code, 200, "{:?}", r.body);
-    let names: Vec<&str> = r.body["spec"]["template"]["spec"]["containers"][0]["env"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["name"].as_str().unwrap())
-        .collect();
-    assert_eq!(names, ["A", "B", "C"]);
+    assert_eq!(
+        names(&r.body["spec"]["template"]["spec"]["containers"][0]["env"]),
+        ["A", "B", "C"]
+    );
     // An atomic field set differently by another manager conflicts as one.
     let sel = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
         "spec": {"selector": {"matchLabels": {"app": "web", "tier": "x"}}}});
@@ -147,13 +144,10 @@ async fn list_map_keys_atomic_fields_and_removal() {
     let r = apply(&server, &url, "alice", false, &m).await;
     assert_eq!(r.code, 200, "{:?}", r.body);
     assert!(r.body.pointer("/spec/replicas").is_none());
-    let names: Vec<&str> = r.body["spec"]["template"]["spec"]["containers"][0]["env"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["name"].as_str().unwrap())
-        .collect();
-    assert_eq!(names, ["A", "C"]);
+    assert_eq!(
+        names(&r.body["spec"]["template"]["spec"]["containers"][0]["env"]),
+        ["A", "C"]
+    );
     server.stop().await;
 }
 

@@ -4,7 +4,7 @@
 mod support;
 
 use serde_json::{json, Value};
-use support::{apply, json as req, send, start, Reply};
+use support::{apply, json as req, refused, send, start};
 
 const CMS: &str = "/api/v1/namespaces/default/configmaps";
 const DEPLOYS: &str = "/apis/apps/v1/namespaces/default/deployments";
@@ -14,16 +14,6 @@ fn deployment(name: &str) -> Value {
         "spec": {"selector": {"matchLabels": {"app": "a"}}, "template": {
             "metadata": {"labels": {"app": "a"}},
             "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}})
-}
-
-#[track_caller]
-fn refused(r: &Reply, code: u16, reason: &str, message: &str) {
-    assert_eq!(
-        (r.code, r.reason(), r.message()),
-        (code, reason, message),
-        "full body: {}",
-        r.body
-    );
 }
 
 #[tokio::test]

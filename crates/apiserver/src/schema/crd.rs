@@ -94,16 +94,7 @@ fn compile_node(node: &Value, name: &str, objs: &mut Vec<Obj>, is_root: bool) ->
                 atomic: node.get("x-kubernetes-map-type").and_then(Value::as_str) == Some("atomic"),
                 preserve_unknown: preserve,
                 embedded,
-                required: node
-                    .get("required")
-                    .and_then(Value::as_array)
-                    .map(|a| {
-                        a.iter()
-                            .filter_map(Value::as_str)
-                            .map(str::to_string)
-                            .collect()
-                    })
-                    .unwrap_or_default(),
+                required: crate::meta::strings(node.get("required")),
                 ..Obj::default()
             };
             if let Some(props) = node.get("properties").and_then(Value::as_object) {
@@ -181,17 +172,9 @@ fn compile_node(node: &Value, name: &str, objs: &mut Vec<Obj>, is_root: bool) ->
                 .unwrap_or(Ty::Deduced);
             let kind = match node.get("x-kubernetes-list-type").and_then(Value::as_str) {
                 Some("set") => ListKind::Set,
-                Some("map") => ListKind::Map(
-                    node.get("x-kubernetes-list-map-keys")
-                        .and_then(Value::as_array)
-                        .map(|a| {
-                            a.iter()
-                                .filter_map(Value::as_str)
-                                .map(str::to_string)
-                                .collect()
-                        })
-                        .unwrap_or_default(),
-                ),
+                Some("map") => {
+                    ListKind::Map(crate::meta::strings(node.get("x-kubernetes-list-map-keys")))
+                }
                 _ => ListKind::Atomic,
             };
             Ty::List {

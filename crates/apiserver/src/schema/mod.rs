@@ -296,17 +296,7 @@ fn table_ty(t: &Value, index: &HashMap<&str, usize>) -> Ty {
         Value::Object(m) => {
             if let Some(e) = m.get("list") {
                 let kind = match m.get("type").and_then(Value::as_str) {
-                    Some("map") => ListKind::Map(
-                        m.get("keys")
-                            .and_then(Value::as_array)
-                            .map(|a| {
-                                a.iter()
-                                    .filter_map(Value::as_str)
-                                    .map(str::to_string)
-                                    .collect()
-                            })
-                            .unwrap_or_default(),
-                    ),
+                    Some("map") => ListKind::Map(crate::meta::strings(m.get("keys"))),
                     Some("set") => ListKind::Set,
                     _ => ListKind::Atomic,
                 };

@@ -186,59 +186,64 @@ fn port_range(path: &str, v: Option<&Value>, allow_zero: bool, errs: &mut Vec<Fi
     }
 }
 
-/// Port numbers in a pod spec (at `prefix`) and in a Service.
-pub(crate) fn ports(kind: &str, obj: &Value, errs: &mut Vec<FieldError>) {
-    let pod = match kind {
-        "Pod" => Some(("spec", obj.get("spec"))),
+/// The pod spec of a workload kind, with its field path.
+fn pod_spec<'a>(kind: &str, obj: &'a Value) -> Option<(&'static str, &'a Value)> {
+    let (prefix, pointer) = match kind {
+        "Pod" => ("spec", "/spec"),
         "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet" | "Job" => {
-            Some(("spec.template.spec", obj.pointer("/spec/template/spec")))
+            ("spec.template.spec", "/spec/template/spec")
         }
-        "CronJob" => Some((
+        "CronJob" => (
             "spec.jobTemplate.spec.template.spec",
-            obj.pointer("/spec/jobTemplate/spec/template/spec"),
-        )),
-        _ => None,
+            "/spec/jobTemplate/spec/template/spec",
+        ),
+        _ => return None,
     };
-    if let Some((prefix, Some(spec))) = pod {
-        for list in ["initContainers", "containers"] {
-            for (ci, c) in spec
-                .get(list)
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .enumerate()
-            {
-                for (pi, p) in c
-                    .get("ports")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                    .enumerate()
-                {
-                    let at = format!("{prefix}.{list}[{ci}].ports[{pi}]");
-                    port_range(
-                        &format!("{at}.containerPort"),
-                        p.get("containerPort"),
-                        false,
-                        errs,
-                    );
-                    port_range(&format!("{at}.hostPort"), p.get("hostPort"), true, errs);
-                }
-            }
+    Some((prefix, obj.pointer(pointer)?))
+}
+
+/// The elements of a list field, with their field paths (`at.field[i]`).
+fn items<'a>(at: &str, v: &'a Value, field: &str) -> Vec<(String, &'a Value)> {
+    v.get(field)
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+        .map(|(i, c)| (format!("{at}.{field}[{i}]"), c))
+        .collect()
+}
+
+/// Every container (init containers first) of a workload, with its path.
+fn containers<'a>(kind: &str, obj: &'a Value) -> Vec<(String, &'a Value)> {
+    let Some((prefix, spec)) = pod_spec(kind, obj) else {
+        return Vec::new();
+    };
+    ["initContainers", "containers"]
+        .iter()
+        .flat_map(|list| items(prefix, spec, list))
+        .collect()
+}
+
+/// Port numbers in a pod spec and in a Service.
+pub(crate) fn ports(kind: &str, obj: &Value, errs: &mut Vec<FieldError>) {
+    for (at, c) in containers(kind, obj) {
+        for (at, p) in items(&at, c, "ports") {
+            port_range(
+                &format!("{at}.containerPort"),
+                p.get("containerPort"),
+                false,
+                errs,
+            );
+            port_range(&format!("{at}.hostPort"), p.get("hostPort"), true, errs);
         }
     }
     if kind == "Service" {
-        for (i, p) in obj
-            .pointer("/spec/ports")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .enumerate()
-        {
-            port_range(&format!("spec.ports[{i}].port"), p.get("port"), false, errs);
+        let Some(spec) = obj.get("spec") else { return };
+        for (at, p) in items("spec", spec, "ports") {
+            port_range(&format!("{at}.port"), p.get("port"), false, errs);
             if p.get("targetPort").is_some_and(Value::is_number) {
                 port_range(
-                    &format!("spec.ports[{i}].targetPort"),
+                    &format!("{at}.targetPort"),
                     p.get("targetPort"),
                     false,
                     errs,
@@ -250,40 +255,26 @@ pub(crate) fn ports(kind: &str, obj: &Value, errs: &mut Vec<FieldError>) {
 
 /// Pull policies and restart policies: Go's `Unsupported value` checks.
 pub(crate) fn enums(kind: &str, obj: &Value, errs: &mut Vec<FieldError>) {
-    let spec = match kind {
-        "Pod" => obj.get("spec").map(|s| ("spec", s)),
-        "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet" | "Job" => obj
-            .pointer("/spec/template/spec")
-            .map(|s| ("spec.template.spec", s)),
-        _ => None,
-    };
-    let Some((prefix, spec)) = spec else { return };
-    for list in ["initContainers", "containers"] {
-        for (i, c) in spec
-            .get(list)
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .enumerate()
-        {
-            if let Some(p) = c.get("imagePullPolicy").and_then(Value::as_str) {
-                if !["Always", "IfNotPresent", "Never"].contains(&p) {
-                    errs.push(FieldError::unsupported(
-                        &format!("{prefix}.{list}[{i}].imagePullPolicy"),
-                        p,
-                        &["Always", "IfNotPresent", "Never"],
-                    ));
-                }
+    const PULL: &[&str] = &["Always", "IfNotPresent", "Never"];
+    for (at, c) in containers(kind, obj) {
+        if let Some(p) = c.get("imagePullPolicy").and_then(Value::as_str) {
+            if !PULL.contains(&p) {
+                errs.push(FieldError::unsupported(
+                    &format!("{at}.imagePullPolicy"),
+                    p,
+                    PULL,
+                ));
             }
         }
     }
+    let Some((prefix, spec)) = pod_spec(kind, obj) else {
+        return;
+    };
     if let Some(p) = spec.get("restartPolicy").and_then(Value::as_str) {
-        let allowed: &[&str] = if kind == "Job" {
-            &["OnFailure", "Never"]
-        } else if kind == "Pod" {
-            &["Always", "OnFailure", "Never"]
-        } else {
-            &["Always"]
+        let allowed: &[&str] = match kind {
+            "Job" | "CronJob" => &["OnFailure", "Never"],
+            "Pod" => &["Always", "OnFailure", "Never"],
+            _ => &["Always"],
         };
         if !allowed.contains(&p) {
             errs.push(FieldError::unsupported(

@@ -137,3 +137,38 @@ pub async fn apply(server: &Server, path: &str, manager: &str, force: bool, body
     )
     .await
 }
+
+/// Asserts a refusal: status code, `Status` reason and message.
+#[track_caller]
+pub fn refused(r: &Reply, code: u16, reason: &str, message: &str) {
+    assert_eq!(
+        (r.code, r.reason(), r.message()),
+        (code, reason, message),
+        "full body: {}",
+        r.body
+    );
+}
+
+/// Polls `f` until it holds (5 s at most).
+pub async fn eventually<F, Fut>(what: &str, mut f: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    for _ in 0..200 {
+        if f().await {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    panic!("timed out waiting for {what}");
+}
+
+/// The `name` fields of a list of objects (containers, env vars…).
+pub fn names(list: &Value) -> Vec<String> {
+    list.as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e["name"].as_str().map(str::to_string))
+        .collect()
+}

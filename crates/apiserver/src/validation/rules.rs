@@ -376,18 +376,23 @@ fn without(v: Option<&Value>, keep: &[&str]) -> Value {
     }
 }
 
+/// `spec.selector` of workloads and Jobs never changes.
+fn selector_immutable(old: &Value, new: &Value, errs: &mut Vec<FieldError>) {
+    let (o, n) = (old.pointer("/spec/selector"), new.pointer("/spec/selector"));
+    if o.is_some() && o != n {
+        errs.push(FieldError::invalid(
+            "spec.selector",
+            &go_selector(n),
+            "field is immutable",
+        ));
+    }
+}
+
 /// Fields that may not change after creation.
 pub(crate) fn immutable(kind: &str, old: &Value, new: &mut Value, errs: &mut Vec<FieldError>) {
     match kind {
         "Deployment" | "ReplicaSet" | "DaemonSet" => {
-            let (o, n) = (old.pointer("/spec/selector"), new.pointer("/spec/selector"));
-            if o.is_some() && o != n {
-                errs.push(FieldError::invalid(
-                    "spec.selector",
-                    &go_selector(n),
-                    "field is immutable",
-                ));
-            }
+            selector_immutable(old, new, errs);
         }
         "StatefulSet" => {
             let keep = [
@@ -403,14 +408,7 @@ pub(crate) fn immutable(kind: &str, old: &Value, new: &mut Value, errs: &mut Vec
             }
         }
         "Job" => {
-            let (o, n) = (old.pointer("/spec/selector"), new.pointer("/spec/selector"));
-            if o.is_some() && o != n {
-                errs.push(FieldError::invalid(
-                    "spec.selector",
-                    &go_selector(n),
-                    "field is immutable",
-                ));
-            }
+            selector_immutable(old, new, errs);
             // Job templates are immutable except the scheduling directives
             // of a suspended Job; the whole template is compared here.
             let strip = |v: Option<&Value>| {

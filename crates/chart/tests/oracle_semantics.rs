@@ -403,7 +403,7 @@ fn run_group(group: &str, cases: &[Case]) {
                 "{}:\n  template: {:?}\n  helm:   {:?}\n  rudder: {:?}",
                 c.id,
                 c.template,
-                helm.map_err(|e| gotmpl::limits::cap_message(e)),
+                helm.map_err(gotmpl::limits::cap_message),
                 ours
             ));
         }

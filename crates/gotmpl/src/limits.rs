@@ -28,14 +28,6 @@ pub fn was_capped(msg: &str) -> bool {
     msg.contains(NOTE_END)
 }
 
-/// The start and the end that [`cap_message`] kept of a capped message
-/// (outermost context, innermost cause); `None` when nothing was cut.
-pub fn kept_ends(msg: &str) -> Option<(&str, &str)> {
-    let end = msg.find(NOTE_END)?;
-    let start = msg[..end].rfind(NOTE_START)?;
-    Some((&msg[..start], &msg[end + NOTE_END.len()..]))
-}
-
 const NOTE_START: &str = " … [";
 const NOTE_END: &str = " bytes of nested errors cut] … ";
 
@@ -79,16 +71,6 @@ fn ceil_char_boundary(s: &str, mut i: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn kept_ends_are_the_start_and_end_of_the_whole() {
-        let whole = format!("outer: {}: cause", "middle ".repeat(2000));
-        let capped = cap_message(whole.clone());
-        let (start, end) = kept_ends(&capped).expect("cut");
-        assert!(whole.starts_with(start) && start.starts_with("outer: "));
-        assert!(whole.ends_with(end) && end.ends_with(": cause"));
-        assert_eq!(kept_ends("short"), None);
-    }
 
     #[test]
     fn nested_caps_add_up() {

@@ -382,7 +382,7 @@ impl Run {
             Err(source) => {
                 self.warn_overrides().await;
                 let msg = format!("failed to install release: {source}");
-                let retry_in = Some(plan::Backoff::RELEASE.delay(attempt.number));
+                let retry_in = plan::action_retry(attempt.number, !changed_nothing(&source));
                 Err(self
                     .marked_failed()
                     .action_failed(Step::Install, source, retry_in, msg)
@@ -445,7 +445,7 @@ impl Run {
                     .await;
             }
         }
-        let retry_in = Some(plan::Backoff::RELEASE.delay(number));
+        let retry_in = plan::action_retry(number, wrote);
         Err(self
             .marked_failed()
             .action_failed(Step::Upgrade, source, retry_in, msg)

@@ -64,6 +64,7 @@ impl Run {
             if fins.iter().any(|f| ours(f)) {
                 return false;
             }
+            self.log().adding_finalizer(FINALIZER);
             fins.push(FINALIZER.to_string());
             true
         })
@@ -74,7 +75,7 @@ impl Run {
     pub(super) async fn finalize(&mut self) -> Result<Outcome, ReconcileError> {
         let fins = self.cr.meta().finalizers.clone().unwrap_or_default();
         if !fins.iter().any(|f| ours(f)) {
-            tracing::info!(cr = %self.cr_id, "resource is terminated, skipping reconciliation");
+            self.log().terminated();
             return Ok(Outcome::default());
         }
         if let Err(e) = self.migrate().await {
@@ -88,7 +89,7 @@ impl Run {
         opts.description = a.text(ann::UNINSTALL_DESCRIPTION);
         match self.ctx.actions.uninstall(opts).await {
             Ok(rel) => {
-                tracing::info!(cr = %self.cr_id, release = %self.name, "uninstalled release");
+                self.log().uninstalled();
                 self.status.remove(st::RELEASE_FAILED);
                 self.status
                     .set(st::DEPLOYED, st::FALSE, st::UNINSTALL_SUCCESSFUL, "");
@@ -105,7 +106,7 @@ impl Run {
                     .await;
             }
             Err(action::Error::NotDeployed { .. }) => {
-                tracing::info!(cr = %self.cr_id, release = %self.name, "release not found");
+                self.log().release_not_found();
                 self.status.remove(st::RELEASE_FAILED);
             }
             Err(source) => {
@@ -114,6 +115,7 @@ impl Run {
             }
         }
         self.write_status().await?;
+        self.log().removing_finalizer();
         self.edit_finalizers(|fins| {
             let before = fins.len();
             fins.retain(|f| !ours(f));

@@ -32,6 +32,7 @@ use release::record::Release;
 
 use crate::annotations::{self as ann, AnnotationError, Annotations};
 use crate::events::{self, EventSink};
+use crate::logging::cr::CrLog;
 use crate::status::{self as st, HelmAppStatus};
 use crate::watches::Watch;
 pub use context::{Context, DISCOVERY_TTL};
@@ -126,6 +127,12 @@ struct Run {
 }
 
 impl Run {
+    /// The Go reconciler's log context for this CR and its release.
+    fn log(&self) -> CrLog<'_> {
+        let r = &self.ctx.resource;
+        CrLog::new(&self.namespace, &self.name, &r.api_version, &r.kind).release(&self.name)
+    }
+
     fn annotations(&self) -> Annotations<'_> {
         Annotations::new(self.cr.meta().annotations.as_ref())
     }
@@ -165,7 +172,7 @@ impl Run {
             source: Box::new(source),
         })?;
         if !report.is_empty() {
-            tracing::info!(cr = %self.cr_id, report = ?report, "migrated release records");
+            self.log().migrated(&format!("{report:?}"));
             self.events
                 .normal(
                     events::MIGRATED,
@@ -260,6 +267,8 @@ impl Run {
     }
 
     async fn reconcile(&mut self) -> Result<Outcome, ReconcileError> {
+        let r = &self.ctx.resource;
+        CrLog::new(&self.namespace, &self.name, &r.api_version, &r.kind).reconciling();
         let (values, requeue_after) = self.prepare().await?;
         let digest = self.ctx.chart_digest.with_values(&values);
         let actions = Arc::clone(&self.ctx.actions);
@@ -282,8 +291,7 @@ impl Run {
                     };
                     match actions.recover(opts).await {
                         Ok(Some(rel)) if !recovered => {
-                            tracing::warn!(cr = %self.cr_id, release = %self.name, version = rel.version,
-                                "marked an interrupted operation failed");
+                            self.log().recovered(rel.version);
                             recovered = true;
                             history = actions
                                 .history(&self.namespace, &self.name)
@@ -363,7 +371,7 @@ impl Run {
             }
             Ok(Installed { release, .. }) => {
                 self.warn_overrides().await;
-                tracing::info!(cr = %self.cr_id, release = %release.name, version = release.version, "installed release");
+                self.log().installed();
                 let note = format!(
                     "Installed release {} (revision {})",
                     release.name, release.version
@@ -411,7 +419,7 @@ impl Run {
             .await;
         let source = match upgraded {
             Ok(rel) => {
-                tracing::info!(cr = %self.cr_id, release = %rel.name, version = rel.version, force, "upgraded release");
+                self.log().upgraded(force);
                 let note = format!("Upgraded release {} to revision {}", rel.name, rel.version);
                 self.succeeded(&rel, Step::Upgrade, note).await;
                 return Ok(rel);
@@ -469,7 +477,7 @@ impl Run {
                 Ok(())
             }
             Err(e) => {
-                tracing::error!(cr = %self.cr_id, error = %e, "error rolling back release");
+                self.log().rollback_failed(&e);
                 Err(e)
             }
         }

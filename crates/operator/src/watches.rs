@@ -129,12 +129,12 @@ impl Watch {
     pub fn override_values(&self) -> Result<Map<String, Value>, WatchesError> {
         let mut out = Map::new();
         for (k, v) in &self.override_values {
-            chart::values::strvals::parse_into_string(&format!("{k}={v}"), &mut out).map_err(|e| {
-                WatchesError::Override {
+            chart::values::strvals::parse_into_string(&format!("{k}={v}"), &mut out).map_err(
+                |e| WatchesError::Override {
                     gvk: self.gvk_string(),
                     message: format!("{k}: {e}"),
-                }
-            })?;
+                },
+            )?;
         }
         Ok(out)
     }

@@ -225,8 +225,10 @@ async fn client(kubeconfig: Option<&PathBuf>, metrics: &Metrics) -> anyhow::Resu
             "cannot find cluster credentials: set --kubeconfig or KUBECONFIG, or run in a pod",
         )?,
     };
-    let layer =
-        RestClientMetricsLayer::new(metrics.clone(), RestClientMetricsLayer::host_of(&config.cluster_url));
+    let layer = RestClientMetricsLayer::new(
+        metrics.clone(),
+        RestClientMetricsLayer::host_of(&config.cluster_url),
+    );
     let builder = kube::client::ClientBuilder::try_from(config)
         .context("cannot create the Kubernetes client")?;
     Ok(builder.with_layer(&layer).build())

@@ -116,9 +116,14 @@ impl Cluster {
             .expect("rudder runs");
         let rbac = String::from_utf8_lossy(&help.stdout).contains("--authorization");
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_rudder"));
-        cmd.args(["apiserver", "--listen", "127.0.0.1:0", "--simulate-readiness"])
-            .arg("--kubeconfig-out")
-            .arg(&kubeconfig);
+        cmd.args([
+            "apiserver",
+            "--listen",
+            "127.0.0.1:0",
+            "--simulate-readiness",
+        ])
+        .arg("--kubeconfig-out")
+        .arg(&kubeconfig);
         if rbac {
             // kubectl sends bearer tokens over HTTPS only.
             cmd.args(["--authorization", "rbac", "--tls"]);
@@ -130,7 +135,10 @@ impl Cluster {
         }
         let server = Running::start(cmd, dir.join("apiserver.log"));
         eventually("the API server to listen", || {
-            server.output().contains("apiserver listening on").then_some(())
+            server
+                .output()
+                .contains("apiserver listening on")
+                .then_some(())
         });
         Cluster {
             dir: dir.to_path_buf(),
@@ -140,12 +148,21 @@ impl Cluster {
         }
     }
 
-    fn kubectl_with(&self, kubeconfig: &Path, args: &[&str], stdin: Option<&str>) -> (bool, String) {
+    fn kubectl_with(
+        &self,
+        kubeconfig: &Path,
+        args: &[&str],
+        stdin: Option<&str>,
+    ) -> (bool, String) {
         let mut cmd = Command::new("kubectl");
         cmd.arg("--kubeconfig").arg(kubeconfig).args(args);
-        cmd.stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+        cmd.stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
         let mut child = cmd.spawn().expect("kubectl runs");
         if let Some(text) = stdin {
             use std::io::Write;
@@ -192,10 +209,17 @@ impl Cluster {
     fn token(&self, ns: &str, name: &str) -> String {
         let path = format!("/api/v1/namespaces/{ns}/serviceaccounts/{name}/token");
         let body = r#"{"apiVersion":"authentication.k8s.io/v1","kind":"TokenRequest","spec":{}}"#;
-        let (ok, out) = self.kubectl_with(&self.kubeconfig, &["create", "--raw", &path, "-f", "-"], Some(body));
+        let (ok, out) = self.kubectl_with(
+            &self.kubeconfig,
+            &["create", "--raw", &path, "-f", "-"],
+            Some(body),
+        );
         assert!(ok, "TokenRequest for {ns}/{name} failed: {out}");
         let answer: Value = serde_json::from_str(&out).expect("TokenRequest JSON");
-        answer["status"]["token"].as_str().expect("a token").to_string()
+        answer["status"]["token"]
+            .as_str()
+            .expect("a token")
+            .to_string()
     }
 
     /// A kubeconfig that authenticates with `token` against the same server.
@@ -291,7 +315,10 @@ fn condition(cr: &Value, kind: &str) -> Option<Value> {
 fn operator_sdk_memcached_sample_runs_unchanged() {
     let sample = sample_dir();
     if !sample.join("watches.yaml").exists() {
-        eprintln!("SKIPPED: operator-sdk's sample is not at {}", sample.display());
+        eprintln!(
+            "SKIPPED: operator-sdk's sample is not at {}",
+            sample.display()
+        );
         return;
     }
     if !have("kubectl", "version") && !have("kubectl", "--help") {
@@ -299,13 +326,17 @@ fn operator_sdk_memcached_sample_runs_unchanged() {
         return;
     }
     let curl = have("curl", "--version");
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("memcached-{}", std::process::id()));
+    let dir =
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("memcached-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("scratch dir");
     let cluster = Cluster::start(&dir);
 
     // The scaffold, rendered as `make deploy` renders it.
-    let (ok, rendered) = cluster.kubectl(&["kustomize", sample.join("config/default").to_str().expect("path")]);
+    let (ok, rendered) = cluster.kubectl(&[
+        "kustomize",
+        sample.join("config/default").to_str().expect("path"),
+    ]);
     assert!(ok, "kubectl kustomize: {rendered}");
     let docs = documents(&rendered);
     let args = manager_args(&docs);
@@ -334,7 +365,10 @@ fn operator_sdk_memcached_sample_runs_unchanged() {
         .join("\n---\n");
     cluster.apply(&manifest);
     eventually("the Memcached CRD to be served", || {
-        cluster.kubectl(&["get", "memcacheds", "-A"]).0.then_some(())
+        cluster
+            .kubectl(&["get", "memcacheds", "-A"])
+            .0
+            .then_some(())
     });
 
     // The operator authenticates as the sample's ServiceAccount where requests are
@@ -363,7 +397,9 @@ fn operator_sdk_memcached_sample_runs_unchanged() {
             .map(|d| d.to_string())
             .collect();
         cluster.apply(&docs.join("\n---\n"));
-        eprintln!("NOTE: granting {SUPPLEMENT} on top of the scaffold's RBAC (issue 12 items 8 and 10)");
+        eprintln!(
+            "NOTE: granting {SUPPLEMENT} on top of the scaffold's RBAC (issue 12 items 8 and 10)"
+        );
         let token = cluster.token(SYSTEM_NS, SA);
         cluster.kubeconfig_for(&token, "operator.kubeconfig")
     } else {
@@ -379,7 +415,9 @@ fn operator_sdk_memcached_sample_runs_unchanged() {
         .iter()
         .filter(|a| cluster.rbac || a.as_str() != "--metrics-require-rbac")
         .map(|a| match a.as_str() {
-            "--metrics-bind-address=:8443" => format!("--metrics-bind-address=127.0.0.1:{metrics_port}"),
+            "--metrics-bind-address=:8443" => {
+                format!("--metrics-bind-address=127.0.0.1:{metrics_port}")
+            }
             "--health-probe-bind-address=:8081" => {
                 format!("--health-probe-bind-address=127.0.0.1:{health_port}")
             }
@@ -398,14 +436,22 @@ fn operator_sdk_memcached_sample_runs_unchanged() {
     let op = Running::start(cmd, dir.join("operator.log"));
 
     // The Go operator's startup lines, zap JSON.
-    let watching = eventually("\"Watching resource\" in the logs", || logged(&op, "Watching resource"));
+    let watching = eventually("\"Watching resource\" in the logs", || {
+        logged(&op, "Watching resource")
+    });
     assert_eq!(watching["logger"], "helm.controller", "{watching}");
     assert_eq!(watching["apiVersion"], "cache.example.com/v1alpha1");
     assert_eq!(watching["kind"], "Memcached");
     assert_eq!(watching["reconcilePeriod"], "5s");
-    assert!(watching["ts"].as_str().is_some_and(|t| t.ends_with('Z')), "{watching}");
+    assert!(
+        watching["ts"].as_str().is_some_and(|t| t.ends_with('Z')),
+        "{watching}"
+    );
     eventually("leadership", || {
-        logged(&op, "successfully acquired lease memcached-operator-system/memcached-operator")
+        logged(
+            &op,
+            "successfully acquired lease memcached-operator-system/memcached-operator",
+        )
     });
 
     // The sample CR, unchanged, in a namespace of its own.
@@ -420,10 +466,18 @@ fn operator_sdk_memcached_sample_runs_unchanged() {
     });
     let deployed = condition(&cr, "Deployed").expect("Deployed");
     assert_eq!(deployed["reason"], "InstallSuccessful", "{deployed}");
-    assert_eq!(condition(&cr, "Initialized").expect("Initialized")["status"], "True");
-    let release = cr["status"]["deployedRelease"]["name"].as_str().expect("release name").to_string();
+    assert_eq!(
+        condition(&cr, "Initialized").expect("Initialized")["status"],
+        "True"
+    );
+    let release = cr["status"]["deployedRelease"]["name"]
+        .as_str()
+        .expect("release name")
+        .to_string();
     assert_eq!(release, CR);
-    let sts = eventually("the StatefulSet", || cluster.json(&["get", "statefulset", &release, "-n", &ns]));
+    let sts = eventually("the StatefulSet", || {
+        cluster.json(&["get", "statefulset", &release, "-n", &ns])
+    });
     assert_eq!(sts["spec"]["replicas"], 3);
     assert_eq!(sts["metadata"]["ownerReferences"][0]["kind"], "Memcached");
     let installed = eventually("\"Installed release\"", || logged(&op, "Installed release"));
@@ -441,7 +495,14 @@ fn operator_sdk_memcached_sample_runs_unchanged() {
 
     // Upgrade: change the spec.
     cluster.must(&[
-        "patch", "memcached", CR, "-n", &ns, "--type=merge", "-p", r#"{"spec":{"replicaCount":2}}"#,
+        "patch",
+        "memcached",
+        CR,
+        "-n",
+        &ns,
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"replicaCount":2}}"#,
     ]);
     eventually("the StatefulSet scaled to 2", || {
         let sts = cluster.json(&["get", "statefulset", &release, "-n", &ns])?;
@@ -456,42 +517,64 @@ fn operator_sdk_memcached_sample_runs_unchanged() {
 
     // Repair: a deleted dependent comes back, a drifted one is set back.
     let service = eventually("the release's Service", || {
-        let list = cluster.json(&["get", "service", "-n", &ns, "-l", &format!("app.kubernetes.io/instance={release}")])?;
-        list["items"][0]["metadata"]["name"].as_str().map(str::to_string)
+        let list = cluster.json(&[
+            "get",
+            "service",
+            "-n",
+            &ns,
+            "-l",
+            &format!("app.kubernetes.io/instance={release}"),
+        ])?;
+        list["items"][0]["metadata"]["name"]
+            .as_str()
+            .map(str::to_string)
     });
     cluster.must(&["delete", "service", &service, "-n", &ns, "--wait=false"]);
     cluster.must(&["scale", "statefulset", &release, "-n", &ns, "--replicas=5"]);
-    eventually("the Service re-created and the StatefulSet back at 2", || {
-        let svc = cluster.json(&["get", "service", &service, "-n", &ns])?;
-        let sts = cluster.json(&["get", "statefulset", &release, "-n", &ns])?;
-        (svc["metadata"]["deletionTimestamp"].is_null() && sts["spec"]["replicas"] == 2).then_some(())
+    eventually(
+        "the Service re-created and the StatefulSet back at 2",
+        || {
+            let svc = cluster.json(&["get", "service", &service, "-n", &ns])?;
+            let sts = cluster.json(&["get", "statefulset", &release, "-n", &ns])?;
+            (svc["metadata"]["deletionTimestamp"].is_null() && sts["spec"]["replicas"] == 2)
+                .then_some(())
+        },
+    );
+    eventually("\"Reconciled release\"", || {
+        logged(&op, "Reconciled release")
     });
-    eventually("\"Reconciled release\"", || logged(&op, "Reconciled release"));
 
     // The HTTPS metrics endpoint, as the scaffold's ServiceMonitor scrapes it.
     if curl {
-        let reader = if cluster.rbac {
-            // A scraper bound to the sample's metrics-reader ClusterRole, and a stranger.
-            cluster.must(&["create", "serviceaccount", "scraper", "-n", &ns]);
-            cluster.must(&["create", "serviceaccount", "stranger", "-n", &ns]);
-            let binding = format!("memcached-e2e-metrics-{}", std::process::id());
-            cluster.apply(&json!({
+        let reader =
+            if cluster.rbac {
+                // A scraper bound to the sample's metrics-reader ClusterRole, and a stranger.
+                cluster.must(&["create", "serviceaccount", "scraper", "-n", &ns]);
+                cluster.must(&["create", "serviceaccount", "stranger", "-n", &ns]);
+                let binding = format!("memcached-e2e-metrics-{}", std::process::id());
+                cluster.apply(&json!({
                 "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
                 "metadata": {"name": binding},
                 "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
                             "name": "memcached-operator-metrics-reader"},
                 "subjects": [{"kind": "ServiceAccount", "name": "scraper", "namespace": ns}],
             }).to_string());
-            let scraper = cluster.token(&ns, "scraper");
-            let stranger = cluster.token(&ns, "stranger");
-            assert_eq!(scrape(metrics_port, None), (401, "Unauthorized\n".to_string()));
-            let (code, body) = scrape(metrics_port, Some(&stranger));
-            assert_eq!(code, 403, "{body}");
-            assert_eq!(body, format!("Authorization denied for user system:serviceaccount:{ns}:stranger\n"));
-            Some((scraper, binding))
-        } else {
-            None
-        };
+                let scraper = cluster.token(&ns, "scraper");
+                let stranger = cluster.token(&ns, "stranger");
+                assert_eq!(
+                    scrape(metrics_port, None),
+                    (401, "Unauthorized\n".to_string())
+                );
+                let (code, body) = scrape(metrics_port, Some(&stranger));
+                assert_eq!(code, 403, "{body}");
+                assert_eq!(
+                    body,
+                    format!("Authorization denied for user system:serviceaccount:{ns}:stranger\n")
+                );
+                Some((scraper, binding))
+            } else {
+                None
+            };
         let token = reader.as_ref().map(|(t, _)| t.as_str());
         let (code, body) = eventually("a 200 from /metrics", || {
             let got = scrape(metrics_port, token);
@@ -524,23 +607,52 @@ fn operator_sdk_memcached_sample_runs_unchanged() {
         (!cluster.kubectl(&["get", "memcached", CR, "-n", &ns]).0).then_some(())
     });
     eventually("the StatefulSet to be gone", || {
-        (!cluster.kubectl(&["get", "statefulset", &release, "-n", &ns]).0).then_some(())
+        (!cluster
+            .kubectl(&["get", "statefulset", &release, "-n", &ns])
+            .0)
+            .then_some(())
     });
-    eventually("\"Uninstalled release\"", || logged(&op, "Uninstalled release"));
-    eventually("\"Removing finalizer\"", || logged(&op, "Removing finalizer"));
-    let records = cluster.json(&["get", "secrets", "-n", &ns, "-l", "owner=helm"]).expect("secrets");
-    assert_eq!(records["items"].as_array().map(Vec::len), Some(0), "release records left: {records}");
+    eventually("\"Uninstalled release\"", || {
+        logged(&op, "Uninstalled release")
+    });
+    eventually("\"Removing finalizer\"", || {
+        logged(&op, "Removing finalizer")
+    });
+    let records = cluster
+        .json(&["get", "secrets", "-n", &ns, "-l", "owner=helm"])
+        .expect("secrets");
+    assert_eq!(
+        records["items"].as_array().map(Vec::len),
+        Some(0),
+        "release records left: {records}"
+    );
 
     // No value of the CR's spec appears in the logs.
     let text = op.output();
-    assert!(!text.contains("memcached:1.5.20"), "values leaked into the logs");
+    assert!(
+        !text.contains("memcached:1.5.20"),
+        "values leaked into the logs"
+    );
     for line in text.lines().filter(|l| l.starts_with('{')) {
-        let v: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
-        assert!(v["level"].is_string() && v["ts"].is_string() && v["msg"].is_string(), "{line}");
+        let v: Value =
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
+        assert!(
+            v["level"].is_string() && v["ts"].is_string() && v["msg"].is_string(),
+            "{line}"
+        );
     }
 
     drop(op);
     cluster.kubectl(&["delete", "namespace", &ns, "--wait=false"]);
-    cluster.kubectl(&["delete", "--ignore-not-found", "clusterrolebinding,clusterrole", SUPPLEMENT]);
-    cluster.kubectl_with(&cluster.kubeconfig, &["delete", "--ignore-not-found", "--wait=false", "-f", "-"], Some(&manifest));
+    cluster.kubectl(&[
+        "delete",
+        "--ignore-not-found",
+        "clusterrolebinding,clusterrole",
+        SUPPLEMENT,
+    ]);
+    cluster.kubectl_with(
+        &cluster.kubeconfig,
+        &["delete", "--ignore-not-found", "--wait=false", "-f", "-"],
+        Some(&manifest),
+    );
 }

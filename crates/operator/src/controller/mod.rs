@@ -381,11 +381,11 @@ async fn reload_chart(
             continue;
         }
         let load_path = path.clone();
-        let loaded = match tokio::task::spawn_blocking(move || chart::loader::load(&load_path)).await
-        {
-            Ok(loaded) => loaded,
-            Err(_) => return,
-        };
+        let loaded =
+            match tokio::task::spawn_blocking(move || chart::loader::load(&load_path)).await {
+                Ok(loaded) => loaded,
+                Err(_) => return,
+            };
         let chart = match loaded {
             Ok(chart) => Arc::new(chart),
             Err(e) => {
@@ -544,7 +544,9 @@ fn error_policy(cr: Arc<DynamicObject>, error: &RunError, run: Arc<WatchRun>) ->
     let name = cr.name_any();
     let key = (namespace.clone(), name.clone());
     let (limited, failures) = run.retries.failed(&key, Instant::now());
-    let delay = error.requeue_after().map_or(limited, |own| own.max(limited));
+    let delay = error
+        .requeue_after()
+        .map_or(limited, |own| own.max(limited));
     run.metrics.queue_retry(&run.gvk);
     let object = serde_json::json!({"name": name, "namespace": namespace}).to_string();
     tracing::error!(

@@ -122,7 +122,11 @@ impl<'a> CrLog<'a> {
     }
 
     pub fn terminated(&self) {
-        cr_line!(info, self, "Resource is terminated, skipping reconciliation");
+        cr_line!(
+            info,
+            self,
+            "Resource is terminated, skipping reconciliation"
+        );
     }
 
     pub fn adding_finalizer(&self, finalizer: &str) {
@@ -197,7 +201,13 @@ impl<'a> CrLog<'a> {
 
     /// A release without records was recorded over its live objects.
     pub fn adopted(&self, version: i64, found: usize) {
-        cr_line!(info, self, "Adopted the release's existing objects", version = version, found = found);
+        cr_line!(
+            info,
+            self,
+            "Adopted the release's existing objects",
+            version = version,
+            found = found
+        );
     }
 
     /// Old ConfigMap records of the release were moved to Secrets.
@@ -207,7 +217,12 @@ impl<'a> CrLog<'a> {
 
     /// An interrupted install or upgrade was marked failed.
     pub fn recovered(&self, version: i64) {
-        cr_line!(warn, self, "Marked an interrupted operation failed", version = version);
+        cr_line!(
+            warn,
+            self,
+            "Marked an interrupted operation failed",
+            version = version
+        );
     }
 }
 
@@ -246,7 +261,12 @@ mod tests {
             .event_format(super::super::ZapFormat::default())
             .finish();
         tracing::subscriber::with_default(subscriber, || {
-            let log = CrLog::new("default", "memcached-sample", "cache.example.com/v1alpha1", "Memcached");
+            let log = CrLog::new(
+                "default",
+                "memcached-sample",
+                "cache.example.com/v1alpha1",
+                "Memcached",
+            );
             log.reconciling();
             let log = log.release("memcached-sample");
             log.installed();
@@ -269,10 +289,20 @@ mod tests {
         assert_eq!(lines[3]["error"], "boom");
         // Field order as zap writes it.
         let first = text.lines().nth(1).expect("line");
-        let order: Vec<usize> = ["\"level\"", "\"ts\"", "\"logger\"", "\"msg\"", "\"namespace\"", "\"name\"", "\"apiVersion\"", "\"kind\"", "\"release\""]
-            .iter()
-            .map(|k| first.find(k).expect(k))
-            .collect();
+        let order: Vec<usize> = [
+            "\"level\"",
+            "\"ts\"",
+            "\"logger\"",
+            "\"msg\"",
+            "\"namespace\"",
+            "\"name\"",
+            "\"apiVersion\"",
+            "\"kind\"",
+            "\"release\"",
+        ]
+        .iter()
+        .map(|k| first.find(k).expect(k))
+        .collect();
         assert!(order.windows(2).all(|w| w[0] < w[1]), "{first}");
     }
 }

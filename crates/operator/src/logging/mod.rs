@@ -46,7 +46,9 @@ pub enum LoggingError {
     Level(String),
     #[error("invalid log format {0:?}: use json or console")]
     Format(String),
-    #[error("invalid time encoding {0:?}: use epoch, millis, nano, iso8601, rfc3339 or rfc3339nano")]
+    #[error(
+        "invalid time encoding {0:?}: use epoch, millis, nano, iso8601, rfc3339 or rfc3339nano"
+    )]
     TimeEncoding(String),
 }
 
@@ -78,10 +80,13 @@ pub fn level_filter(level: &str) -> Result<EnvFilter, LoggingError> {
 /// Installs the global logger writing zap-style lines. A second call (tests) keeps
 /// the first logger and returns `Ok`; only a bad level is an error.
 pub fn init(level: &str, format: LogFormat) -> Result<(), LoggingError> {
-    init_with(level, ZapFormat {
-        encoder: format,
-        time: TimeEncoding::default(),
-    })
+    init_with(
+        level,
+        ZapFormat {
+            encoder: format,
+            time: TimeEncoding::default(),
+        },
+    )
 }
 
 /// [`init`] with a time encoding too.
@@ -103,7 +108,10 @@ mod tests {
 
     #[test]
     fn formats_accept_zap_encoder_names() {
-        assert_eq!("console".parse::<LogFormat>().ok(), Some(LogFormat::Console));
+        assert_eq!(
+            "console".parse::<LogFormat>().ok(),
+            Some(LogFormat::Console)
+        );
         assert_eq!("text".parse::<LogFormat>().ok(), Some(LogFormat::Console));
         assert_eq!("JSON".parse::<LogFormat>().ok(), Some(LogFormat::Json));
         let e = "xml".parse::<LogFormat>().expect_err("xml").to_string();

@@ -122,20 +122,24 @@ impl Visit for Fields {
         if field.name() == "message" {
             self.message = value.to_string();
         } else {
-            self.pairs.push((field.name().to_string(), Value::from(value)));
+            self.pairs
+                .push((field.name().to_string(), Value::from(value)));
         }
     }
 
     fn record_bool(&mut self, field: &Field, value: bool) {
-        self.pairs.push((field.name().to_string(), Value::from(value)));
+        self.pairs
+            .push((field.name().to_string(), Value::from(value)));
     }
 
     fn record_i64(&mut self, field: &Field, value: i64) {
-        self.pairs.push((field.name().to_string(), Value::from(value)));
+        self.pairs
+            .push((field.name().to_string(), Value::from(value)));
     }
 
     fn record_u64(&mut self, field: &Field, value: u64) {
-        self.pairs.push((field.name().to_string(), Value::from(value)));
+        self.pairs
+            .push((field.name().to_string(), Value::from(value)));
     }
 
     fn record_f64(&mut self, field: &Field, value: f64) {
@@ -158,7 +162,8 @@ impl Visit for Fields {
             let value = serde_json::from_str(&text).unwrap_or(Value::from(text));
             self.pairs.push(("object".to_string(), value));
         } else {
-            self.pairs.push((field.name().to_string(), Value::from(text)));
+            self.pairs
+                .push((field.name().to_string(), Value::from(text)));
         }
     }
 }
@@ -314,7 +319,10 @@ mod tests {
             at(),
             &Level::DEBUG,
             "operator::controller",
-            fields("Reconciling", &[("namespace", "ns".into()), ("n", 3.into())]),
+            fields(
+                "Reconciling",
+                &[("namespace", "ns".into()), ("n", 3.into())],
+            ),
         );
         assert_eq!(
             line,
@@ -346,7 +354,10 @@ mod tests {
             encode_time(whole, TimeEncoding::Rfc3339Nano),
             json!("2024-05-01T10:00:00Z")
         );
-        assert_eq!("RFC3339".parse::<TimeEncoding>().ok(), Some(TimeEncoding::Rfc3339));
+        assert_eq!(
+            "RFC3339".parse::<TimeEncoding>().ok(),
+            Some(TimeEncoding::Rfc3339)
+        );
         assert!("sundial".parse::<TimeEncoding>().is_err());
     }
 

@@ -228,7 +228,8 @@ mod tests {
             soft_limit(limits, "Max address space"),
             Some(u64::MAX as f64)
         );
-        let netstat = "TcpExt: A B\nTcpExt: 1 2\nIpExt: InNoRoutes InOctets OutOctets\nIpExt: 0 1234 5678\n";
+        let netstat =
+            "TcpExt: A B\nTcpExt: 1 2\nIpExt: InNoRoutes InOctets OutOctets\nIpExt: 0 1234 5678\n";
         assert_eq!(ip_ext(netstat, "InOctets"), Some(1234.0));
         assert_eq!(ip_ext(netstat, "OutOctets"), Some(5678.0));
         assert_eq!(ip_ext(netstat, "Nope"), None);
@@ -249,6 +250,9 @@ mod tests {
             .expect("clock")
             .as_secs_f64();
         let start = r.start_time.expect("start time");
-        assert!(start <= now + 1.0 && start > now - 86_400.0 * 365.0, "{start}");
+        assert!(
+            start <= now + 1.0 && start > now - 86_400.0 * 365.0,
+            "{start}"
+        );
     }
 }

@@ -100,13 +100,23 @@ mod tests {
         let ok = layer.layer(tower::service_fn(|_req: Request<()>| async {
             Ok::<_, std::io::Error>(Response::builder().status(404).body(()).expect("response"))
         }));
-        let req = || Request::builder().method("GET").uri("/api").body(()).expect("request");
+        let req = || {
+            Request::builder()
+                .method("GET")
+                .uri("/api")
+                .body(())
+                .expect("request")
+        };
         ok.clone().oneshot(req()).await.expect("answered");
         ok.oneshot(req()).await.expect("answered");
         let failing = layer.layer(tower::service_fn(|_req: Request<()>| async {
             Err::<Response<()>, _>(std::io::Error::other("connection refused"))
         }));
-        let post = Request::builder().method("POST").uri("/api").body(()).expect("request");
+        let post = Request::builder()
+            .method("POST")
+            .uri("/api")
+            .body(())
+            .expect("request");
         assert!(failing.oneshot(post).await.is_err());
         let text = metrics.encode();
         for line in [
@@ -114,7 +124,10 @@ mod tests {
             "rest_client_requests_total{code=\"404\",host=\"10.96.0.1:443\",method=\"GET\"} 2",
             "rest_client_requests_total{code=\"<error>\",host=\"10.96.0.1:443\",method=\"POST\"} 1",
         ] {
-            assert!(text.lines().any(|l| l == line), "missing {line:?} in:\n{text}");
+            assert!(
+                text.lines().any(|l| l == line),
+                "missing {line:?} in:\n{text}"
+            );
         }
         assert_eq!(
             RestClientMetricsLayer::host_of(&"https://10.0.0.1:6443".parse().expect("uri")),

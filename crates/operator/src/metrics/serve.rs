@@ -310,7 +310,6 @@ pub fn parse_bind_address(s: &str) -> Result<Option<SocketAddr>, BindAddressErro
         .ok_or_else(|| err(&format!("{host} has no address")))
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::super::auth::{Authenticator, User};
@@ -337,7 +336,10 @@ mod tests {
             verb: &str,
             path: &str,
         ) -> Result<(bool, String), kube::Error> {
-            Ok((user.name.ends_with(":reader") && verb == "get" && path == "/metrics", String::new()))
+            Ok((
+                user.name.ends_with(":reader") && verb == "get" && path == "/metrics",
+                String::new(),
+            ))
         }
     }
 
@@ -370,10 +372,20 @@ mod tests {
         let router = secured_metrics_router(Metrics::new(), Some(auth));
         assert_eq!(
             call(&router, None, "/metrics").await,
-            (401, "text/plain; charset=utf-8".into(), "Unauthorized\n".into())
+            (
+                401,
+                "text/plain; charset=utf-8".into(),
+                "Unauthorized\n".into()
+            )
         );
         let (code, _, body) = call(&router, Some("stranger"), "/metrics").await;
-        assert_eq!((code, body.as_str()), (403, "Authorization denied for user system:serviceaccount:ns:stranger\n"));
+        assert_eq!(
+            (code, body.as_str()),
+            (
+                403,
+                "Authorization denied for user system:serviceaccount:ns:stranger\n"
+            )
+        );
         let (code, ctype, body) = call(&router, Some("reader"), "/metrics").await;
         assert_eq!(code, 200);
         assert!(ctype.starts_with("text/plain; version=0.0.4"), "{ctype}");

@@ -45,7 +45,10 @@ fn a_started_controller_reports_every_series_at_zero() {
             "# TYPE certwatcher_read_certificate_total counter",
         ],
     );
-    let build = format!("helm_operator_build_info{{commit=\"{}\",version=\"{BUILD_VERSION}\"}} 1", build_commit());
+    let build = format!(
+        "helm_operator_build_info{{commit=\"{}\",version=\"{BUILD_VERSION}\"}} 1",
+        build_commit()
+    );
     assert!(has(&text, &build), "missing {build:?} in:\n{text}");
     let buckets = text
         .lines()

@@ -102,7 +102,9 @@ fn load_pair(cert: &Path, key: &Path, provider: &CryptoProvider) -> Result<Certi
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| invalid(format!("certificate: {e}")))?;
     if chain.is_empty() {
-        return Err(invalid("no CERTIFICATE block in the certificate file".into()));
+        return Err(invalid(
+            "no CERTIFICATE block in the certificate file".into(),
+        ));
     }
     let key_der =
         PrivateKeyDer::from_pem_slice(&key_pem).map_err(|e| invalid(format!("key: {e}")))?;
@@ -231,7 +233,8 @@ mod tests {
     use super::*;
 
     fn scratch(tag: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!("rudder-metrics-tls-{tag}-{}", std::process::id()));
+        let d =
+            std::env::temp_dir().join(format!("rudder-metrics-tls-{tag}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(&d).expect("scratch dir");
         d
@@ -267,7 +270,10 @@ mod tests {
 
         // A broken key names both files.
         std::fs::write(dir.join("tls.key"), "not a key").expect("write key");
-        let e = server_tls(&certs, &metrics).err().expect("bad key").to_string();
+        let e = server_tls(&certs, &metrics)
+            .err()
+            .expect("bad key")
+            .to_string();
         assert!(e.contains("tls.crt") && e.contains("tls.key"), "{e}");
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -266,14 +266,14 @@ mod tests {
         assert_eq!(Backoff::RECONCILE.delay(1), Duration::from_millis(5));
         assert_eq!(Backoff::RECONCILE.delay(2), Duration::from_millis(10));
         assert_eq!(Backoff::RECONCILE.delay(11), Duration::from_millis(5120));
-        assert_eq!(
-            Backoff::RECONCILE.delay(18),
-            Duration::from_millis(5 << 17)
-        );
+        assert_eq!(Backoff::RECONCILE.delay(18), Duration::from_millis(5 << 17));
         assert_eq!(Backoff::RECONCILE.delay(19), Duration::from_secs(1000));
         assert_eq!(Backoff::RECONCILE.delay(64), Duration::from_secs(1000));
         assert_eq!(Backoff::RECONCILE.delay(65), Duration::from_secs(1000));
-        assert_eq!(Backoff::RECONCILE.delay(u32::MAX), Duration::from_secs(1000));
+        assert_eq!(
+            Backoff::RECONCILE.delay(u32::MAX),
+            Duration::from_secs(1000)
+        );
     }
 
     #[test]

@@ -94,20 +94,36 @@ fn unknown_fields_are_ignored_with_a_warning_naming_them() {
     let text = format!(
         "{}{}",
         one(""),
-        one("  reconcilePeriods: 1m\n  selector:\n    matchLabel: {a: b}\n").replace("Hello", "Other")
+        one("  reconcilePeriods: 1m\n  selector:\n    matchLabel: {a: b}\n")
+            .replace("Hello", "Other")
     );
     let (watches, warnings) = parse_with_warnings(&text, &fixtures()).expect("parses, as in Go");
     assert_eq!(watches.len(), 2);
-    assert_eq!(watches[1].reconcile_period, None, "the misspelt field is not read");
+    assert_eq!(
+        watches[1].reconcile_period, None,
+        "the misspelt field is not read"
+    );
     assert_eq!(warnings.len(), 2, "{warnings:?}");
     assert!(
         warnings[0].starts_with("watches.yaml: entry #2 (demo.rudder.dev/v1alpha1, Kind=Other): "),
         "{}",
         warnings[0]
     );
-    assert!(warnings[0].contains("unknown field \"reconcilePeriods\" is ignored"), "{}", warnings[0]);
-    assert!(warnings[0].contains("known fields: group, version, kind, chart"), "{}", warnings[0]);
-    assert!(warnings[1].contains("selector.matchLabel is ignored"), "{}", warnings[1]);
+    assert!(
+        warnings[0].contains("unknown field \"reconcilePeriods\" is ignored"),
+        "{}",
+        warnings[0]
+    );
+    assert!(
+        warnings[0].contains("known fields: group, version, kind, chart"),
+        "{}",
+        warnings[0]
+    );
+    assert!(
+        warnings[1].contains("selector.matchLabel is ignored"),
+        "{}",
+        warnings[1]
+    );
 }
 
 #[test]
@@ -351,8 +367,21 @@ fn override_values_are_strings_like_helm_set_string() {
 
 #[test]
 fn go_durations_print_as_go_prints_them() {
-    for (secs, text) in [(0.0, "0s"), (60.0, "1m0s"), (90.0, "1m30s"), (1.5, "1.5s"), (0.5, "500ms"), (3600.0, "1h0m0s"), (5400.0, "1h30m0s"), (0.000_001, "1µs")] {
-        assert_eq!(format_go_duration(Duration::from_secs_f64(secs)), text, "{secs}");
+    for (secs, text) in [
+        (0.0, "0s"),
+        (60.0, "1m0s"),
+        (90.0, "1m30s"),
+        (1.5, "1.5s"),
+        (0.5, "500ms"),
+        (3600.0, "1h0m0s"),
+        (5400.0, "1h30m0s"),
+        (0.000_001, "1µs"),
+    ] {
+        assert_eq!(
+            format_go_duration(Duration::from_secs_f64(secs)),
+            text,
+            "{secs}"
+        );
     }
 }
 

@@ -4,10 +4,9 @@
 //! SIGTERM/ctrl-c with a bounded wait for in-flight reconciles. Start here:
 //! [`Operator`].
 //!
-//! One deliberate difference in readiness: `/readyz` succeeds once the controllers
-//! run, and on a replica standing by for leadership too. A standby that reported "not
-//! ready" would stall every rolling update of a one-replica operator Deployment (the
-//! new pod can never lead while the old one runs).
+//! Readiness as controller-runtime's: `/readyz` succeeds once the controllers run, and
+//! on a replica standing by for leadership too (Go's readiness check is a ping), so a
+//! one-replica Deployment's rolling update can finish while the new pod waits.
 
 use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -29,9 +29,8 @@ impl RestClientMetricsLayer {
         }
     }
 
-    /// The `host` label for a cluster URL: its authority, with the scheme's default
-    /// port made explicit as client-go's URL host would not (it keeps what the
-    /// kubeconfig says).
+    /// The `host` label for a cluster URL: its `host:port` as the kubeconfig (or the
+    /// in-cluster config) gives it, which is what client-go labels.
     pub fn host_of(url: &http::Uri) -> String {
         url.authority().map(|a| a.to_string()).unwrap_or_default()
     }

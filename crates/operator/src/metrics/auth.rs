@@ -263,17 +263,18 @@ fn bearer_token(header: &str) -> Option<&str> {
     (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
 }
 
+/// A stand-in for the API server's reviews, for this module's and the server's tests.
 #[cfg(test)]
-mod tests {
+pub(crate) mod fake {
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     /// Tokens `good` (allowed) and `other` (denied); anything else is invalid.
     #[derive(Default)]
-    struct Fake {
-        authn: AtomicUsize,
-        authz: AtomicUsize,
-        down: bool,
+    pub(crate) struct Fake {
+        pub(crate) authn: AtomicUsize,
+        pub(crate) authz: AtomicUsize,
+        pub(crate) down: bool,
     }
 
     #[async_trait]
@@ -307,6 +308,13 @@ mod tests {
             Ok((allowed, String::new()))
         }
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fake::Fake;
+    use super::*;
+    use std::sync::atomic::Ordering;
 
     #[tokio::test]
     async fn answers_and_texts_are_controller_runtimes() {

@@ -312,36 +312,10 @@ pub fn parse_bind_address(s: &str) -> Result<Option<SocketAddr>, BindAddressErro
 
 #[cfg(test)]
 mod tests {
-    use super::super::auth::{Authenticator, User};
+    use super::super::auth::fake::Fake;
     use super::super::Outcome;
     use super::*;
     use tower::ServiceExt;
-
-    /// Token `reader` may get /metrics; `stranger` is authenticated, not authorized.
-    struct Reviews;
-
-    #[async_trait::async_trait]
-    impl Authenticator for Reviews {
-        async fn authenticate(&self, token: &str) -> Result<Option<User>, kube::Error> {
-            Ok(["reader", "stranger"].contains(&token).then(|| User {
-                name: format!("system:serviceaccount:ns:{token}"),
-                uid: String::new(),
-                groups: vec![],
-                extra: Default::default(),
-            }))
-        }
-        async fn authorize(
-            &self,
-            user: &User,
-            verb: &str,
-            path: &str,
-        ) -> Result<(bool, String), kube::Error> {
-            Ok((
-                user.name.ends_with(":reader") && verb == "get" && path == "/metrics",
-                String::new(),
-            ))
-        }
-    }
 
     async fn call(router: &Router, token: Option<&str>, path: &str) -> (u16, String, String) {
         let mut req = Request::builder().uri(path);
@@ -368,7 +342,7 @@ mod tests {
 
     #[tokio::test]
     async fn rbac_filter_answers_as_controller_runtime() {
-        let auth = Arc::new(MetricsAuth::new(Arc::new(Reviews)));
+        let auth = Arc::new(MetricsAuth::new(Arc::new(Fake::default())));
         let router = secured_metrics_router(Metrics::new(), Some(auth));
         assert_eq!(
             call(&router, None, "/metrics").await,
@@ -378,19 +352,19 @@ mod tests {
                 "Unauthorized\n".into()
             )
         );
-        let (code, _, body) = call(&router, Some("stranger"), "/metrics").await;
+        let (code, _, body) = call(&router, Some("other"), "/metrics").await;
         assert_eq!(
             (code, body.as_str()),
             (
                 403,
-                "Authorization denied for user system:serviceaccount:ns:stranger\n"
+                "Authorization denied for user system:serviceaccount:ns:nobody\n"
             )
         );
-        let (code, ctype, body) = call(&router, Some("reader"), "/metrics").await;
+        let (code, ctype, body) = call(&router, Some("good"), "/metrics").await;
         assert_eq!(code, 200);
         assert!(ctype.starts_with("text/plain; version=0.0.4"), "{ctype}");
         assert!(body.contains("helm_operator_build_info"), "{body}");
-        assert_eq!(call(&router, Some("reader"), "/other").await.0, 404);
+        assert_eq!(call(&router, Some("good"), "/other").await.0, 404);
     }
 
     #[test]

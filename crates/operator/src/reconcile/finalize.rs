@@ -69,6 +69,7 @@ impl Run {
             true
         })
         .await
+        .inspect_err(|_| self.log().add_finalizer_failed())
     }
 
     /// Deletion: uninstall the release, then let the CR go.
@@ -114,14 +115,17 @@ impl Run {
                 return Err(self.action_failed(Step::Uninstall, source, None, msg).await);
             }
         }
-        self.write_status().await?;
+        self.write_status()
+            .await
+            .inspect_err(|_| self.log().cr_status_update_failed())?;
         self.log().removing_finalizer();
         self.edit_finalizers(|fins| {
             let before = fins.len();
             fins.retain(|f| !ours(f));
             fins.len() != before
         })
-        .await?;
+        .await
+        .inspect_err(|_| self.log().remove_finalizer_failed())?;
         self.set_release_metric(None);
         Ok(Outcome::default())
     }

@@ -81,6 +81,8 @@ pub async fn reconcile(
     let Some(namespace) = cr.namespace() else {
         return Err(ReconcileError::NoNamespace { cr: cr_id });
     };
+    let r = &ctx.resource;
+    CrLog::new(&namespace, &name, &r.api_version, &r.kind).reconciling();
     let api: Api<DynamicObject> =
         Api::namespaced_with(ctx.client.clone(), &namespace, &ctx.resource);
     let events = EventSink::new(
@@ -267,8 +269,6 @@ impl Run {
     }
 
     async fn reconcile(&mut self) -> Result<Outcome, ReconcileError> {
-        let r = &self.ctx.resource;
-        CrLog::new(&self.namespace, &self.name, &r.api_version, &r.kind).reconciling();
         let (values, requeue_after) = self.prepare().await?;
         let digest = self.ctx.chart_digest.with_values(&values);
         let actions = Arc::clone(&self.ctx.actions);

@@ -55,5 +55,8 @@ fn main() {
 
     println!("CRs                              {crs}");
     println!("metrics per reconcile            {per_reconcile:?}");
-    println!("encode /metrics                  {per_scrape:?} ({} KiB)", size / 1024);
+    println!(
+        "encode /metrics                  {per_scrape:?} ({} KiB)",
+        size / 1024
+    );
 }

@@ -3,7 +3,9 @@
 //! `kubectl kustomize` (CRD, RBAC, namespace, ServiceAccount, metrics Service) is
 //! applied, `rudder run` is started from the sample's directory with the manager
 //! Deployment's own arguments, and the sample CR is installed, upgraded, repaired and
-//! uninstalled while the logs, the status and the HTTPS metrics are checked.
+//! uninstalled while the logs, the status and the HTTPS metrics are checked; then
+//! the operator is stopped with SIGTERM and started again with the kube-rbac-proxy
+//! era's manager arguments (plain-HTTP metrics on loopback), which must keep working.
 //!
 //! Runs against the embedded API server, or any cluster with
 //! `RUDDER_TEST_KUBECONFIG=path` (everything it creates is deleted at the end). The
@@ -80,6 +82,17 @@ impl Running {
 
     fn output(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// SIGTERM, as the kubelet stops a pod, and the exit.
+    fn terminate(&mut self) {
+        let pid = self.child.id().to_string();
+        let sent = Command::new("kill").args(["-TERM", &pid]).status();
+        assert!(sent.is_ok_and(|s| s.success()), "cannot signal {pid}");
+        let stopped = eventually("the process to exit after SIGTERM", || {
+            self.child.try_wait().ok().flatten()
+        });
+        assert!(stopped.success(), "exit after SIGTERM: {stopped}");
     }
 }
 
@@ -277,18 +290,36 @@ fn manager_args(docs: &[Value]) -> Vec<String> {
 
 /// `https://127.0.0.1:<port>/metrics` with curl: the status code and the body.
 fn scrape(port: u16, token: Option<&str>) -> (u16, String) {
+    fetch(&format!("https://127.0.0.1:{port}/metrics"), token)
+}
+
+/// A GET with curl (any certificate accepted): the status code and the body.
+fn fetch(url: &str, token: Option<&str>) -> (u16, String) {
     let mut cmd = Command::new("curl");
     cmd.args(["-sk", "-o", "-", "-w", "\n%{http_code}"]);
     if let Some(t) = token {
         cmd.arg("-H").arg(format!("Authorization: Bearer {t}"));
     }
-    let out = cmd
-        .arg(format!("https://127.0.0.1:{port}/metrics"))
-        .output()
-        .expect("curl runs");
+    let out = cmd.arg(url).output().expect("curl runs");
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     let (body, code) = text.rsplit_once('\n').unwrap_or(("", "0"));
     (code.trim().parse().unwrap_or(0), body.to_string())
+}
+
+/// The manager's arguments in the kube-rbac-proxy era's patch (the proxy sidecar
+/// served HTTPS and the manager plain HTTP on loopback).
+fn legacy_manager_args(sample: &Path) -> Vec<String> {
+    let path = sample.join("legacy/manager_auth_proxy_patch.yaml");
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    manager_args(&documents(&text))
+}
+
+/// The value of the series `series` (name and labels, exactly) in a scrape.
+fn series_value(body: &str, series: &str) -> Option<f64> {
+    body.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+        .and_then(|v| v.trim().parse().ok())
 }
 
 /// The operator's JSON log lines.
@@ -642,7 +673,98 @@ fn operator_sdk_memcached_sample_runs_unchanged() {
         );
     }
 
+    // Stopped as a pod is: it hands the Lease over at once.
+    let mut op = op;
+    op.terminate();
+    eventually("\"released the leader lease\"", || {
+        logged(&op, "released the leader lease")
+    });
     drop(op);
+
+    // The kube-rbac-proxy era's manager arguments keep working: metrics over plain
+    // HTTP on loopback (the sidecar did TLS and RBAC in front), the probes, and the
+    // same install and uninstall.
+    let legacy = legacy_manager_args(&sample);
+    assert_eq!(
+        legacy,
+        [
+            "--health-probe-bind-address=:8081",
+            "--metrics-bind-address=127.0.0.1:8080",
+            "--leader-elect",
+            "--leader-election-id=memcached-operator",
+        ],
+        "the kube-rbac-proxy era's manager arguments"
+    );
+    let metrics_port = free_port();
+    let health_port = free_port();
+    let mut run_args: Vec<String> = legacy
+        .iter()
+        .map(|a| match a.as_str() {
+            "--metrics-bind-address=127.0.0.1:8080" => {
+                format!("--metrics-bind-address=127.0.0.1:{metrics_port}")
+            }
+            "--health-probe-bind-address=:8081" => {
+                format!("--health-probe-bind-address=127.0.0.1:{health_port}")
+            }
+            other => other.to_string(),
+        })
+        .collect();
+    run_args.push(format!("--leader-election-namespace={SYSTEM_NS}"));
+    run_args.push("--reconcile-period=5s".into());
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rudder"));
+    cmd.arg("run")
+        .args(&run_args)
+        .arg("--kubeconfig")
+        .arg(&operator_kubeconfig)
+        .current_dir(&sample)
+        .env_remove("WATCH_NAMESPACE");
+    let op = Running::start(cmd, dir.join("legacy-operator.log"));
+    eventually("leadership after the hand-over", || {
+        logged(
+            &op,
+            "successfully acquired lease memcached-operator-system/memcached-operator",
+        )
+    });
+    cluster.must(&["apply", "-n", &ns, "-f", cr_file.to_str().expect("path")]);
+    eventually("Deployed=True under the legacy arguments", || {
+        let cr = cluster.json(&["get", "memcached", CR, "-n", &ns])?;
+        let deployed = condition(&cr, "Deployed")?;
+        (deployed["status"] == "True" && deployed["reason"] == "InstallSuccessful").then_some(())
+    });
+    if curl {
+        let url = format!("http://127.0.0.1:{metrics_port}/metrics");
+        let (_, body) = eventually("a 200 from the plain-HTTP /metrics", || {
+            let got = fetch(&url, None);
+            let counted = series_value(
+                &got.1,
+                "controller_runtime_reconcile_total{controller=\"memcached-controller\",result=\"requeue_after\"}",
+            );
+            (got.0 == 200 && counted.is_some_and(|n| n >= 1.0)).then_some(got)
+        });
+        for needle in [
+            "leader_election_master_status{name=\"memcached-operator\"} 1",
+            "workqueue_adds_total{controller=\"memcached-controller\",name=\"memcached-controller\"}",
+        ] {
+            assert!(body.contains(needle), "missing {needle} in:\n{body}");
+        }
+        assert_eq!(
+            scrape(metrics_port, None).0,
+            0,
+            "the legacy metrics address speaks plain HTTP, not TLS"
+        );
+        for probe in ["healthz", "readyz"] {
+            let url = format!("http://127.0.0.1:{health_port}/{probe}");
+            eventually(&format!("200 from /{probe}"), || {
+                (fetch(&url, None).0 == 200).then_some(())
+            });
+        }
+    }
+    cluster.must(&["delete", "memcached", CR, "-n", &ns, "--wait=false"]);
+    eventually("the CR to be gone under the legacy arguments", || {
+        (!cluster.kubectl(&["get", "memcached", CR, "-n", &ns]).0).then_some(())
+    });
+    drop(op);
+
     cluster.kubectl(&["delete", "namespace", &ns, "--wait=false"]);
     cluster.kubectl(&[
         "delete",

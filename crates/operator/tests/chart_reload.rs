@@ -8,10 +8,10 @@ mod common;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
-use kube::api::{Api, DynamicObject, PostParams};
+use common::watch_run::{self, WatchRun};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::Api;
 use kube::Client;
-use operator::Options;
 use serde_json::json;
 
 const NS: &str = "chart-reload";
@@ -66,61 +66,15 @@ async fn until_greeting(client: &Client, releases: &[&str], want: &str) {
 #[tokio::test]
 async fn an_edited_chart_reaches_every_cr_of_the_watch() {
     let (_server, client) = common::start().await;
-    let namespaces: Api<Namespace> = Api::all(client.clone());
-    namespaces
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(json!({"metadata": {"name": NS}})).expect("namespace"),
-        )
-        .await
-        .expect("create namespace");
-
+    watch_run::create_namespace(&client, NS).await;
     let dir = std::env::temp_dir().join(format!("rudder-chart-reload-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let chart = dir.join("chart");
     write_chart(&chart, "one");
-    let watches = dir.join("watches.yaml");
-    std::fs::write(
-        &watches,
-        format!(
-            "- group: {}\n  version: {}\n  kind: {}\n  chart: {}\n",
-            common::GROUP,
-            common::VERSION,
-            common::KIND,
-            chart.display()
-        ),
-    )
-    .expect("watches.yaml");
-
-    let options = Options {
-        watches_file: watches,
-        // Only the reload may bring the new chart in.
-        reconcile_period: Duration::from_secs(3600),
-        metrics_bind_address: "0".into(),
-        health_probe_bind_address: "0".into(),
-        ..Options::default()
-    };
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let op = tokio::spawn(operator::run_with_shutdown(
-        client.clone(),
-        options,
-        async {
-            let _ = stopped.await;
-        },
-    ));
-
-    let crs: Api<DynamicObject> = Api::namespaced_with(client.clone(), NS, &common::resource());
+    // Only the reload may bring the new chart in.
+    let op = WatchRun::start(&client, &dir, &chart, Duration::from_secs(3600));
     for name in ["a", "b"] {
-        let cr: DynamicObject = serde_json::from_value(json!({
-            "apiVersion": format!("{}/{}", common::GROUP, common::VERSION),
-            "kind": common::KIND,
-            "metadata": {"name": name, "namespace": NS},
-            "spec": {},
-        }))
-        .expect("CR");
-        crs.create(&PostParams::default(), &cr)
-            .await
-            .expect("create CR");
+        watch_run::create_demo(&client, NS, name, json!({})).await;
     }
     until_greeting(&client, &["a", "b"], "one").await;
 
@@ -138,8 +92,6 @@ async fn an_edited_chart_reaches_every_cr_of_the_watch() {
     write_chart(&chart, "three");
     until_greeting(&client, &["a", "b"], "three").await;
 
-    let _ = stop.send(());
-    let ended = tokio::time::timeout(WAIT, op).await.expect("stops in time");
-    ended.expect("no panic").expect("clean shutdown");
+    op.stop(WAIT).await;
     let _ = std::fs::remove_dir_all(&dir);
 }

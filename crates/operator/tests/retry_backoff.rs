@@ -10,10 +10,10 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
-use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
+use common::watch_run::{self, WatchRun};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::Client;
-use operator::Options;
 use serde_json::{json, Value};
 
 const NS: &str = "retry-backoff";
@@ -101,58 +101,15 @@ async fn a_failing_render_backs_off_exponentially_and_success_resets_it() {
         .init();
 
     let (_server, client) = common::start().await;
-    let namespaces: Api<Namespace> = Api::all(client.clone());
-    namespaces
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(json!({"metadata": {"name": NS}})).expect("namespace"),
-        )
-        .await
-        .expect("create namespace");
+    watch_run::create_namespace(&client, NS).await;
     let dir = std::env::temp_dir().join(format!("rudder-retry-backoff-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let chart = dir.join("chart");
     write_chart(&chart);
-    let watches = dir.join("watches.yaml");
-    std::fs::write(
-        &watches,
-        format!(
-            "- group: {}\n  version: {}\n  kind: {}\n  chart: {}\n",
-            common::GROUP,
-            common::VERSION,
-            common::KIND,
-            chart.display()
-        ),
-    )
-    .expect("watches.yaml");
-    let options = Options {
-        watches_file: watches,
-        reconcile_period: Duration::from_secs(3600),
-        metrics_bind_address: "0".into(),
-        health_probe_bind_address: "0".into(),
-        ..Options::default()
-    };
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let op = tokio::spawn(operator::run_with_shutdown(
-        client.clone(),
-        options,
-        async {
-            let _ = stopped.await;
-        },
-    ));
+    let op = WatchRun::start(&client, &dir, &chart, Duration::from_secs(3600));
 
     // Without spec.message the chart does not render: each retry waits twice as long.
-    let crs: Api<DynamicObject> = Api::namespaced_with(client.clone(), NS, &common::resource());
-    let cr: DynamicObject = serde_json::from_value(json!({
-        "apiVersion": format!("{}/{}", common::GROUP, common::VERSION),
-        "kind": common::KIND,
-        "metadata": {"name": CR, "namespace": NS},
-        "spec": {},
-    }))
-    .expect("CR");
-    crs.create(&PostParams::default(), &cr)
-        .await
-        .expect("create CR");
+    watch_run::create_demo(&client, NS, CR, json!({})).await;
     let first = until("six retries", || {
         let got = logs.retries();
         async move { (got.len() >= 6).then_some(got) }
@@ -165,6 +122,7 @@ async fn a_failing_render_backs_off_exponentially_and_success_resets_it() {
     );
 
     // Fixed: it installs, and the failure count is forgotten.
+    let crs: Api<DynamicObject> = Api::namespaced_with(client.clone(), NS, &common::resource());
     let patch = |spec: Value| {
         let crs = crs.clone();
         async move {
@@ -194,8 +152,6 @@ async fn a_failing_render_backs_off_exponentially_and_success_resets_it() {
         "the first retry after a success: {again:?}"
     );
 
-    let _ = stop.send(());
-    let ended = tokio::time::timeout(WAIT, op).await.expect("stops in time");
-    ended.expect("no panic").expect("clean shutdown");
+    op.stop(WAIT).await;
     let _ = std::fs::remove_dir_all(&dir);
 }

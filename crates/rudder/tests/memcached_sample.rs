@@ -288,6 +288,42 @@ fn manager_args(docs: &[Value]) -> Vec<String> {
         .collect()
 }
 
+/// `rudder run` as the manager container, from the sample's directory, with the
+/// Deployment's `args` but for what a shared test machine needs: free loopback ports
+/// for the fixed metrics and probe ports, and the Lease namespace a pod would read
+/// from its ServiceAccount mount. Returns it with its metrics and probe ports.
+fn start_manager(
+    args: &[String],
+    kubeconfig: &Path,
+    sample: &Path,
+    log: PathBuf,
+) -> (Running, u16, u16) {
+    let metrics_port = free_port();
+    let health_port = free_port();
+    let mut run_args: Vec<String> = args
+        .iter()
+        .map(|a| {
+            if a.starts_with("--metrics-bind-address=") {
+                format!("--metrics-bind-address=127.0.0.1:{metrics_port}")
+            } else if a.starts_with("--health-probe-bind-address=") {
+                format!("--health-probe-bind-address=127.0.0.1:{health_port}")
+            } else {
+                a.clone()
+            }
+        })
+        .collect();
+    run_args.push(format!("--leader-election-namespace={SYSTEM_NS}"));
+    run_args.push("--reconcile-period=5s".into());
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rudder"));
+    cmd.arg("run")
+        .args(&run_args)
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .current_dir(sample)
+        .env_remove("WATCH_NAMESPACE");
+    (Running::start(cmd, log), metrics_port, health_port)
+}
+
 /// `https://127.0.0.1:<port>/metrics` with curl: the status code and the body.
 fn scrape(port: u16, token: Option<&str>) -> (u16, String) {
     fetch(&format!("https://127.0.0.1:{port}/metrics"), token)
@@ -436,35 +472,18 @@ fn operator_sdk_memcached_sample_runs_unchanged() {
     } else {
         cluster.kubeconfig.clone()
     };
-    // The Deployment's arguments, with two changes a shared test machine needs: free
-    // ports for the fixed :8443/:8081, and the Lease namespace a pod would read
-    // from its ServiceAccount mount. Without an authorizing server the metrics
-    // filter has no TokenReview to ask, so `--metrics-require-rbac` is left out.
-    let metrics_port = free_port();
-    let health_port = free_port();
-    let mut run_args: Vec<String> = args
-        .iter()
-        .filter(|a| cluster.rbac || a.as_str() != "--metrics-require-rbac")
-        .map(|a| match a.as_str() {
-            "--metrics-bind-address=:8443" => {
-                format!("--metrics-bind-address=127.0.0.1:{metrics_port}")
-            }
-            "--health-probe-bind-address=:8081" => {
-                format!("--health-probe-bind-address=127.0.0.1:{health_port}")
-            }
-            other => other.to_string(),
-        })
+    // Without an authorizing server the metrics filter has no TokenReview to ask, so
+    // `--metrics-require-rbac` is left out there.
+    let args: Vec<String> = args
+        .into_iter()
+        .filter(|a| cluster.rbac || a != "--metrics-require-rbac")
         .collect();
-    run_args.push(format!("--leader-election-namespace={SYSTEM_NS}"));
-    run_args.push("--reconcile-period=5s".into());
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rudder"));
-    cmd.arg("run")
-        .args(&run_args)
-        .arg("--kubeconfig")
-        .arg(&operator_kubeconfig)
-        .current_dir(&sample)
-        .env_remove("WATCH_NAMESPACE");
-    let op = Running::start(cmd, dir.join("operator.log"));
+    let (op, metrics_port, _) = start_manager(
+        &args,
+        &operator_kubeconfig,
+        &sample,
+        dir.join("operator.log"),
+    );
 
     // The Go operator's startup lines, zap JSON.
     let watching = eventually("\"Watching resource\" in the logs", || {
@@ -695,30 +714,12 @@ fn operator_sdk_memcached_sample_runs_unchanged() {
         ],
         "the kube-rbac-proxy era's manager arguments"
     );
-    let metrics_port = free_port();
-    let health_port = free_port();
-    let mut run_args: Vec<String> = legacy
-        .iter()
-        .map(|a| match a.as_str() {
-            "--metrics-bind-address=127.0.0.1:8080" => {
-                format!("--metrics-bind-address=127.0.0.1:{metrics_port}")
-            }
-            "--health-probe-bind-address=:8081" => {
-                format!("--health-probe-bind-address=127.0.0.1:{health_port}")
-            }
-            other => other.to_string(),
-        })
-        .collect();
-    run_args.push(format!("--leader-election-namespace={SYSTEM_NS}"));
-    run_args.push("--reconcile-period=5s".into());
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rudder"));
-    cmd.arg("run")
-        .args(&run_args)
-        .arg("--kubeconfig")
-        .arg(&operator_kubeconfig)
-        .current_dir(&sample)
-        .env_remove("WATCH_NAMESPACE");
-    let op = Running::start(cmd, dir.join("legacy-operator.log"));
+    let (op, metrics_port, health_port) = start_manager(
+        &legacy,
+        &operator_kubeconfig,
+        &sample,
+        dir.join("legacy-operator.log"),
+    );
     eventually("leadership after the hand-over", || {
         logged(
             &op,

@@ -174,7 +174,7 @@ impl Run {
             source: Box::new(source),
         })?;
         if !report.is_empty() {
-            self.log().migrated(&format!("{report:?}"));
+            self.log().migrated(&report);
             self.events
                 .normal(
                     events::MIGRATED,

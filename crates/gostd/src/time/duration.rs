@@ -123,6 +123,12 @@ impl Duration {
             .ok()
             .map(std::time::Duration::from_nanos)
     }
+
+    /// A [`std::time::Duration`] as Go holds it (whole nanoseconds in an
+    /// `int64`), saturating at Go's largest duration (about 292 years).
+    pub fn from_std(d: std::time::Duration) -> Duration {
+        Duration(i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+    }
 }
 
 fn parse_duration(orig: &str) -> Result<i64, String> {

@@ -82,6 +82,15 @@ fn durations() {
     assert_eq!(dur(1500), "1.5µs");
     assert_eq!(dur(-1_500_000), "-1.5ms");
     assert_eq!(dur(12), "12ns");
+    let from_std = |d| Duration::from_std(d).to_string();
+    assert_eq!(
+        from_std(std::time::Duration::from_millis(90_500)),
+        "1m30.5s"
+    );
+    assert_eq!(
+        from_std(std::time::Duration::MAX),
+        "2562047h47m16.854775807s"
+    );
     assert_eq!(Duration::parse("1h30m").unwrap().0, 5_400_000_000_000);
     assert_eq!(Duration::parse("-1.5s").unwrap().0, -1_500_000_000);
     // The forms settings and annotations use (operator reconcile periods,

@@ -647,11 +647,16 @@ where
                 gen += 1;
             }
             m.insert("generation".into(), json!(gen));
-            // Writers other than apply own what they change; the entries
-            // they send are the live ones, not theirs to rewrite.
+            // Writers other than apply own what they change, starting from
+            // the entries kube-apiserver would start from (the request's own
+            // ones when it rewrites them, as a move to server-side apply does).
             if track {
-                match cm.get("managedFields") {
-                    Some(mf) => m.insert("managedFields".into(), mf.clone()),
+                let sent = m
+                    .get("managedFields")
+                    .filter(|_| target == Target::Main)
+                    .cloned();
+                match managed::update_base(cm.get("managedFields"), sent.as_ref()) {
+                    Some(mf) => m.insert("managedFields".into(), mf),
                     None => m.remove("managedFields"),
                 };
             }

@@ -12,7 +12,11 @@ use release::Time;
 
 use crate::options::ActionOptions;
 
-/// Helm v4's `apply_method` for releases applied with server-side apply.
+/// Helm v4's `apply_method` for releases applied with server-side apply: what every
+/// record rudder writes says, since rudder always applies server-side (after taking
+/// over the ownership Helm's client-side apply recorded, see `kube::managers`), as
+/// `helm upgrade|rollback --server-side=true` does. Helm's default (`auto`) then
+/// applies the next upgrade server-side as well.
 pub const APPLY_METHOD_SSA: &str = "ssa";
 
 /// The chart part of a release record, as Helm stores it.

@@ -63,18 +63,27 @@ impl<'a> Repair<'a> {
         let owner = opts.owner();
         let docs = install_ordered_documents(&rel.manifest);
         let plan = plan::plan(&kube, opts, &[], &docs, &[]).await?;
-        let mut before = Vec::with_capacity(plan.objects.len());
+        let mut live = Vec::with_capacity(plan.objects.len());
         for o in &plan.objects {
-            let live = kube.get(&owner, o).await?;
-            if let Some(live) = &live {
-                check_live_ownership(&owner, o, live, &opts.apply())?;
+            let found = kube.get(&owner, o).await?;
+            if let Some(found) = &found {
+                check_live_ownership(&owner, o, found, &opts.apply())?;
             }
-            before.push(live.and_then(|l| l.metadata.resource_version));
+            live.push(found);
         }
         let mut report = RepairReport::default();
-        for (o, before) in plan.objects.iter().zip(before) {
+        for (o, live) in plan.objects.iter().zip(live) {
+            let mut before = live
+                .as_ref()
+                .and_then(|l| l.metadata.resource_version.clone());
+            if let Some(live) = &live {
+                // Taking over field ownership is no repair of the object.
+                if let Some(rv) = kube.take_over_fields(&owner, o, live).await? {
+                    before = Some(rv);
+                }
+            }
             let after = kube
-                .apply_or_replace(&owner, o, opts.force, opts.timeout)
+                .apply_or_replace(&owner, o, None, opts.force, opts.timeout)
                 .await?;
             if before.is_none() || before != after.metadata.resource_version {
                 tracing::info!(release = %opts.name, object = %o.reference, "repaired");

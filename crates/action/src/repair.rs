@@ -40,6 +40,8 @@ impl<'a> Repair<'a> {
 
     /// Labels the deployed record must carry; written on it (without a new revision)
     /// when it lacks them, e.g. the operator's inputs digest on a record `helm` made.
+    /// With the options' `revision_label`, the record also gets its own revision
+    /// under that label (replacing one another tool copied from an older record).
     pub fn ensure_labels(mut self, labels: BTreeMap<String, String>) -> Repair<'a> {
         self.labels = labels;
         self
@@ -90,13 +92,13 @@ impl<'a> Repair<'a> {
                 report.repaired.push(o.reference.clone());
             }
         }
-        let missing = self
-            .labels
-            .iter()
-            .any(|(k, v)| rel.labels.get(k) != Some(v));
+        let mut wanted = self.labels.clone();
+        if let Some(label) = &opts.revision_label {
+            wanted.insert(label.clone(), rel.version.to_string());
+        }
+        let missing = wanted.iter().any(|(k, v)| rel.labels.get(k) != Some(v));
         if missing {
-            rel.labels
-                .extend(self.labels.iter().map(|(k, v)| (k.clone(), v.clone())));
+            rel.labels.extend(wanted);
             store::save(&store, &rel).await?;
         }
         Ok((rel, report))

@@ -232,7 +232,7 @@ fn take_turns(cluster: &Cluster, refs: &References, name: &str, steps: &[Step]) 
             Uninstall(tool) => {
                 ns.ok(tool, None, &["uninstall", RELEASE]);
                 assert!(release_objects(&ns).is_empty(), "{what}: objects left");
-                let list = ns.json(Helm, None, &["list", "-a"]);
+                let list = ns.json(Helm, None, &["list"]);
                 assert_eq!(list, json!([]), "{what}: records left");
                 return;
             }

@@ -202,7 +202,10 @@ fn set_element_order(field: &str, server: Option<&Value>, merged: &mut Value, or
     let Value::Array(items) = merged else {
         return;
     };
-    let server = server.and_then(Value::as_array).cloned().unwrap_or_default();
+    let server = server
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
     let all: Vec<Value> = server.iter().chain(items.iter()).cloned().collect();
     let key = merge_key(field, &all);
     let id = |v: &Value| -> Value {

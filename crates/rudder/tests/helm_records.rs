@@ -101,7 +101,12 @@ fn records(ns: &Namespace<'_>, driver: &str) -> Vec<Value> {
             } else {
                 field.as_str().unwrap_or_default().to_string()
             };
-            let data_keys: Vec<&String> = o["data"].as_object().into_iter().flatten().map(|(k, _)| k).collect();
+            let data_keys: Vec<&String> = o["data"]
+                .as_object()
+                .into_iter()
+                .flatten()
+                .map(|(k, _)| k)
+                .collect();
             let record = json!({
                 "name": o["metadata"]["name"],
                 "type": o.get("type"),
@@ -133,7 +138,10 @@ fn differences(path: &str, left: &Value, right: &Value, out: &mut Vec<String>) {
         (Value::Object(l), Value::Object(r)) => {
             let keys: std::collections::BTreeSet<&String> = l.keys().chain(r.keys()).collect();
             for k in keys {
-                let (a, b) = (l.get(k).unwrap_or(&Value::Null), r.get(k).unwrap_or(&Value::Null));
+                let (a, b) = (
+                    l.get(k).unwrap_or(&Value::Null),
+                    r.get(k).unwrap_or(&Value::Null),
+                );
                 if l.contains_key(k) != r.contains_key(k) {
                     out.push(format!("{path}/{k}: {a} != {b} (present only on one side)"));
                 } else {

@@ -150,7 +150,10 @@ fn spec_managers(obj: &Value) -> Vec<String> {
 fn checked_history(ns: &Namespace<'_>, revisions: usize, what: &str) -> Value {
     let helm = ns.json(Helm, None, &["history", RELEASE]);
     let rudder = ns.json(Rudder, None, &["history", RELEASE]);
-    assert_eq!(rudder, helm, "{what}: rudder and helm print the same history");
+    assert_eq!(
+        rudder, helm,
+        "{what}: rudder and helm print the same history"
+    );
     let rows = helm.as_array().cloned().unwrap_or_default();
     let got: Vec<(i64, String)> = rows
         .iter()
@@ -179,7 +182,10 @@ fn checked_history(ns: &Namespace<'_>, revisions: usize, what: &str) -> Value {
 /// field manager only.
 fn assert_live_is(ns: &Namespace<'_>, refs: &References, state: char, what: &str) {
     let live = release_objects(ns);
-    let got: BTreeMap<String, Value> = live.iter().map(|(k, v)| (k.clone(), normalized(v))).collect();
+    let got: BTreeMap<String, Value> = live
+        .iter()
+        .map(|(k, v)| (k.clone(), normalized(v)))
+        .collect();
     let want = refs.of(state);
     assert_eq!(
         got.keys().collect::<Vec<_>>(),
@@ -195,7 +201,9 @@ fn assert_live_is(ns: &Namespace<'_>, refs: &References, state: char, what: &str
     for (key, obj) in &live {
         let managers = spec_managers(obj);
         assert!(
-            managers.iter().all(|m| m == "helm/Apply" || m == "helm/Update"),
+            managers
+                .iter()
+                .all(|m| m == "helm/Apply" || m == "helm/Update"),
             "{what}: {key} has managers {managers:?}"
         );
     }
@@ -458,7 +466,10 @@ fn the_operator_restores_a_release_helm_rolled_back() {
     let watches = cluster.dir.join("watches.yaml");
     std::fs::write(
         &watches,
-        format!("- group: {group}\n  version: v1\n  kind: Turn\n  chart: {}\n", chart()),
+        format!(
+            "- group: {group}\n  version: v1\n  kind: Turn\n  chart: {}\n",
+            chart()
+        ),
     )
     .expect("write watches");
     let op = Proc::spawn(
@@ -490,11 +501,19 @@ fn the_operator_restores_a_release_helm_rolled_back() {
     assert_steady(&ns, 4, &op);
     for (key, obj) in release_objects(&ns) {
         let owner = obj.pointer("/metadata/ownerReferences/0/kind");
-        assert_eq!(owner, Some(&json!("Turn")), "{key} is owned by the CR again");
+        assert_eq!(
+            owner,
+            Some(&json!("Turn")),
+            "{key} is owned by the CR again"
+        );
     }
 
     // `helm upgrade` with other values is restored the same way.
-    ns.ok(Helm, None, &["upgrade", RELEASE, &chart(), "-f", &state_file('c')]);
+    ns.ok(
+        Helm,
+        None,
+        &["upgrade", RELEASE, &chart(), "-f", &state_file('c')],
+    );
     wait_deployed(&ns, &refs, 6, 'b', &op);
     assert_steady(&ns, 6, &op);
 
@@ -502,7 +521,11 @@ fn the_operator_restores_a_release_helm_rolled_back() {
     // so the CR's spec (rendered as the next revision) differs from revision 7 and is
     // restored once as revision 8 (a chart without such output would be adopted with
     // no new revision; see docs/releases.md). Then it stops.
-    ns.ok(Helm, None, &["upgrade", RELEASE, &chart(), "-f", &state_file('b')]);
+    ns.ok(
+        Helm,
+        None,
+        &["upgrade", RELEASE, &chart(), "-f", &state_file('b')],
+    );
     wait_deployed(&ns, &refs, 8, 'b', &op);
     assert_steady(&ns, 8, &op);
 

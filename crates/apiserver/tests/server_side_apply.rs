@@ -138,12 +138,13 @@ async fn list_map_keys_atomic_fields_and_removal() {
         "Apply failed with 1 conflict: conflict with \"alice\": .spec.selector"
     );
     // alice stops applying replicas and env B: both go (she alone owned
-    // them); bob's C stays.
+    // them), and replicas takes its default again as on kube-apiserver (the
+    // Kubernetes docs' warning for handing replicas to an HPA); bob's C stays.
     m["spec"].as_object_mut().unwrap().remove("replicas");
     m["spec"]["template"]["spec"]["containers"][0]["env"] = json!([{"name": "A", "value": "1"}]);
     let r = apply(&server, &url, "alice", false, &m).await;
     assert_eq!(r.code, 200, "{:?}", r.body);
-    assert!(r.body.pointer("/spec/replicas").is_none());
+    assert_eq!(r.body.pointer("/spec/replicas"), Some(&json!(1)));
     assert_eq!(
         names(&r.body["spec"]["template"]["spec"]["containers"][0]["env"]),
         ["A", "C"]

@@ -11,7 +11,6 @@ pub mod loader;
 pub mod manifest;
 mod memo;
 pub mod objects;
-pub mod oracle;
 pub mod render;
 pub mod schema;
 pub mod toml;

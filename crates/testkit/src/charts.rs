@@ -63,7 +63,9 @@ mod tests {
         let path = chart.path().to_path_buf();
         assert!(path.ends_with("demo"));
         assert_eq!(
-            std::fs::read_to_string(path.join("templates/nested/cm.yaml")).ok().as_deref(),
+            std::fs::read_to_string(path.join("templates/nested/cm.yaml"))
+                .ok()
+                .as_deref(),
             Some("kind: ConfigMap\n")
         );
         drop(chart);

@@ -254,10 +254,7 @@ impl Cluster {
     }
 
     /// Runs `fut` on the kit's runtime and waits for it, from sync or async code.
-    pub fn block_on<T: Send + 'static>(
-        &self,
-        fut: impl Future<Output = T> + Send + 'static,
-    ) -> T {
+    pub fn block_on<T: Send + 'static>(&self, fut: impl Future<Output = T> + Send + 'static) -> T {
         self.inner.worker.run(fut)
     }
 }

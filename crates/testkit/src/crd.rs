@@ -83,7 +83,11 @@ impl Cluster {
     pub fn install_crd(&self, crd: &Value) -> ApiResource {
         let client = self.inner.client.clone();
         let crd = crd.clone();
-        match self.inner.worker.run(async move { install(client, crd).await }) {
+        match self
+            .inner
+            .worker
+            .run(async move { install(client, crd).await })
+        {
             Ok(r) => r,
             Err(e) => panic!("cannot install the test CRD: {e}"),
         }
@@ -92,7 +96,10 @@ impl Cluster {
 
 async fn install(client: kube::Client, crd: Value) -> Result<ApiResource, Error> {
     let resource = served_resource(&crd)?;
-    let name = crd["metadata"]["name"].as_str().unwrap_or_default().to_string();
+    let name = crd["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
     let crds: Api<DynamicObject> = Api::all_with(client.clone(), &crd_resource());
     let obj: DynamicObject =
         serde_json::from_value(crd).map_err(|e| Error::Invalid(format!("CRD {name}: {e}")))?;
@@ -109,12 +116,10 @@ async fn install(client: kube::Client, crd: Value) -> Result<ApiResource, Error>
             .await
             .map_err(|e| Error::kube(&format!("read CRD {name}"), e))?
             .is_some_and(|c| {
-                c.data["status"]["conditions"]
-                    .as_array()
-                    .is_some_and(|cs| {
-                        cs.iter()
-                            .any(|c| c["type"] == "Established" && c["status"] == "True")
-                    })
+                c.data["status"]["conditions"].as_array().is_some_and(|cs| {
+                    cs.iter()
+                        .any(|c| c["type"] == "Established" && c["status"] == "True")
+                })
             });
         if established && served.list(&ListParams::default().limit(1)).await.is_ok() {
             return Ok(resource);
@@ -138,7 +143,12 @@ mod tests {
         assert_eq!(crd["metadata"]["name"], "demos.test.rudder.dev");
         let r = served_resource(&crd).expect("resource");
         assert_eq!(
-            (r.group.as_str(), r.version.as_str(), r.kind.as_str(), r.plural.as_str()),
+            (
+                r.group.as_str(),
+                r.version.as_str(),
+                r.kind.as_str(),
+                r.plural.as_str()
+            ),
             ("test.rudder.dev", "v1", "Demo", "demos")
         );
     }

@@ -172,14 +172,16 @@ async fn delete_all(
         match api.delete(object, &DeleteParams::background()).await {
             Ok(_) => {}
             Err(kube::Error::Api(s)) if s.code == 404 => {}
-            Err(e) => return Err(Error::kube(&format!("delete {} {object}", resource.kind), e)),
+            Err(e) => {
+                return Err(Error::kube(
+                    &format!("delete {} {object}", resource.kind),
+                    e,
+                ))
+            }
         }
     }
     let namespaces: Api<Namespace> = Api::all(client.clone());
-    match namespaces
-        .delete(&name, &DeleteParams::background())
-        .await
-    {
+    match namespaces.delete(&name, &DeleteParams::background()).await {
         Ok(_) => {}
         Err(kube::Error::Api(s)) if s.code == 404 => return Ok(()),
         Err(e) => return Err(Error::kube(&format!("delete namespace {name}"), e)),
@@ -220,13 +222,18 @@ async fn release_finalizers(client: &kube::Client, namespace: &str) {
             {
                 continue;
             }
-            let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &resource);
+            let api: Api<DynamicObject> =
+                Api::namespaced_with(client.clone(), namespace, &resource);
             let Ok(list) = api.list(&ListParams::default()).await else {
                 continue;
             };
             for obj in list.items {
                 let held = obj.metadata.deletion_timestamp.is_some()
-                    && obj.metadata.finalizers.as_ref().is_some_and(|f| !f.is_empty());
+                    && obj
+                        .metadata
+                        .finalizers
+                        .as_ref()
+                        .is_some_and(|f| !f.is_empty());
                 let Some(object) = obj.metadata.name.as_deref().filter(|_| held) else {
                     continue;
                 };
@@ -254,7 +261,9 @@ fn unique_name(prefix: &str) -> String {
         .unwrap_or_default();
     let seed = nanos
         ^ (u64::from(std::process::id()) << 32)
-        ^ COUNTER.fetch_add(1, Ordering::Relaxed).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        ^ COUNTER
+            .fetch_add(1, Ordering::Relaxed)
+            .wrapping_mul(0x9E37_79B9_7F4A_7C15);
     // splitmix64's finaliser spreads the seed over every digit.
     let mut z = seed;
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);

@@ -6,12 +6,15 @@
 //!
 //! Where kube-controller-manager runs, it computes workload status from Pods; marking
 //! the Pods it creates Running and Ready (Succeeded for a Job's) lets it reach the same
-//! ready status itself. A PersistentVolume controller may set a claim back to Pending;
-//! tests that wait for claims can race with it there.
+//! ready status itself. A claim binds unless it names a StorageClass the cluster does not
+//! have (it would stay Pending on any cluster); a PersistentVolume controller may set a
+//! claim back to Pending, so tests that wait for claims can race with it there.
 
 use std::time::Duration;
 
-use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams};
+use kube::api::{
+    Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams,
+};
 use serde_json::{json, Value};
 
 /// How often the namespace is looked at.
@@ -41,20 +44,38 @@ pub(crate) async fn simulate(client: kube::Client, namespace: String) {
             )
         })
         .collect();
+    let classes: Api<DynamicObject> = Api::all_with(
+        client.clone(),
+        &ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("storage.k8s.io", "v1", "StorageClass"),
+            "storageclasses",
+        ),
+    );
     loop {
         for (kind, api) in &apis {
-            settle_all(kind, api).await;
+            settle_all(kind, api, &classes).await;
         }
         tokio::time::sleep(PERIOD).await;
     }
 }
 
-async fn settle_all(kind: &str, api: &Api<DynamicObject>) {
+/// Whether a claim could bind: it names no StorageClass, or one that exists.
+async fn class_exists(obj: &DynamicObject, classes: &Api<DynamicObject>) -> bool {
+    match field(obj, "/spec/storageClassName").and_then(Value::as_str) {
+        None | Some("") => true,
+        Some(class) => !matches!(classes.get_opt(class).await, Ok(None)),
+    }
+}
+
+async fn settle_all(kind: &str, api: &Api<DynamicObject>, classes: &Api<DynamicObject>) {
     let Ok(list) = api.list(&ListParams::default()).await else {
         return;
     };
     for obj in list.items {
         if obj.metadata.deletion_timestamp.is_some() {
+            continue;
+        }
+        if kind == "PersistentVolumeClaim" && !class_exists(&obj, classes).await {
             continue;
         }
         let Some(status) = settled_status(kind, &obj) else {
@@ -79,16 +100,15 @@ fn field<'a>(obj: &'a DynamicObject, pointer: &str) -> Option<&'a Value> {
 }
 
 fn int(obj: &DynamicObject, pointer: &str, default: i64) -> i64 {
-    field(obj, pointer).and_then(Value::as_i64).unwrap_or(default)
+    field(obj, pointer)
+        .and_then(Value::as_i64)
+        .unwrap_or(default)
 }
 
 fn condition_true(obj: &DynamicObject, ty: &str) -> bool {
     field(obj, "/status/conditions")
         .and_then(Value::as_array)
-        .is_some_and(|cs| {
-            cs.iter()
-                .any(|c| c["type"] == ty && c["status"] == "True")
-        })
+        .is_some_and(|cs| cs.iter().any(|c| c["type"] == ty && c["status"] == "True"))
 }
 
 fn now() -> String {
@@ -174,7 +194,9 @@ pub(crate) fn settled_status(kind: &str, obj: &DynamicObject) -> Option<Value> {
                 || field(obj, "/spec/suspend") == Some(&json!(true));
             (!finished).then(|| {
                 let at = now();
-                let start = field(obj, "/status/startTime").cloned().unwrap_or(json!(at));
+                let start = field(obj, "/status/startTime")
+                    .cloned()
+                    .unwrap_or(json!(at));
                 let met = |ty: &str| {
                     json!({"type": ty, "status": "True", "reason": "CompletionsReached",
                            "message": "Reached expected number of succeeded pods",
@@ -192,7 +214,9 @@ pub(crate) fn settled_status(kind: &str, obj: &DynamicObject) -> Option<Value> {
         "PersistentVolumeClaim" => {
             let bound = field(obj, "/status/phase") == Some(&json!("Bound"));
             (!bound).then(|| {
-                let modes = field(obj, "/spec/accessModes").cloned().unwrap_or(json!([]));
+                let modes = field(obj, "/spec/accessModes")
+                    .cloned()
+                    .unwrap_or(json!([]));
                 let size = field(obj, "/spec/resources/requests/storage")
                     .cloned()
                     .unwrap_or(json!("1Gi"));
@@ -240,9 +264,7 @@ fn pod_status(obj: &DynamicObject) -> Option<Value> {
         })
         .unwrap_or_default();
     let ready = if of_job { "False" } else { "True" };
-    let cond = |ty: &str, status: &str| {
-        json!({"type": ty, "status": status, "lastProbeTime": null, "lastTransitionTime": at})
-    };
+    let cond = |ty: &str, status: &str| json!({"type": ty, "status": status, "lastProbeTime": null, "lastTransitionTime": at});
     Some(json!({
         "phase": if of_job { "Succeeded" } else { "Running" },
         "startTime": at,

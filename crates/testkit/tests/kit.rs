@@ -66,7 +66,12 @@ async fn installing_a_crd_twice_serves_it_once() {
     assert_eq!(first.plural, second.plural);
     let ns = cluster.namespace("kit-crd");
     let api: Api<DynamicObject> = Api::namespaced_with(ns.client(), ns.name(), &first);
-    assert!(api.list(&Default::default()).await.unwrap().items.is_empty());
+    assert!(api
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .is_empty());
 }
 
 /// The helper that stands in for a kubelet, run against the embedded server with the

@@ -231,12 +231,13 @@ async fn refuses_objects_of_another_release() {
     );
 }
 
+/// The chart's CRD; `GROUP` is the test's own group, so the CRD is new to the cluster.
 const CRD: &str = r#"apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata:
-  name: widgets.example.com
+  name: widgets.GROUP
 spec:
-  group: example.com
+  group: GROUP
   names: {kind: Widget, plural: widgets, singular: widget, listKind: WidgetList}
   scope: Namespaced
   versions:
@@ -249,7 +250,7 @@ spec:
         x-kubernetes-preserve-unknown-fields: true
 "#;
 
-const CR_AND_KEPT: &str = r#"apiVersion: example.com/v1
+const CR_AND_KEPT: &str = r#"apiVersion: {{ .Values.group }}/v1
 kind: Widget
 metadata:
   name: {{ .Release.Name }}-widget
@@ -270,6 +271,9 @@ data: {a: b}
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn crds_keep_policy_and_keep_history() {
     let (ns, client) = start();
+    // Helm never deletes a chart's CRDs; the test does, as it made this one.
+    let group = format!("{}.actions.rudder.dev", ns.name());
+    ns.delete_on_teardown(testkit::crd::crd_resource(), &format!("widgets.{group}"));
     let chart_dir = write_chart_files(
         ns.dir(),
         "widgets",
@@ -278,8 +282,11 @@ async fn crds_keep_policy_and_keep_history() {
                 "Chart.yaml",
                 "apiVersion: v2\nname: widgets\nversion: 1.0.0\n",
             ),
-            ("values.yaml", "size: 1\nkept: true\n"),
-            ("crds/widget.yaml", CRD),
+            (
+                "values.yaml",
+                &format!("size: 1\nkept: true\ngroup: {group}\n"),
+            ),
+            ("crds/widget.yaml", &CRD.replace("GROUP", &group)),
             ("templates/all.yaml", CR_AND_KEPT),
         ],
     );
@@ -289,7 +296,7 @@ async fn crds_keep_policy_and_keep_history() {
         .await
         .expect("install with CRD");
     let ar = kube::core::ApiResource::from_gvk_with_plural(
-        &kube::core::GroupVersionKind::gvk("example.com", "v1", "Widget"),
+        &kube::core::GroupVersionKind::gvk(&group, "v1", "Widget"),
         "widgets",
     );
     let widgets: Api<kube::api::DynamicObject> =

@@ -5,14 +5,16 @@
 //! same test kinds at once, each in its own namespace. So installing leaves an existing
 //! CRD of that name as it is, and teardown does not delete it; a test that needs a CRD of
 //! its own gives it a name no other test uses and registers it with
-//! [`crate::TestNamespace::delete_on_teardown`].
+//! [`crate::TestNamespace::delete_on_teardown`]. Every CRD installed here is labelled
+//! [`CREATED_BY`], so `kubectl delete crd -l app.kubernetes.io/created-by=rudder-testkit`
+//! removes what test runs leave on a cluster.
 
 use std::time::{Duration, Instant};
 
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, PostParams};
 use serde_json::{json, Value};
 
-use crate::{Cluster, Error};
+use crate::{Cluster, Error, CREATED_BY};
 
 /// How long a new CRD may take to be served.
 const SERVED: Duration = Duration::from_secs(60);
@@ -33,7 +35,7 @@ pub fn open_crd(group: &str, version: &str, kind: &str) -> Value {
     json!({
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
-        "metadata": {"name": format!("{plural}.{group}"), "labels": {"app.kubernetes.io/created-by": "rudder-testkit"}},
+        "metadata": {"name": format!("{plural}.{group}")},
         "spec": {
             "group": group,
             "scope": "Namespaced",
@@ -94,8 +96,23 @@ impl Cluster {
     }
 }
 
-async fn install(client: kube::Client, crd: Value) -> Result<ApiResource, Error> {
+/// [`Cluster::install_crd`] with a client of the test's own, for helpers that have one.
+pub async fn install_crd(client: &kube::Client, crd: &Value) -> ApiResource {
+    match install(client.clone(), crd.clone()).await {
+        Ok(r) => r,
+        Err(e) => panic!("cannot install the test CRD: {e}"),
+    }
+}
+
+async fn install(client: kube::Client, mut crd: Value) -> Result<ApiResource, Error> {
     let resource = served_resource(&crd)?;
+    // Labelled so that what a run leaves is found: see the module docs.
+    if let Some(meta) = crd.get_mut("metadata").and_then(Value::as_object_mut) {
+        let labels = meta.entry("labels").or_insert_with(|| json!({}));
+        if let Some(labels) = labels.as_object_mut() {
+            labels.insert(CREATED_BY.0.into(), CREATED_BY.1.into());
+        }
+    }
     let name = crd["metadata"]["name"]
         .as_str()
         .unwrap_or_default()

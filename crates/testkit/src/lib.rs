@@ -35,6 +35,9 @@ pub mod oracle;
 mod readiness;
 pub mod tools;
 
+/// The embedded server's crate, for tests that reach into it (fault injection) where
+/// [`Cluster::embedded`] gives a server.
+pub use apiserver;
 pub use charts::{write_chart, ChartDir};
 pub use cluster::{Cluster, ClusterBuilder, KUBECONFIG_ENV, KUBELET_ENV};
 pub use error::Error;

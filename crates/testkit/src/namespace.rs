@@ -23,9 +23,9 @@ pub const CREATED_BY: (&str, &str) = ("app.kubernetes.io/created-by", "rudder-te
 
 /// How long teardown waits for the namespace to go before it says so and moves on.
 const TEARDOWN: Duration = Duration::from_secs(120);
-/// After this long, finalizers still holding objects in the namespace are removed: no
-/// controller is left to run them once the test is over.
-const FINALIZER_GRACE: Duration = Duration::from_secs(5);
+/// After this long, and as often again, finalizers still holding objects in the
+/// namespace are removed: no controller of the test is left to run them once it is over.
+const FINALIZER_GRACE: Duration = Duration::from_secs(1);
 
 /// A namespace that exists for one test; see the module docs.
 pub struct TestNamespace {
@@ -187,16 +187,16 @@ async fn delete_all(
         Err(e) => return Err(Error::kube(&format!("delete namespace {name}"), e)),
     }
     let start = Instant::now();
-    let mut released = false;
+    let mut release_at = FINALIZER_GRACE;
     loop {
         match namespaces.get_opt(&name).await {
             Ok(None) => return Ok(()),
             Ok(Some(_)) => {}
             Err(e) => return Err(Error::kube(&format!("read namespace {name}"), e)),
         }
-        if !released && start.elapsed() > FINALIZER_GRACE {
-            released = true;
+        if start.elapsed() > release_at {
             release_finalizers(&client, &name).await;
+            release_at = start.elapsed() + FINALIZER_GRACE * 5;
         }
         if start.elapsed() > TEARDOWN {
             return Err(Error::Timeout(format!(

@@ -360,6 +360,7 @@ impl KubeClient {
             return Ok(());
         }
         let start = Instant::now();
+        let mut progress = wait::Progress::new(&owner.name, timeout);
         loop {
             if self.get(owner, o).await?.is_none() {
                 return Ok(());
@@ -372,6 +373,7 @@ impl KubeClient {
                     timeout,
                 });
             }
+            progress.still_waiting(|| format!("{} to disappear after deletion", o.reference));
             tokio::time::sleep(POLL).await;
         }
     }
@@ -389,6 +391,7 @@ impl KubeClient {
         F: Fn(&DynamicObject) -> Result<bool, String>,
     {
         let start = Instant::now();
+        let mut progress = wait::Progress::new(&owner.name, timeout);
         loop {
             if let Some(live) = self.get(owner, o).await? {
                 match check(&live) {
@@ -405,6 +408,7 @@ impl KubeClient {
                     timeout,
                 });
             }
+            progress.still_waiting(|| format!("{} to {what}", o.reference));
             tokio::time::sleep(POLL).await;
         }
     }

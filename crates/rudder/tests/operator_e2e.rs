@@ -959,15 +959,18 @@ fn deploy_manifests_apply_to_a_cluster() {
         if text.contains("kind: Namespace") {
             continue;
         }
-        let text = text
-            .replace(
-                "namespace: rudder-system",
-                &format!("namespace: {}", c.ns()),
-            )
-            .replace(
+        let mut text = text.replace(
+            "namespace: rudder-system",
+            &format!("namespace: {}", c.ns()),
+        );
+        // Only the cluster-scoped objects (and the binding's roleRef) get the test's
+        // name; the namespaced ones keep theirs inside the test's namespace.
+        if text.contains("kind: ClusterRole") {
+            text = text.replace(
                 "\n  name: rudder-operator\n",
                 &format!("\n  name: {role}\n"),
             );
+        }
         c.apply_yaml(&text);
     }
     let dep = c

@@ -398,20 +398,17 @@ async fn uninstall_runs_unlocked_in_a_terminating_namespace() {
     let chart_dir = write_chart(ns.dir());
     let load = || chart::loader::load(&chart_dir).expect("chart loads");
     let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
-    let ns: k8s_openapi::api::core::v1::Namespace =
-        serde_json::from_value(json!({"metadata": {"name": "doomed"}})).expect("ns");
-    namespaces
-        .create(&PostParams::default(), &ns)
-        .await
-        .expect("create namespace");
-    let o = action::ActionOptions::new("z", "doomed");
+    // A second namespace of the test's own, which the test deletes itself; teardown
+    // lifts the finalizer below once the test is over.
+    let doomed_ns = ns.cluster().namespace("doomed");
+    let doomed = doomed_ns.name();
+    let o = action::ActionOptions::new("z", doomed);
     install(&client, &load(), Map::new(), &o)
         .await
         .expect("install");
     // Hold the record (as a CR's finalizer holds the operator's CR) while the
     // namespace terminates and refuses new objects such as our Lease.
-    let secrets: Api<k8s_openapi::api::core::v1::Secret> =
-        Api::namespaced(client.clone(), "doomed");
+    let secrets: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(client.clone(), doomed);
     secrets
         .patch(
             "sh.helm.release.v1.z.v1",
@@ -421,11 +418,11 @@ async fn uninstall_runs_unlocked_in_a_terminating_namespace() {
         .await
         .expect("hold record");
     namespaces
-        .delete("doomed", &DeleteParams::default())
+        .delete(doomed, &DeleteParams::default())
         .await
         .expect("delete namespace");
     // The namespace now refuses new objects, our Lease included.
-    let leases: Api<Lease> = Api::namespaced(client.clone(), "doomed");
+    let leases: Api<Lease> = Api::namespaced(client.clone(), doomed);
     let probe: Lease =
         serde_json::from_value(json!({"metadata": {"name": "probe"}})).expect("lease");
     let refused = leases.create(&PostParams::default(), &probe).await;
@@ -433,7 +430,7 @@ async fn uninstall_runs_unlocked_in_a_terminating_namespace() {
         matches!(&refused, Err(kube::Error::Api(s)) if s.code == 403),
         "{refused:?}"
     );
-    let mut u = action::UninstallOptions::new("z", "doomed");
+    let mut u = action::UninstallOptions::new("z", doomed);
     u.timeout = Duration::from_secs(10);
     uninstall(&client, &u)
         .await

@@ -569,7 +569,7 @@ fn deleted_release_secrets_are_adopted_without_recreating_objects() {
         .get(&["configmap", "hello-sample", "-n", c.ns()])
         .expect("ConfigMap exists");
 
-    c.ok(&[
+    let deleted = c.ok(&[
         "delete",
         "secrets",
         "-n",
@@ -577,7 +577,12 @@ fn deleted_release_secrets_are_adopted_without_recreating_objects() {
         "-l",
         "owner=helm,name=hello-sample",
     ]);
-    assert_eq!(c.records("hello-sample"), vec![]);
+    // The operator may write a record again at once (a status change of the Deployment
+    // wakes it), so what is checked is that the deletion happened, not that it lasts.
+    assert!(
+        deleted.contains("secret \"sh.helm.release.v1.hello-sample.v1\" deleted"),
+        "the release record was deleted: {deleted}"
+    );
     // A metadata change wakes the controller without waiting for the period.
     c.ok(&[
         "annotate",

@@ -14,6 +14,9 @@ use operator::reconcile::Context;
 use operator::watches::Watch;
 use serde_json::{json, Value};
 use testkit::{Cluster, TestNamespace};
+
+pub mod watch_run;
+
 pub const GROUP: &str = "test.rudder.dev";
 pub const VERSION: &str = "v1";
 pub const KIND: &str = "Demo";

@@ -205,6 +205,26 @@ impl Store {
         (items, g.rv)
     }
 
+    /// How many objects each resource holds, as `plural` or `plural.group`
+    /// (keys are `group/plural/namespace/name`).
+    pub(crate) fn object_counts(&self) -> BTreeMap<String, u64> {
+        let g = self.lock();
+        let mut counts = BTreeMap::new();
+        for key in g.objects.keys() {
+            let mut parts = key.splitn(3, '/');
+            let (Some(group), Some(plural)) = (parts.next(), parts.next()) else {
+                continue;
+            };
+            let resource = if group.is_empty() {
+                plural.to_string()
+            } else {
+                format!("{plural}.{group}")
+            };
+            *counts.entry(resource).or_insert(0) += 1;
+        }
+        counts
+    }
+
     /// Keys (with values) under a prefix, for cleanup passes.
     pub(crate) fn entries(&self, prefix: &str) -> Vec<(String, Value)> {
         let g = self.lock();

@@ -985,7 +985,7 @@ fn list(
             .and_then(Value::as_str)
             .unwrap_or_default();
         last_key = Some(rt.key(if rt.namespaced { ons } else { "" }, objects::name_of(&obj)));
-        items.push(present(rt, obj));
+        items.push(present(rt, Arc::unwrap_or_clone(obj)));
     }
     let mut md = json!({"resourceVersion": rv.to_string()});
     if remaining > 0 {

@@ -64,17 +64,19 @@ impl Run {
             if fins.iter().any(|f| ours(f)) {
                 return false;
             }
+            self.log().adding_finalizer(FINALIZER);
             fins.push(FINALIZER.to_string());
             true
         })
         .await
+        .inspect_err(|_| self.log().add_finalizer_failed())
     }
 
     /// Deletion: uninstall the release, then let the CR go.
     pub(super) async fn finalize(&mut self) -> Result<Outcome, ReconcileError> {
         let fins = self.cr.meta().finalizers.clone().unwrap_or_default();
         if !fins.iter().any(|f| ours(f)) {
-            tracing::info!(cr = %self.cr_id, "resource is terminated, skipping reconciliation");
+            self.log().terminated();
             return Ok(Outcome::default());
         }
         if let Err(e) = self.migrate().await {
@@ -88,7 +90,7 @@ impl Run {
         opts.description = a.text(ann::UNINSTALL_DESCRIPTION);
         match self.ctx.actions.uninstall(opts).await {
             Ok(rel) => {
-                tracing::info!(cr = %self.cr_id, release = %self.name, "uninstalled release");
+                self.log().uninstalled();
                 self.status.remove(st::RELEASE_FAILED);
                 self.status
                     .set(st::DEPLOYED, st::FALSE, st::UNINSTALL_SUCCESSFUL, "");
@@ -105,7 +107,7 @@ impl Run {
                     .await;
             }
             Err(action::Error::NotDeployed { .. }) => {
-                tracing::info!(cr = %self.cr_id, release = %self.name, "release not found");
+                self.log().release_not_found();
                 self.status.remove(st::RELEASE_FAILED);
             }
             Err(source) => {
@@ -113,13 +115,17 @@ impl Run {
                 return Err(self.action_failed(Step::Uninstall, source, None, msg).await);
             }
         }
-        self.write_status().await?;
+        self.write_status()
+            .await
+            .inspect_err(|_| self.log().cr_status_update_failed())?;
+        self.log().removing_finalizer();
         self.edit_finalizers(|fins| {
             let before = fins.len();
             fins.retain(|f| !ours(f));
             fins.len() != before
         })
-        .await?;
+        .await
+        .inspect_err(|_| self.log().remove_finalizer_failed())?;
         self.set_release_metric(None);
         Ok(Outcome::default())
     }

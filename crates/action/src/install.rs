@@ -21,7 +21,7 @@ use crate::kube::{wait, KubeClient, Object};
 use crate::lock::Held;
 use crate::options::ActionOptions;
 use crate::plan::{self, Plan};
-use crate::record::{chart_record, hook_record, merge_labels, new_release, sort_by_kind, Draft};
+use crate::record::{chart_record, hook_record, new_release, record_labels, sort_by_kind, Draft};
 use crate::render::{self, Revision};
 use crate::store;
 
@@ -204,7 +204,7 @@ impl<'a> Install<'a> {
             hooks: hook_recs,
         };
         let mut rel = new_release(draft, Status::PendingInstall, "Initial install underway");
-        rel.labels = merge_labels(&BTreeMap::new(), &opts.labels);
+        rel.labels = record_labels(&BTreeMap::new(), opts, version);
         store
             .create(&rel)
             .await

@@ -48,6 +48,11 @@ pub struct ActionOptions {
     pub labels: BTreeMap<String, String>,
     /// Called on every object before anything is written; an error refuses the action.
     pub transform: Option<Transform>,
+    /// A label every record this action writes carries with that record's own
+    /// revision, so a reader can tell labels written for a revision from labels another
+    /// tool copied onto a later one (`helm upgrade` and `helm rollback` copy a record's
+    /// custom labels). The operator sets it; Helm's CLI writes nothing like it.
+    pub revision_label: Option<String>,
 }
 
 /// Changes (or refuses) each object of a release before it is applied: the operator
@@ -109,6 +114,7 @@ impl ActionOptions {
             rollback_on_failure: false,
             labels: BTreeMap::new(),
             transform: None,
+            revision_label: None,
         }
     }
 

@@ -37,7 +37,7 @@ use crate::status::{self as st, HelmAppStatus};
 use crate::watches::Watch;
 pub use context::{Context, DISCOVERY_TTL};
 pub use error::ReconcileError;
-use plan::{Decision, Deployed, ATTEMPT_LABEL, ROLLBACK_OF_LABEL};
+use plan::{Decision, Deployed, ATTEMPT_LABEL, REVISION_LABEL, ROLLBACK_OF_LABEL};
 use report::Step;
 
 /// One attempt at changing the release: the values, their inputs digest, and which
@@ -210,6 +210,7 @@ impl Run {
             (ROLLBACK_OF_LABEL.to_string(), "null".to_string()),
         ]);
         opts.transform = Some(transform::transform(Arc::new(self.policy())));
+        opts.revision_label = Some(REVISION_LABEL.to_string());
         opts
     }
 
@@ -340,7 +341,11 @@ impl Run {
             .diff_upgrade(&self.ctx.chart, attempt.values.clone(), opts)
             .await;
         match diff {
-            Ok(diff) if diff.changed => self.upgrade(attempt, deployed).await,
+            Ok(diff) if diff.changed => {
+                tracing::info!(cr = %self.cr_id, release = %self.name, version = deployed.version,
+                    "the deployed revision was made outside the operator and differs from the CR's spec: upgrading to the spec");
+                self.upgrade(attempt, deployed).await
+            }
             Ok(_) => {
                 let digest = attempt.digest;
                 let stamp = BTreeMap::from([(digest::LABEL.to_string(), digest.to_string())]);
@@ -439,6 +444,7 @@ impl Run {
             let mut ropts = ActionOptions::new(&self.name, &self.namespace);
             ropts.force = rollback_force;
             ropts.transform = transform;
+            ropts.revision_label = Some(REVISION_LABEL.to_string());
             ropts.labels = BTreeMap::from([
                 (ROLLBACK_OF_LABEL.to_string(), digest.to_string()),
                 (ATTEMPT_LABEL.to_string(), number.to_string()),

@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use release::api_error::describe;
+
 use crate::kube::ObjectRef;
 
 /// Result alias for this crate.
@@ -42,7 +44,7 @@ pub enum Error {
         owner: String,
     },
     /// A Kubernetes API call on an object failed.
-    #[error("release {release:?}: cannot {action} {object}: {source}")]
+    #[error("release {release:?}: cannot {action} {object}: {}", describe(source))]
     Api {
         release: String,
         action: &'static str,
@@ -184,7 +186,7 @@ fn discovery_cause(e: &kube::Error) -> String {
         kube::Error::Api(s) if s.code == 404 => {
             "no such resource type (is its CustomResourceDefinition installed?)".to_string()
         }
-        other => other.to_string(),
+        other => describe(other),
     }
 }
 

@@ -17,12 +17,12 @@ const DELETE_SUCCEEDED_HOOK: &str = "before-hook-creation,hook-succeeded";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn install_upgrade_rollback_uninstall() {
-    let (server, client) = start().await;
-    let chart_dir = write_chart_in(&server_dir(&server), DELETE_SUCCEEDED_HOOK);
+    let (ns, client) = start();
+    let chart_dir = write_chart_in(ns.dir(), DELETE_SUCCEEDED_HOOK);
     let load = || chart::loader::load(&chart_dir).expect("chart loads");
 
     // Install.
-    let rel = install(&client, &load(), Map::new(), &opts("demo"))
+    let rel = install(&client, &load(), Map::new(), &opts(&ns, "demo"))
         .await
         .expect("install");
     assert_eq!(rel.version, 1);
@@ -42,10 +42,10 @@ async fn install_upgrade_rollback_uninstall() {
         Some("deployed")
     );
 
-    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), NS);
-    let deps: Api<Deployment> = Api::namespaced(client.clone(), NS);
-    let svcs: Api<Service> = Api::namespaced(client.clone(), NS);
-    let jobs: Api<Job> = Api::namespaced(client.clone(), NS);
+    let cms: Api<ConfigMap> = Api::default_namespaced(client.clone());
+    let deps: Api<Deployment> = Api::default_namespaced(client.clone());
+    let svcs: Api<Service> = Api::default_namespaced(client.clone());
+    let jobs: Api<Job> = Api::default_namespaced(client.clone());
     let cm = cms.get("demo-cfg").await.expect("configmap");
     assert_owned(&cm.metadata, "demo");
     assert_eq!(
@@ -78,14 +78,14 @@ async fn install_upgrade_rollback_uninstall() {
         .is_none());
 
     // A second install of the same name is refused.
-    let err = install(&client, &load(), Map::new(), &opts("demo"))
+    let err = install(&client, &load(), Map::new(), &opts(&ns, "demo"))
         .await
         .expect_err("name in use");
     assert!(matches!(err, Error::InUse { .. }), "{err}");
 
     // Upgrade: changed values, Service dropped.
     let v2 = values(json!({"greeting": "bonjour", "replicas": 2, "service": false}));
-    let rel = upgrade(&client, &load(), v2, &opts("demo"))
+    let rel = upgrade(&client, &load(), v2, &opts(&ns, "demo"))
         .await
         .expect("upgrade");
     assert_eq!(rel.version, 2);
@@ -124,7 +124,9 @@ async fn install_upgrade_rollback_uninstall() {
     );
 
     // Rollback to revision 1 brings back the Service and the old value.
-    let rel = rollback(&client, 1, &opts("demo")).await.expect("rollback");
+    let rel = rollback(&client, 1, &opts(&ns, "demo"))
+        .await
+        .expect("rollback");
     assert_eq!(rel.version, 3);
     assert_eq!(
         record_status(&client, "demo", 2).await.as_deref(),
@@ -146,7 +148,7 @@ async fn install_upgrade_rollback_uninstall() {
     assert!(svcs.get_opt("demo-svc").await.expect("read svc").is_some());
 
     // Uninstall removes the objects and every record.
-    let rel = uninstall(&client, &UninstallOptions::new("demo", NS))
+    let rel = uninstall(&client, &UninstallOptions::new("demo", ns.name()))
         .await
         .expect("uninstall");
     assert_eq!(rel.status(), release::Status::Uninstalled);
@@ -160,23 +162,22 @@ async fn install_upgrade_rollback_uninstall() {
             "record v{v} deleted"
         );
     }
-    server.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn refuses_objects_of_another_release() {
-    let (server, client) = start().await;
-    let chart_dir = write_chart_in(&server_dir(&server), DELETE_SUCCEEDED_HOOK);
+    let (ns, client) = start();
+    let chart_dir = write_chart_in(ns.dir(), DELETE_SUCCEEDED_HOOK);
     let load = || chart::loader::load(&chart_dir).expect("chart loads");
 
     // A ConfigMap named as our release's, owned by release "other".
-    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), NS);
+    let cms: Api<ConfigMap> = Api::default_namespaced(client.clone());
     let foreign: ConfigMap = serde_json::from_value(json!({
         "metadata": {
             "name": "demo-cfg",
             "annotations": {
                 "meta.helm.sh/release-name": "other",
-                "meta.helm.sh/release-namespace": NS,
+                "meta.helm.sh/release-namespace": ns.name(),
             },
             "labels": {"app.kubernetes.io/managed-by": "Helm"},
         },
@@ -187,13 +188,19 @@ async fn refuses_objects_of_another_release() {
         .await
         .expect("create");
 
-    let err = install(&client, &load(), Map::new(), &opts("demo"))
+    let err = install(&client, &load(), Map::new(), &opts(&ns, "demo"))
         .await
         .expect_err("conflict");
     let msg = err.to_string();
     assert!(matches!(err, Error::Conflict { .. }), "{msg}");
-    assert!(msg.contains("ConfigMap default/demo-cfg"), "{msg}");
-    assert!(msg.contains("release default/other"), "{msg}");
+    assert!(
+        msg.contains(&format!("ConfigMap {}/demo-cfg", ns.name())),
+        "{msg}"
+    );
+    assert!(
+        msg.contains(&format!("release {}/other", ns.name())),
+        "{msg}"
+    );
     // Nothing was written and the record says why.
     let cm = cms.get("demo-cfg").await.expect("configmap");
     assert_eq!(
@@ -209,7 +216,7 @@ async fn refuses_objects_of_another_release() {
     );
 
     // With take_ownership the failed release can be installed again, adopting it.
-    let mut o = opts("demo");
+    let mut o = opts(&ns, "demo");
     o.take_ownership = true;
     let rel = install(&client, &load(), Map::new(), &o)
         .await
@@ -224,15 +231,15 @@ async fn refuses_objects_of_another_release() {
             .map(String::as_str),
         Some("hello")
     );
-    server.stop().await;
 }
 
+/// The chart's CRD; `GROUP` is the test's own group, so the CRD is new to the cluster.
 const CRD: &str = r#"apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata:
-  name: widgets.example.com
+  name: widgets.GROUP
 spec:
-  group: example.com
+  group: GROUP
   names: {kind: Widget, plural: widgets, singular: widget, listKind: WidgetList}
   scope: Namespaced
   versions:
@@ -245,7 +252,7 @@ spec:
         x-kubernetes-preserve-unknown-fields: true
 "#;
 
-const CR_AND_KEPT: &str = r#"apiVersion: example.com/v1
+const CR_AND_KEPT: &str = r#"apiVersion: {{ .Values.group }}/v1
 kind: Widget
 metadata:
   name: {{ .Release.Name }}-widget
@@ -265,46 +272,53 @@ data: {a: b}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn crds_keep_policy_and_keep_history() {
-    let (server, client) = start().await;
+    let (ns, client) = start();
+    // Helm never deletes a chart's CRDs; the test does, as it made this one.
+    let group = format!("{}.actions.rudder.dev", ns.name());
+    ns.delete_on_teardown(testkit::crd::crd_resource(), &format!("widgets.{group}"));
     let chart_dir = write_chart_files(
-        &server_dir(&server),
+        ns.dir(),
         "widgets",
         &[
             (
                 "Chart.yaml",
                 "apiVersion: v2\nname: widgets\nversion: 1.0.0\n",
             ),
-            ("values.yaml", "size: 1\nkept: true\n"),
-            ("crds/widget.yaml", CRD),
+            (
+                "values.yaml",
+                &format!("size: 1\nkept: true\ngroup: {group}\n"),
+            ),
+            ("crds/widget.yaml", &CRD.replace("GROUP", &group)),
             ("templates/all.yaml", CR_AND_KEPT),
         ],
     );
     let load = || chart::loader::load(&chart_dir).expect("chart loads");
 
-    install(&client, &load(), Map::new(), &opts("w"))
+    install(&client, &load(), Map::new(), &opts(&ns, "w"))
         .await
         .expect("install with CRD");
     let ar = kube::core::ApiResource::from_gvk_with_plural(
-        &kube::core::GroupVersionKind::gvk("example.com", "v1", "Widget"),
+        &kube::core::GroupVersionKind::gvk(&group, "v1", "Widget"),
         "widgets",
     );
-    let widgets: Api<kube::api::DynamicObject> = Api::namespaced_with(client.clone(), NS, &ar);
+    let widgets: Api<kube::api::DynamicObject> =
+        Api::namespaced_with(client.clone(), ns.name(), &ar);
     let w = widgets.get("w-widget").await.expect("custom resource");
     assert_eq!(w.data.pointer("/spec/size"), Some(&json!(1)));
     assert_owned(&w.metadata, "w");
 
     // The kept ConfigMap survives being dropped by an upgrade.
     let v2 = values(json!({"size": 2, "kept": false}));
-    upgrade(&client, &load(), v2, &opts("w"))
+    upgrade(&client, &load(), v2, &opts(&ns, "w"))
         .await
         .expect("upgrade");
-    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), NS);
+    let cms: Api<ConfigMap> = Api::default_namespaced(client.clone());
     assert!(cms.get_opt("w-kept").await.expect("read").is_some());
     let w = widgets.get("w-widget").await.expect("custom resource");
     assert_eq!(w.data.pointer("/spec/size"), Some(&json!(2)));
 
     // keep_history leaves the records, the newest marked uninstalled.
-    let mut u = UninstallOptions::new("w", NS);
+    let mut u = UninstallOptions::new("w", ns.name());
     u.keep_history = true;
     uninstall(&client, &u).await.expect("uninstall");
     assert!(widgets.get_opt("w-widget").await.expect("read").is_none());
@@ -321,18 +335,17 @@ async fn crds_keep_policy_and_keep_history() {
         .await
         .expect_err("already uninstalled");
     assert!(matches!(err, Error::AlreadyUninstalled { .. }), "{err}");
-    uninstall(&client, &UninstallOptions::new("w", NS))
+    uninstall(&client, &UninstallOptions::new("w", ns.name()))
         .await
         .expect("purge");
     assert_eq!(record_status(&client, "w", 2).await, None);
-    server.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unknown_kind_fails_the_release() {
-    let (server, client) = start().await;
+    let (ns, client) = start();
     let chart_dir = write_chart_files(
-        &server_dir(&server),
+        ns.dir(),
         "bad",
         &[
             ("Chart.yaml", "apiVersion: v2\nname: bad\nversion: 1.0.0\n"),
@@ -343,7 +356,7 @@ async fn unknown_kind_fails_the_release() {
         ],
     );
     let chart = chart::loader::load(&chart_dir).expect("chart loads");
-    let err = install(&client, &chart, Map::new(), &opts("bad"))
+    let err = install(&client, &chart, Map::new(), &opts(&ns, "bad"))
         .await
         .expect_err("unknown kind");
     let msg = err.to_string();
@@ -354,15 +367,14 @@ async fn unknown_kind_fails_the_release() {
     );
     // Like Helm, a manifest that cannot be built is refused before any record exists.
     assert_eq!(record_status(&client, "bad", 1).await, None);
-    server.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn upgrades_prune_history_to_max_history() {
-    let (server, client) = start().await;
-    let chart_dir = write_chart_in(&server_dir(&server), DELETE_SUCCEEDED_HOOK);
+    let (ns, client) = start();
+    let chart_dir = write_chart_in(ns.dir(), DELETE_SUCCEEDED_HOOK);
     let load = || chart::loader::load(&chart_dir).expect("chart loads");
-    let mut o = opts("p");
+    let mut o = opts(&ns, "p");
     o.max_history = 2;
     install(&client, &load(), Map::new(), &o)
         .await
@@ -382,5 +394,4 @@ async fn upgrades_prune_history_to_max_history() {
         record_status(&client, "p", 4).await.as_deref(),
         Some("deployed")
     );
-    server.stop().await;
 }

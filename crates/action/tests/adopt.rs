@@ -6,7 +6,7 @@
 mod common;
 
 use action::{ActionConfig, Adopt, Error, Install, Upgrade};
-use common::{opts, start, values, write_chart, NS};
+use common::{opts, start, values, write_chart};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
@@ -16,7 +16,7 @@ use release::record::Status;
 use serde_json::json;
 
 async fn release_secrets(client: &Client, name: &str) -> Vec<Secret> {
-    Api::<Secret>::namespaced(client.clone(), NS)
+    Api::<Secret>::default_namespaced(client.clone())
         .list(&ListParams::default().labels(&format!("owner=helm,name={name}")))
         .await
         .expect("list Secrets")
@@ -24,7 +24,7 @@ async fn release_secrets(client: &Client, name: &str) -> Vec<Secret> {
 }
 
 async fn delete_release_secrets(client: &Client, name: &str) {
-    let api = Api::<Secret>::namespaced(client.clone(), NS);
+    let api = Api::<Secret>::default_namespaced(client.clone());
     for s in release_secrets(client, name).await {
         let n = s.metadata.name.unwrap_or_default();
         api.delete(&n, &DeleteParams::default())
@@ -49,17 +49,17 @@ where
 
 #[tokio::test]
 async fn lost_records_are_rewritten_over_live_objects() {
-    let (server, client) = start().await;
-    let chart = chart::loader::load(write_chart(&server)).expect("chart loads");
+    let (ns, client) = start();
+    let chart = chart::loader::load(write_chart(ns.dir())).expect("chart loads");
     let vals = values(json!({"greeting": "hi"}));
     let cfg = ActionConfig::new(client.clone());
-    Install::new(&cfg, opts("web"))
+    Install::new(&cfg, opts(&ns, "web"))
         .run(&chart, vals.clone())
         .await
         .expect("install");
-    let deployments: Api<Deployment> = Api::namespaced(client.clone(), NS);
-    let configmaps: Api<ConfigMap> = Api::namespaced(client.clone(), NS);
-    let jobs: Api<Job> = Api::namespaced(client.clone(), NS);
+    let deployments: Api<Deployment> = Api::default_namespaced(client.clone());
+    let configmaps: Api<ConfigMap> = Api::default_namespaced(client.clone());
+    let jobs: Api<Job> = Api::default_namespaced(client.clone());
     let deploy_uid = uid(&deployments, "web-web").await;
     let cm_uid = uid(&configmaps, "web-cfg").await;
     // The install ran the hook; remove its Job so a second run would show.
@@ -69,7 +69,7 @@ async fn lost_records_are_rewritten_over_live_objects() {
 
     delete_release_secrets(&client, "web").await;
 
-    let rel = Adopt::new(&cfg, opts("web"))
+    let rel = Adopt::new(&cfg, opts(&ns, "web"))
         .run(&chart, vals.clone())
         .await
         .expect("adopt")
@@ -105,7 +105,7 @@ async fn lost_records_are_rewritten_over_live_objects() {
     assert_eq!(labels.get("status").map(String::as_str), Some("deployed"));
 
     // With records present again, a normal upgrade works on top of the adopted one.
-    let up = Upgrade::new(&cfg, opts("web"))
+    let up = Upgrade::new(&cfg, opts(&ns, "web"))
         .run(&chart, vals)
         .await
         .expect("upgrade after adoption");
@@ -115,10 +115,10 @@ async fn lost_records_are_rewritten_over_live_objects() {
 
 #[tokio::test]
 async fn nothing_live_means_a_normal_install() {
-    let (server, client) = start().await;
-    let chart = chart::loader::load(write_chart(&server)).expect("chart loads");
+    let (ns, client) = start();
+    let chart = chart::loader::load(write_chart(ns.dir())).expect("chart loads");
     let cfg = ActionConfig::new(client.clone());
-    let out = Adopt::new(&cfg, opts("fresh"))
+    let out = Adopt::new(&cfg, opts(&ns, "fresh"))
         .run(&chart, values(json!({})))
         .await
         .expect("adopt");
@@ -127,7 +127,7 @@ async fn nothing_live_means_a_normal_install() {
         release_secrets(&client, "fresh").await.is_empty(),
         "no record written"
     );
-    let deployments: Api<Deployment> = Api::namespaced(client.clone(), NS);
+    let deployments: Api<Deployment> = Api::default_namespaced(client.clone());
     assert!(deployments
         .get_opt("fresh-web")
         .await
@@ -137,37 +137,40 @@ async fn nothing_live_means_a_normal_install() {
 
 #[tokio::test]
 async fn objects_of_another_release_stop_adoption_without_deleting() {
-    let (server, client) = start().await;
-    let chart = chart::loader::load(write_chart(&server)).expect("chart loads");
+    let (ns, client) = start();
+    let chart = chart::loader::load(write_chart(ns.dir())).expect("chart loads");
     let vals = values(json!({}));
     let cfg = ActionConfig::new(client.clone());
-    Install::new(&cfg, opts("web"))
+    Install::new(&cfg, opts(&ns, "web"))
         .run(&chart, vals.clone())
         .await
         .expect("install");
     delete_release_secrets(&client, "web").await;
     // The ConfigMap now claims to belong to another release.
-    let configmaps: Api<ConfigMap> = Api::namespaced(client.clone(), NS);
+    let configmaps: Api<ConfigMap> = Api::default_namespaced(client.clone());
     let patch = json!({"metadata": {"annotations": {"meta.helm.sh/release-name": "other"}}});
     configmaps
         .patch("web-cfg", &PatchParams::default(), &Patch::Merge(&patch))
         .await
         .expect("re-annotate");
-    let live = Adopt::new(&cfg, opts("web"))
+    let live = Adopt::new(&cfg, opts(&ns, "web"))
         .live_objects(&chart, vals.clone())
         .await
         .expect("look up");
     assert_eq!((live.owned.len(), live.foreign.len()), (2, 1));
 
-    let err = Adopt::new(&cfg, opts("web"))
+    let err = Adopt::new(&cfg, opts(&ns, "web"))
         .run(&chart, vals)
         .await
         .expect_err("conflict surfaces");
     assert!(matches!(err, Error::Adopt { found: 2, .. }), "{err:?}");
     let msg = err.to_string();
-    assert!(msg.contains("ConfigMap default/web-cfg"), "{msg}");
+    assert!(
+        msg.contains(&format!("ConfigMap {}/web-cfg", ns.name())),
+        "{msg}"
+    );
     assert!(msg.contains("nothing was deleted"), "{msg}");
-    let deployments: Api<Deployment> = Api::namespaced(client.clone(), NS);
+    let deployments: Api<Deployment> = Api::default_namespaced(client.clone());
     assert!(deployments
         .get_opt("web-web")
         .await

@@ -6,19 +6,18 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use action::Error;
-use common::{
-    diff_upgrade, faulty_client, install, opts, record_secret, start, storage, upgrade, NS,
-};
+use common::{diff_upgrade, faulty_client, install, opts, record_secret, start, storage, upgrade};
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, PostParams};
 use kube::Client;
 use serde_json::{json, Map};
+use testkit::TestNamespace;
 
 const CAPS_TEMPLATE: &str = r#"apiVersion: v1
 kind: ConfigMap
@@ -30,41 +29,47 @@ data:
   apps: {{ .Capabilities.APIVersions.Has "apps/v1" | quote }}
   deployment: {{ .Capabilities.APIVersions.Has "apps/v1/Deployment" | quote }}
   core: {{ .Capabilities.APIVersions.Has "v1/Pod" | quote }}
-  crdGroupVersion: {{ .Capabilities.APIVersions.Has "capstest.example.com/v1" | quote }}
-  crdKind: {{ .Capabilities.APIVersions.Has "capstest.example.com/v1/Gadget" | quote }}
+  crdGroupVersion: {{ .Capabilities.APIVersions.Has (printf "%s/v1" .Values.crdGroup) | quote }}
+  crdKind: {{ .Capabilities.APIVersions.Has (printf "%s/v1/Gadget" .Values.crdGroup) | quote }}
   missing: {{ .Capabilities.APIVersions.Has "nope.example.com/v1" | quote }}
   defaultOnly: {{ .Capabilities.APIVersions.Has "apps/v1beta1" | quote }}
   modern: {{ semverCompare ">=1.21-0" .Capabilities.KubeVersion.GitVersion | quote }}
 "#;
 
-fn write_chart(dir: &Path, name: &str, kube_version: Option<&str>) -> PathBuf {
-    let chart = dir.join(name);
-    std::fs::create_dir_all(chart.join("templates")).expect("chart dir");
+/// The group of the test's own Gadget CRD: named after its namespace, so no other test
+/// (nor another run on the same cluster) sees it.
+fn crd_group(ns: &TestNamespace) -> String {
+    format!("{}.capstest.rudder.dev", ns.name())
+}
+
+fn write_chart(ns: &TestNamespace, name: &str, kube_version: Option<&str>) -> PathBuf {
     let mut meta = format!("apiVersion: v2\nname: {name}\nversion: 0.1.0\n");
     if let Some(k) = kube_version {
         meta.push_str(&format!("kubeVersion: {k:?}\n"));
     }
-    std::fs::write(chart.join("Chart.yaml"), meta).expect("Chart.yaml");
-    std::fs::write(chart.join("templates/caps.yaml"), CAPS_TEMPLATE).expect("template");
-    chart
+    let values = format!("crdGroup: {}\n", crd_group(ns));
+    testkit::write_chart(
+        ns.dir(),
+        name,
+        &[
+            ("Chart.yaml", &meta),
+            ("values.yaml", &values),
+            ("templates/caps.yaml", CAPS_TEMPLATE),
+        ],
+    )
 }
 
-fn chart_dir(server: &apiserver::Server) -> PathBuf {
-    server
-        .kubeconfig_path()
-        .parent()
-        .expect("dir")
-        .to_path_buf()
-}
-
-/// Creates the `gadgets.capstest.example.com` CRD and waits until discovery serves it.
-async fn create_crd(client: &Client) {
+/// Creates the test's Gadget CRD (deleted at teardown) and waits until discovery
+/// serves it.
+async fn create_crd(ns: &TestNamespace, client: &Client) {
+    let group = crd_group(ns);
+    let name = format!("gadgets.{group}");
     let crd: CustomResourceDefinition = serde_json::from_value(json!({
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
-        "metadata": {"name": "gadgets.capstest.example.com"},
+        "metadata": {"name": name},
         "spec": {
-            "group": "capstest.example.com",
+            "group": group,
             "names": {"kind": "Gadget", "plural": "gadgets", "singular": "gadget", "listKind": "GadgetList"},
             "scope": "Namespaced",
             "versions": [{"name": "v1", "served": true, "storage": true,
@@ -76,9 +81,10 @@ async fn create_crd(client: &Client) {
     crds.create(&PostParams::default(), &crd)
         .await
         .expect("create CRD");
+    ns.delete_on_teardown(testkit::crd::crd_resource(), &name);
     for _ in 0..100 {
         if client
-            .list_api_group_resources("capstest.example.com/v1")
+            .list_api_group_resources(&format!("{group}/v1"))
             .await
             .is_ok_and(|l| l.resources.iter().any(|r| r.kind == "Gadget"))
         {
@@ -90,7 +96,7 @@ async fn create_crd(client: &Client) {
 }
 
 async fn caps_data(client: &Client, release: &str) -> std::collections::BTreeMap<String, String> {
-    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), NS);
+    let cms: Api<ConfigMap> = Api::default_namespaced(client.clone());
     cms.get(&format!("{release}-caps"))
         .await
         .expect("capabilities ConfigMap")
@@ -100,9 +106,9 @@ async fn caps_data(client: &Client, release: &str) -> std::collections::BTreeMap
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn install_and_upgrade_see_the_clusters_capabilities() {
-    let (server, client) = start().await;
-    let chart = write_chart(&chart_dir(&server), "caps", None);
-    create_crd(&client).await;
+    let (ns, client) = start();
+    let chart = write_chart(&ns, "caps", None);
+    create_crd(&ns, &client).await;
     let server_version = client
         .apiserver_version()
         .await
@@ -118,8 +124,8 @@ async fn install_and_upgrade_see_the_clusters_capabilities() {
         "v1/ConfigMap",
         "apps/v1",
         "apps/v1/Deployment",
-        "capstest.example.com/v1",
-        "capstest.example.com/v1/Gadget",
+        &format!("{}/v1", crd_group(&ns)),
+        &format!("{}/v1/Gadget", crd_group(&ns)),
     ] {
         assert!(
             found.api_versions.iter().any(|v| v == entry),
@@ -134,7 +140,7 @@ async fn install_and_upgrade_see_the_clusters_capabilities() {
     );
 
     let load = || chart::loader::load(&chart).expect("chart loads");
-    install(&client, &load(), Map::new(), &opts("caps"))
+    install(&client, &load(), Map::new(), &opts(&ns, "caps"))
         .await
         .expect("install");
     let data = caps_data(&client, "caps").await;
@@ -165,7 +171,7 @@ async fn install_and_upgrade_see_the_clusters_capabilities() {
     }
 
     // An explicit override wins over the cluster (like `--kube-version`/`--api-versions`).
-    let mut explicit = opts("caps");
+    let mut explicit = opts(&ns, "caps");
     explicit.kube_version = Some("v1.20.0".into());
     explicit.api_versions = Some(vec!["nope.example.com/v1".into()]);
     upgrade(&client, &load(), Map::new(), &explicit)
@@ -178,29 +184,28 @@ async fn install_and_upgrade_see_the_clusters_capabilities() {
     assert_eq!(data.get("modern").map(String::as_str), Some("false"));
 
     // Back to discovery: the CRD's kind is seen again; diff_upgrade renders the same.
-    upgrade(&client, &load(), Map::new(), &opts("caps"))
+    upgrade(&client, &load(), Map::new(), &opts(&ns, "caps"))
         .await
         .expect("upgrade");
     let data = caps_data(&client, "caps").await;
     assert_eq!(data.get("crdKind").map(String::as_str), Some("true"));
-    let diff = diff_upgrade(&client, &load(), Map::new(), &opts("caps"))
+    let diff = diff_upgrade(&client, &load(), Map::new(), &opts(&ns, "caps"))
         .await
         .expect("diff");
     assert!(!diff.changed, "{}", diff.new_manifest);
-    server.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn chart_kube_version_constraint_is_checked_against_the_cluster() {
-    let (server, client) = start().await;
-    let chart = write_chart(&chart_dir(&server), "future", Some(">=99.0.0"));
+    let (ns, client) = start();
+    let chart = write_chart(&ns, "future", Some(">=99.0.0"));
     let server_version = client
         .apiserver_version()
         .await
         .expect("server version")
         .git_version;
     let c = chart::loader::load(&chart).expect("chart loads");
-    let err = install(&client, &c, Map::new(), &opts("future"))
+    let err = install(&client, &c, Map::new(), &opts(&ns, "future"))
         .await
         .expect_err("refused");
     assert!(matches!(err, Error::Render { .. }), "{err}");
@@ -211,18 +216,17 @@ async fn chart_kube_version_constraint_is_checked_against_the_cluster() {
     assert!(record_secret(&client, "future", 1).await.is_none());
 
     // A constraint the cluster satisfies installs.
-    let ok = write_chart(&chart_dir(&server), "present", Some(">=1.20.0-0"));
+    let ok = write_chart(&ns, "present", Some(">=1.20.0-0"));
     let c = chart::loader::load(&ok).expect("chart loads");
-    install(&client, &c, Map::new(), &opts("present"))
+    install(&client, &c, Map::new(), &opts(&ns, "present"))
         .await
         .expect("install");
-    server.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn discovery_failures() {
-    let (server, client) = start().await;
-    let chart = write_chart(&chart_dir(&server), "caps", None);
+    let (ns, client) = start();
+    let chart = write_chart(&ns, "caps", None);
     let load = || chart::loader::load(&chart).expect("chart loads");
 
     // No server version: a typed error naming the cause, and nothing is written.
@@ -232,7 +236,7 @@ async fn discovery_failures() {
             (m == http::Method::GET && p == "/version").then(|| (503, "version is down".into()))
         }),
     );
-    let err = install(&no_version, &load(), Map::new(), &opts("down"))
+    let err = install(&no_version, &load(), Map::new(), &opts(&ns, "down"))
         .await
         .expect_err("discovery fails");
     assert!(matches!(err, Error::Discovery { .. }), "{err}");
@@ -248,7 +252,7 @@ async fn discovery_failures() {
         .is_empty());
 
     // Explicit capabilities need no discovery.
-    let mut explicit = opts("down");
+    let mut explicit = opts(&ns, "down");
     explicit.api_versions = Some(Vec::new());
     install(&no_version, &load(), Map::new(), &explicit)
         .await
@@ -275,19 +279,18 @@ async fn discovery_failures() {
     assert!(found.api_versions.iter().any(|v| v == "batch/v1"));
     assert!(!found.api_versions.iter().any(|v| v == "batch/v1/Job"));
     assert!(found.api_versions.iter().any(|v| v == "apps/v1/Deployment"));
-    install(&broken_group, &load(), Map::new(), &opts("partial"))
+    install(&broken_group, &load(), Map::new(), &opts(&ns, "partial"))
         .await
         .expect("install despite a broken group");
-    server.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_discovery_cache_is_reused_until_it_expires_or_is_invalidated() {
-    let (server, client) = start().await;
-    let chart = write_chart(&chart_dir(&server), "cached", None);
+    let (ns, client) = start();
+    let chart = write_chart(&ns, "cached", None);
     let load = || chart::loader::load(&chart).expect("chart loads");
     let cache = Arc::new(action::DiscoveryCache::new(Duration::from_secs(3600)));
-    let cached = opts("cached");
+    let cached = opts(&ns, "cached");
     let shared = action::ActionConfig::new(client.clone()).with_discovery(cache.clone());
     let crd_kind_seen = || async { caps_data(&client, "cached").await.get("crdKind").cloned() };
 
@@ -296,7 +299,7 @@ async fn a_discovery_cache_is_reused_until_it_expires_or_is_invalidated() {
         .await
         .expect("install");
     assert_eq!(crd_kind_seen().await.as_deref(), Some("false"));
-    create_crd(&client).await;
+    create_crd(&ns, &client).await;
     // Within the TTL the remembered discovery is used: the new CRD is not seen.
     let up = action::Upgrade::new(&shared, cached.clone());
     up.run(&load(), Map::new()).await.expect("upgrade");
@@ -313,6 +316,5 @@ async fn a_discovery_cache_is_reused_until_it_expires_or_is_invalidated() {
     assert!(first
         .api_versions
         .iter()
-        .any(|v| v == "capstest.example.com/v1/Gadget"));
-    server.stop().await;
+        .any(|v| *v == format!("{}/v1/Gadget", crd_group(&ns))));
 }

@@ -1,4 +1,4 @@
-//! Field ownership against the embedded API server (which computes server-side apply
+//! Field ownership on the test cluster (the embedded API server computes server-side apply
 //! as structured-merge-diff does): rudder applies as Helm's field manager, takes over
 //! what Helm's client-side apply, earlier rudder versions and operator-sdk's
 //! helm-operator recorded, so a field the next render drops is removed, and every
@@ -7,11 +7,12 @@
 mod common;
 
 use action::FIELD_MANAGER;
-use common::{opts, rollback, start, storage, upgrade, values, write_chart_files, NS};
+use common::{opts, rollback, start, storage, upgrade, values, write_chart_files};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::Client;
 use serde_json::{json, Value};
+use testkit::TestNamespace;
 
 const TEMPLATE: &str = r#"apiVersion: v1
 kind: ConfigMap
@@ -23,10 +24,9 @@ data:
   {{- end }}
 "#;
 
-fn chart(server: &apiserver::Server) -> chart::loader::Chart {
-    let dir = common::server_dir(server);
+fn chart(ns: &TestNamespace) -> chart::loader::Chart {
     let path = write_chart_files(
-        &dir,
+        ns.dir(),
         "owners",
         &[
             (
@@ -65,10 +65,11 @@ fn managers(cm: &ConfigMap) -> Vec<(String, String)> {
 /// What `helm install --server-side=false` leaves: the object created with an Update
 /// operation of `manager`, Helm's ownership metadata, and a `csa` record.
 async fn created_client_side(client: &Client, manager: &str, name: &str, keys: &[(&str, &str)]) {
-    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), NS);
+    let cms: Api<ConfigMap> = Api::default_namespaced(client.clone());
+    let ns = client.default_namespace();
     let cm: ConfigMap = serde_json::from_value(json!({
         "metadata": {"name": format!("{name}-cfg"), "labels": {"app.kubernetes.io/managed-by": "Helm"},
-            "annotations": {"meta.helm.sh/release-name": name, "meta.helm.sh/release-namespace": NS}},
+            "annotations": {"meta.helm.sh/release-name": name, "meta.helm.sh/release-namespace": ns}},
         "data": keys.iter().map(|(k, v)| (k.to_string(), json!(v))).collect::<serde_json::Map<_, _>>(),
     }))
     .expect("ConfigMap");
@@ -79,21 +80,21 @@ async fn created_client_side(client: &Client, manager: &str, name: &str, keys: &
     cms.create(&pp, &cm).await.expect("create client-side");
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn client_side_ownership_is_taken_over_and_dropped_fields_go() {
-    let (server, client) = start().await;
-    let chart = chart(&server);
-    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), NS);
+    let (ns, client) = start();
+    let chart = chart(&ns);
+    let cms: Api<ConfigMap> = Api::default_namespaced(client.clone());
     for (manager, name) in [("helm", "csa"), ("helm-operator", "goop")] {
         // A release helm (or the Go helm-operator) made client-side, adopted by an
         // install over its live object, then upgraded by rudder without key `b`.
         created_client_side(&client, manager, name, &[("a", "1"), ("b", "2")]).await;
-        let installed = action::Install::new(&common::cfg(&client), opts(name))
+        let installed = action::Install::new(&common::cfg(&client), opts(&ns, name))
             .run_or_adopt(&chart, data(&[("a", "1"), ("b", "2")]))
             .await
             .expect("adopt");
         assert_eq!(installed.adopted, Some(1));
-        upgrade(&client, &chart, data(&[("a", "1")]), &opts(name))
+        upgrade(&client, &chart, data(&[("a", "1")]), &opts(&ns, name))
             .await
             .expect("upgrade");
         let cm = cms.get(&format!("{name}-cfg")).await.expect("cm");
@@ -112,15 +113,14 @@ async fn client_side_ownership_is_taken_over_and_dropped_fields_go() {
             "{manager}"
         );
     }
-    server.stop().await;
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn objects_an_earlier_rudder_applied_lose_dropped_fields_too() {
-    let (server, client) = start().await;
-    let chart = chart(&server);
-    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), NS);
-    common::install(&client, &chart, data(&[("a", "1")]), &opts("old"))
+    let (ns, client) = start();
+    let chart = chart(&ns);
+    let cms: Api<ConfigMap> = Api::default_namespaced(client.clone());
+    common::install(&client, &chart, data(&[("a", "1")]), &opts(&ns, "old"))
         .await
         .expect("install");
     // The object as rudder used to apply it: under manager `rudder`, with key `b`.
@@ -134,7 +134,7 @@ async fn objects_an_earlier_rudder_applied_lose_dropped_fields_too() {
     .await
     .expect("legacy apply");
     // The ownership rudder (as `helm`) has now is the same; `b` is the old manager's.
-    let rel = upgrade(&client, &chart, data(&[("a", "2")]), &opts("old"))
+    let rel = upgrade(&client, &chart, data(&[("a", "2")]), &opts(&ns, "old"))
         .await
         .expect("upgrade");
     let cm = cms.get("old-cfg").await.expect("cm");
@@ -144,15 +144,14 @@ async fn objects_an_earlier_rudder_applied_lose_dropped_fields_too() {
     );
     assert_eq!(managers(&cm), [(FIELD_MANAGER.into(), "Apply".into())]);
     assert_eq!(rel.apply_method, "ssa");
-    server.stop().await;
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rollback_to_a_client_side_revision_applies_and_records_server_side() {
-    let (server, client) = start().await;
-    let chart = chart(&server);
-    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), NS);
-    common::install(&client, &chart, data(&[("a", "1")]), &opts("rb"))
+    let (ns, client) = start();
+    let chart = chart(&ns);
+    let cms: Api<ConfigMap> = Api::default_namespaced(client.clone());
+    common::install(&client, &chart, data(&[("a", "1")]), &opts(&ns, "rb"))
         .await
         .expect("install");
     // Revision 1 as `helm install --server-side=false` records it.
@@ -164,11 +163,11 @@ async fn a_rollback_to_a_client_side_revision_applies_and_records_server_side() 
         &client,
         &chart,
         data(&[("a", "1"), ("b", "2")]),
-        &opts("rb"),
+        &opts(&ns, "rb"),
     )
     .await
     .expect("upgrade");
-    let rel = rollback(&client, 1, &opts("rb")).await.expect("rollback");
+    let rel = rollback(&client, 1, &opts(&ns, "rb")).await.expect("rollback");
     assert_eq!((rel.version, rel.apply_method.as_str()), (3, "ssa"));
     let stored = store.get("rb", 3).await.expect("v3");
     assert_eq!(stored.apply_method, "ssa");
@@ -177,5 +176,4 @@ async fn a_rollback_to_a_client_side_revision_applies_and_records_server_side() 
         cm.data.unwrap_or_default(),
         [("a".to_string(), "1".to_string())].into()
     );
-    server.stop().await;
 }

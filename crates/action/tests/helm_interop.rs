@@ -5,18 +5,17 @@
 //! with a message otherwise. Set `RUDDER_PYTHON` to pick the interpreter.
 
 use std::path::Path;
-use std::process::Command;
 
 use action::ActionOptions;
-use apiserver::{Config, Server};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::Api;
 use serde_json::{Map, Value};
+use testkit::{Cluster, Tool};
 
 const SCRIPT: &str = r#"
 import json, sys, helm_python
-kubeconfig, step = sys.argv[1], sys.argv[2]
-cfg = helm_python.Config(kubeconfig_path=kubeconfig, namespace="default", storage_driver="secret")
+kubeconfig, namespace, step = sys.argv[1], sys.argv[2], sys.argv[3]
+cfg = helm_python.Config(kubeconfig_path=kubeconfig, namespace=namespace, storage_driver="secret")
 out = {}
 if step == "read":
     out["list"] = [[r["name"], r["status"]] for r in cfg.list()]
@@ -28,20 +27,12 @@ elif step == "uninstall":
 print(json.dumps(out))
 "#;
 
-fn python() -> Option<String> {
-    let py = std::env::var("RUDDER_PYTHON").unwrap_or_else(|_| "python3".into());
-    let ok = Command::new(&py)
-        .args(["-c", "import helm_python"])
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false);
-    ok.then_some(py)
-}
-
-fn helm(py: &str, kubeconfig: &Path, step: &str) -> Value {
-    let out = Command::new(py)
+fn helm(py: &Tool, kubeconfig: &Path, namespace: &str, step: &str) -> Value {
+    let out = py
+        .command()
         .args(["-c", SCRIPT])
         .arg(kubeconfig)
+        .arg(namespace)
         .arg(step)
         .output()
         .expect("python runs");
@@ -56,48 +47,37 @@ fn helm(py: &str, kubeconfig: &Path, step: &str) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn helm_reads_and_uninstalls_our_release() {
-    let Some(py) = python() else {
-        eprintln!("SKIPPED helm_reads_and_uninstalls_our_release: python3 with helm_python not found (run /work/shared/tools/install-oracle.sh)");
+    let Some(py) = testkit::tools::oracle_python() else {
         return;
     };
-    let server = Server::start(Config {
-        simulate_readiness: true,
-        ..Config::default()
-    })
-    .await
-    .expect("server starts");
-    let client = server.client().expect("client");
-    let dir = server
-        .kubeconfig_path()
-        .parent()
-        .expect("dir")
-        .to_path_buf();
-    let chart_dir = dir.join("interop-chart");
-    std::fs::create_dir_all(chart_dir.join("templates")).expect("chart dir");
-    std::fs::write(
-        chart_dir.join("Chart.yaml"),
-        "apiVersion: v2\nname: interop\nversion: 0.2.0\n",
-    )
-    .expect("Chart.yaml");
-    std::fs::write(chart_dir.join("values.yaml"), "greeting: hi\n").expect("values");
-    std::fs::write(
-        chart_dir.join("templates/cm.yaml"),
-        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-cfg\ndata:\n  greeting: {{ .Values.greeting | quote }}\n",
-    )
-    .expect("template");
+    let ns = Cluster::start().namespace("helm-interop");
+    let client = ns.client();
+    let chart_dir = testkit::write_chart(
+        ns.dir(),
+        "interop-chart",
+        &[
+            ("Chart.yaml", "apiVersion: v2\nname: interop\nversion: 0.2.0\n"),
+            ("values.yaml", "greeting: hi\n"),
+            (
+                "templates/cm.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-cfg\ndata:\n  greeting: {{ .Values.greeting | quote }}\n",
+            ),
+        ],
+    );
     let chart = chart::loader::load(&chart_dir).expect("chart loads");
 
     action::Install::new(
         &action::ActionConfig::new(client.clone()),
-        ActionOptions::new("interop", "default"),
+        ActionOptions::new("interop", ns.name()),
     )
     .run(&chart, Map::new())
     .await
     .expect("install");
 
-    let kc = server.kubeconfig_path().to_path_buf();
-    let (py2, kc2) = (py.clone(), kc.clone());
-    let read = tokio::task::spawn_blocking(move || helm(&py2, &kc2, "read"))
+    let kc = ns.kubeconfig().to_path_buf();
+    let namespace = ns.name().to_string();
+    let (py2, kc2, ns2) = (py.clone(), kc.clone(), namespace.clone());
+    let read = tokio::task::spawn_blocking(move || helm(&py2, &kc2, &ns2, "read"))
         .await
         .expect("helm read");
     assert_eq!(
@@ -108,11 +88,10 @@ async fn helm_reads_and_uninstalls_our_release() {
     assert_eq!(read["status"], "deployed", "{read}");
     assert_eq!(read["history"], 1, "{read}");
 
-    let gone = tokio::task::spawn_blocking(move || helm(&py, &kc, "uninstall"))
+    let gone = tokio::task::spawn_blocking(move || helm(&py, &kc, &namespace, "uninstall"))
         .await
         .expect("helm uninstall");
     assert_eq!(gone["list"], serde_json::json!([]), "{gone}");
-    let cms: Api<ConfigMap> = Api::namespaced(client, "default");
+    let cms: Api<ConfigMap> = Api::default_namespaced(client);
     assert!(cms.get_opt("interop-cfg").await.expect("read").is_none());
-    server.stop().await;
 }

@@ -5,7 +5,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::{install, opts, start, upgrade, NS};
+use common::{install, opts, start, upgrade};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, PostParams};
 use serde_json::{json, Map};
@@ -40,13 +40,9 @@ fn write_chart(dir: &Path, template: &str) -> PathBuf {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lookup_sees_the_live_cluster() {
-    let (server, client) = start().await;
-    let dir = server
-        .kubeconfig_path()
-        .parent()
-        .expect("dir")
-        .to_path_buf();
-    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), NS);
+    let (ns, client) = start();
+    let dir = ns.dir().to_path_buf();
+    let cms: Api<ConfigMap> = Api::default_namespaced(client.clone());
     let existing: ConfigMap = serde_json::from_value(json!({
         "metadata": {"name": "existing"},
         "data": {"password": "kept-secret"}
@@ -57,7 +53,7 @@ async fn lookup_sees_the_live_cluster() {
         .expect("create existing");
 
     let chart = chart::loader::load(write_chart(&dir, TEMPLATE)).expect("chart");
-    install(&client, &chart, Map::new(), &opts("lk"))
+    install(&client, &chart, Map::new(), &opts(&ns, "lk"))
         .await
         .expect("install");
     let data = cms
@@ -79,7 +75,7 @@ async fn lookup_sees_the_live_cluster() {
         "{{ $x := lookup \"nope.example.com/v1\" \"Thing\" \"\" \"x\" }}\n",
     );
     let chart = chart::loader::load(bad).expect("chart");
-    let err = install(&client, &chart, Map::new(), &opts("bad"))
+    let err = install(&client, &chart, Map::new(), &opts(&ns, "bad"))
         .await
         .expect_err("unserved group");
     assert!(
@@ -102,10 +98,10 @@ data:
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn generated_passwords_survive_upgrades() {
-    let (server, client) = start().await;
-    let dir = server.kubeconfig_path().parent().expect("dir").join("pw");
+    let (ns, client) = start();
+    let dir = ns.dir().join("pw");
     let load = || chart::loader::load(write_chart(&dir, PASSWORD_TEMPLATE)).expect("chart");
-    let secrets: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(client.clone(), NS);
+    let secrets: Api<k8s_openapi::api::core::v1::Secret> = Api::default_namespaced(client.clone());
     let password = || async {
         let s = secrets.get("pw-auth").await.expect("secret");
         s.data
@@ -114,7 +110,7 @@ async fn generated_passwords_survive_upgrades() {
             .cloned()
             .expect("password")
     };
-    install(&client, &load(), Map::new(), &opts("pw"))
+    install(&client, &load(), Map::new(), &opts(&ns, "pw"))
         .await
         .expect("install");
     let first = password().await;
@@ -123,7 +119,7 @@ async fn generated_passwords_survive_upgrades() {
             .as_object()
             .cloned()
             .unwrap_or_default();
-        upgrade(&client, &load(), values, &opts("pw"))
+        upgrade(&client, &load(), values, &opts(&ns, "pw"))
             .await
             .expect("upgrade");
         assert_eq!(

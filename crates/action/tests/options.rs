@@ -18,12 +18,12 @@ use serde_json::{json, Map};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn disable_hooks_description_and_labels() {
-    let (server, client) = start().await;
-    let chart_dir = write_chart(&server);
+    let (ns, client) = start();
+    let chart_dir = write_chart(ns.dir());
     let load = || chart::loader::load(&chart_dir).expect("chart loads");
-    let jobs: Api<Job> = Api::namespaced(client.clone(), NS);
+    let jobs: Api<Job> = Api::default_namespaced(client.clone());
 
-    let mut o = opts("quiet");
+    let mut o = opts(&ns, "quiet");
     o.disable_hooks = true;
     o.description = Some("installed by test".into());
     o.labels = [("team".to_string(), "a".to_string())].into();
@@ -47,7 +47,7 @@ async fn disable_hooks_description_and_labels() {
     assert_eq!(labels.get("status").map(String::as_str), Some("deployed"));
 
     // Upgrade merges labels as Helm does ("null" removes one); hooks run again.
-    let mut o = opts("quiet");
+    let mut o = opts(&ns, "quiet");
     o.labels = [
         ("team".to_string(), "null".to_string()),
         ("env".to_string(), "dev".to_string()),
@@ -66,26 +66,25 @@ async fn disable_hooks_description_and_labels() {
     assert!(jobs.get_opt("quiet-migrate").await.expect("read").is_some());
 
     // Uninstall with a description, keeping history, waiting for the objects to go.
-    let mut u = UninstallOptions::new("quiet", NS);
+    let mut u = UninstallOptions::new("quiet", ns.name());
     u.keep_history = true;
     u.wait = true;
     u.disable_hooks = true;
     u.description = Some("removed by test".into());
     uninstall(&client, &u).await.expect("uninstall");
     assert_eq!(description(&client, "quiet", 2).await, "removed by test");
-    let deps: Api<Deployment> = Api::namespaced(client.clone(), NS);
+    let deps: Api<Deployment> = Api::default_namespaced(client.clone());
     assert!(deps.get_opt("quiet-web").await.expect("read").is_none());
-    server.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn transform_changes_objects_and_refusal_writes_nothing() {
-    let (server, client) = start().await;
-    let chart_dir = write_chart(&server);
+    let (ns, client) = start();
+    let chart_dir = write_chart(ns.dir());
     let load = || chart::loader::load(&chart_dir).expect("chart loads");
 
     // A refusing transform: no record, no object, and the error names the object.
-    let mut o = opts("t");
+    let mut o = opts(&ns, "t");
     o.transform = Some(Transform::new(|_obj, r| {
         if r.kind == "Deployment" {
             Err("deployments are not allowed here".to_string())
@@ -99,17 +98,18 @@ async fn transform_changes_objects_and_refusal_writes_nothing() {
     let msg = err.to_string();
     assert!(matches!(err, Error::Transform { .. }), "{msg}");
     assert!(
-        msg.contains("Deployment default/t-web") && msg.contains("deployments are not allowed"),
+        msg.contains(&format!("Deployment {}/t-web", ns.name()))
+            && msg.contains("deployments are not allowed"),
         "{msg}"
     );
     assert!(record_secret(&client, "t", 1).await.is_none());
-    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), NS);
+    let cms: Api<ConfigMap> = Api::default_namespaced(client.clone());
     assert!(cms.get_opt("t-cfg").await.expect("read").is_none());
 
     // A transform that labels everything, hooks included; it sees resolved scopes.
     let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
     let seen2 = seen.clone();
-    let mut o = opts("t");
+    let mut o = opts(&ns, "t");
     o.transform = Some(Transform::new(move |obj, r| {
         seen2
             .lock()
@@ -133,7 +133,7 @@ async fn transform_changes_objects_and_refusal_writes_nothing() {
             .map(String::as_str),
         Some("yes")
     );
-    let jobs: Api<Job> = Api::namespaced(client.clone(), NS);
+    let jobs: Api<Job> = Api::default_namespaced(client.clone());
     let hook = jobs.get("t-migrate").await.expect("hook job");
     assert!(hook
         .metadata
@@ -142,41 +142,41 @@ async fn transform_changes_objects_and_refusal_writes_nothing() {
         .contains_key("stamped"));
     let seen = seen.lock().expect("lock").clone();
     assert!(
-        seen.contains(&"ConfigMap default/t-cfg".to_string()),
+        seen.contains(&format!("ConfigMap {}/t-cfg", ns.name())),
         "{seen:?}"
     );
     assert!(
-        seen.contains(&"Job default/t-smoke".to_string()),
+        seen.contains(&format!("Job {}/t-smoke", ns.name())),
         "{seen:?}"
     );
     // The record keeps the chart's own manifest.
     let rel = storage(&client).get("t", 1).await.expect("record");
     assert!(!rel.manifest.contains("stamped"));
-    server.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn wait_for_ready_objects_and_jobs() {
-    let (server, client) = start().await;
-    let chart_dir = write_chart(&server);
+    let (ns, client) = start();
+    let chart_dir = write_chart(ns.dir());
     let load = || chart::loader::load(&chart_dir).expect("chart loads");
 
-    let mut o = opts("w");
+    let mut o = opts(&ns, "w");
     o.wait = true;
     o.wait_for_jobs = true;
     let v = values(json!({"job": true}));
     install(&client, &load(), v, &o)
         .await
         .expect("install waits until ready");
-    let deps: Api<Deployment> = Api::namespaced(client.clone(), NS);
+    let deps: Api<Deployment> = Api::default_namespaced(client.clone());
     let d = deps.get("w-web").await.expect("deployment");
     assert_eq!(d.status.and_then(|s| s.available_replicas), Some(1));
-    let jobs: Api<Job> = Api::namespaced(client.clone(), NS);
+    let jobs: Api<Job> = Api::default_namespaced(client.clone());
     let j = jobs.get("w-once").await.expect("job");
     assert_eq!(j.status.and_then(|s| s.succeeded), Some(1));
 
-    // A PVC never binds here: the upgrade times out naming it, and fails.
-    let mut o = opts("w");
+    // The PVC never binds (its storage class exists nowhere): the upgrade times out
+    // naming it, and fails.
+    let mut o = opts(&ns, "w");
     o.wait = true;
     o.timeout = Duration::from_secs(2);
     let v = values(json!({"pvc": true}));
@@ -186,7 +186,10 @@ async fn wait_for_ready_objects_and_jobs() {
     let msg = err.to_string();
     assert!(matches!(err, Error::NotReady { .. }), "{msg}");
     assert!(
-        msg.contains("PersistentVolumeClaim default/w-data: phase is unset, not Bound"),
+        msg.contains(&format!(
+            "PersistentVolumeClaim {}/w-data: phase is ",
+            ns.name()
+        )) && msg.contains(", not Bound"),
         "{msg}"
     );
     assert!(!msg.contains("Deployment"), "{msg}");
@@ -198,21 +201,20 @@ async fn wait_for_ready_objects_and_jobs() {
         record_status(&client, "w", 1).await.as_deref(),
         Some("deployed")
     );
-    server.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rollback_on_failure_undoes_upgrade_and_install() {
-    let (server, client) = start().await;
-    let chart_dir = write_chart(&server);
+    let (ns, client) = start();
+    let chart_dir = write_chart(ns.dir());
     let load = || chart::loader::load(&chart_dir).expect("chart loads");
-    let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), NS);
-    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), NS);
+    let pvcs: Api<PersistentVolumeClaim> = Api::default_namespaced(client.clone());
+    let cms: Api<ConfigMap> = Api::default_namespaced(client.clone());
 
-    install(&client, &load(), Map::new(), &opts("a"))
+    install(&client, &load(), Map::new(), &opts(&ns, "a"))
         .await
         .expect("install");
-    let mut o = opts("a");
+    let mut o = opts(&ns, "a");
     o.rollback_on_failure = true;
     o.timeout = Duration::from_secs(2);
     let v = values(json!({"pvc": true, "greeting": "new"}));
@@ -250,7 +252,7 @@ async fn rollback_on_failure_undoes_upgrade_and_install() {
     cms.create(&PostParams::default(), &adopted)
         .await
         .expect("create");
-    let mut o = opts("b");
+    let mut o = opts(&ns, "b");
     o.rollback_on_failure = true;
     o.take_ownership = true;
     o.timeout = Duration::from_secs(2);
@@ -261,22 +263,21 @@ async fn rollback_on_failure_undoes_upgrade_and_install() {
     assert!(matches!(err, Error::RolledBack { .. }), "{msg}");
     assert!(msg.contains("was uninstalled"), "{msg}");
     assert!(cms.get_opt("b-cfg").await.expect("read").is_some());
-    let deps: Api<Deployment> = Api::namespaced(client.clone(), NS);
+    let deps: Api<Deployment> = Api::default_namespaced(client.clone());
     assert!(deps.get_opt("b-web").await.expect("read").is_none());
     assert!(pvcs.get_opt("b-data").await.expect("read").is_none());
     assert!(record_secret(&client, "b", 1).await.is_none());
-    server.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn force_replaces_objects_that_cannot_change() {
-    let (server, client) = start().await;
-    let chart_dir = write_chart(&server);
+    let (ns, client) = start();
+    let chart_dir = write_chart(ns.dir());
     let load = || chart::loader::load(&chart_dir).expect("chart loads");
-    install(&client, &load(), Map::new(), &opts("f"))
+    install(&client, &load(), Map::new(), &opts(&ns, "f"))
         .await
         .expect("install");
-    let svcs: Api<Service> = Api::namespaced(client.clone(), NS);
+    let svcs: Api<Service> = Api::default_namespaced(client.clone());
     let uid = svcs.get("f-svc").await.expect("svc").metadata.uid;
 
     // The API server refuses the first change of the Service as immutable.
@@ -295,7 +296,7 @@ async fn force_replaces_objects_that_cannot_change() {
             })
         }),
     );
-    let err = upgrade(&faulty, &load(), Map::new(), &opts("f"))
+    let err = upgrade(&faulty, &load(), Map::new(), &opts(&ns, "f"))
         .await
         .expect_err("immutable without force");
     assert!(err.to_string().contains("field is immutable"), "{err}");
@@ -307,7 +308,7 @@ async fn force_replaces_objects_that_cannot_change() {
     assert_eq!(svcs.get("f-svc").await.expect("svc").metadata.uid, uid);
 
     refusals.store(0, Ordering::SeqCst);
-    let mut o = opts("f");
+    let mut o = opts(&ns, "f");
     o.force = true;
     upgrade(&faulty, &load(), Map::new(), &o)
         .await
@@ -326,15 +327,14 @@ async fn force_replaces_objects_that_cannot_change() {
         record_status(&client, "f", 3).await.as_deref(),
         Some("deployed")
     );
-    server.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn api_failures_mid_action_leave_no_pending_record() {
-    let (server, client) = start().await;
-    let chart_dir = write_chart(&server);
+    let (ns, client) = start();
+    let chart_dir = write_chart(ns.dir());
     let load = || chart::loader::load(&chart_dir).expect("chart loads");
-    install(&client, &load(), Map::new(), &opts("m"))
+    install(&client, &load(), Map::new(), &opts(&ns, "m"))
         .await
         .expect("install");
 
@@ -347,7 +347,7 @@ async fn api_failures_mid_action_leave_no_pending_record() {
         }),
     );
     let v = values(json!({"service": false, "greeting": "x"}));
-    let err = upgrade(&faulty, &load(), v.clone(), &opts("m"))
+    let err = upgrade(&faulty, &load(), v.clone(), &opts(&ns, "m"))
         .await
         .expect_err("upgrade fails");
     assert!(err.to_string().contains("etcd is unhappy"), "{err}");
@@ -360,11 +360,11 @@ async fn api_failures_mid_action_leave_no_pending_record() {
         Some("deployed")
     );
     // The Service the new revision drops is still there: the failure deleted nothing.
-    let svcs: Api<Service> = Api::namespaced(client.clone(), NS);
+    let svcs: Api<Service> = Api::default_namespaced(client.clone());
     assert!(svcs.get_opt("m-svc").await.expect("read").is_some());
 
     // Rollback and uninstall failing mid-way are marked failed too.
-    let err = rollback(&faulty, 1, &opts("m"))
+    let err = rollback(&faulty, 1, &opts(&ns, "m"))
         .await
         .expect_err("rollback fails");
     assert!(err.to_string().contains("etcd is unhappy"), "{err}");
@@ -379,7 +379,7 @@ async fn api_failures_mid_action_leave_no_pending_record() {
                 .then(|| (500, "etcd is unhappy".to_string()))
         }),
     );
-    let err = uninstall(&faulty_delete, &UninstallOptions::new("m", NS))
+    let err = uninstall(&faulty_delete, &UninstallOptions::new("m", ns.name()))
         .await
         .expect_err("uninstall fails");
     assert!(err.to_string().contains("etcd is unhappy"), "{err}");
@@ -389,10 +389,9 @@ async fn api_failures_mid_action_leave_no_pending_record() {
     );
 
     // The release still upgrades cleanly afterwards, from the deployed revision.
-    let rel = upgrade(&client, &load(), v, &opts("m"))
+    let rel = upgrade(&client, &load(), v, &opts(&ns, "m"))
         .await
         .expect("upgrade");
     assert_eq!(rel.version, 4);
     assert!(svcs.get_opt("m-svc").await.expect("read").is_none());
-    server.stop().await;
 }

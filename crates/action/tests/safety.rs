@@ -18,7 +18,7 @@ use release::Status;
 use serde_json::{json, Map};
 
 async fn put_lease(client: &Client, release: &str, holder: &str, renewed_secs_ago: i64) {
-    let leases: Api<Lease> = Api::namespaced(client.clone(), NS);
+    let leases: Api<Lease> = Api::default_namespaced(client.clone());
     let now = jiff::Timestamp::now();
     let renewed = now
         .checked_sub(jiff::SignedDuration::from_secs(renewed_secs_ago))
@@ -51,7 +51,7 @@ fn lease_name(release: &str) -> String {
 }
 
 async fn lease_exists(client: &Client, release: &str) -> bool {
-    let leases: Api<Lease> = Api::namespaced(client.clone(), NS);
+    let leases: Api<Lease> = Api::default_namespaced(client.clone());
     leases
         .get_opt(&lease_name(release))
         .await
@@ -65,13 +65,13 @@ fn host() -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn locks_refuse_live_holders_and_take_over_dead_ones() {
-    let (server, client) = start().await;
-    let chart_dir = write_chart(&server);
+    let (ns, client) = start();
+    let chart_dir = write_chart(ns.dir());
     let load = || chart::loader::load(&chart_dir).expect("chart loads");
 
     // A live holder elsewhere: every action is refused with who and until when.
     put_lease(&client, "l", "other-host/42/abcd", 0).await;
-    let err = install(&client, &load(), Map::new(), &opts("l"))
+    let err = install(&client, &load(), Map::new(), &opts(&ns, "l"))
         .await
         .expect_err("locked");
     let msg = err.to_string();
@@ -82,14 +82,14 @@ async fn locks_refuse_live_holders_and_take_over_dead_ones() {
         "{msg}"
     );
     assert!(record_secret(&client, "l", 1).await.is_none());
-    let err = uninstall(&client, &action::UninstallOptions::new("l", NS))
+    let err = uninstall(&client, &action::UninstallOptions::new("l", ns.name()))
         .await
         .expect_err("locked");
     assert!(matches!(err, Error::Locked { .. }), "{err}");
 
     // An expired Lease is taken over; the action gives the lock back when done.
     put_lease(&client, "l", "other-host/42/abcd", 120).await;
-    install(&client, &load(), Map::new(), &opts("l"))
+    install(&client, &load(), Map::new(), &opts(&ns, "l"))
         .await
         .expect("install after expiry");
     assert!(!lease_exists(&client, "l").await);
@@ -99,7 +99,7 @@ async fn locks_refuse_live_holders_and_take_over_dead_ones() {
     let dead_pid = child.id();
     child.wait().expect("wait");
     put_lease(&client, "l", &format!("{}/{dead_pid}/x", host()), 0).await;
-    upgrade(&client, &load(), Map::new(), &opts("l"))
+    upgrade(&client, &load(), Map::new(), &opts(&ns, "l"))
         .await
         .expect("upgrade after a dead holder");
     // So is one with our pid that this process never handed out (a restarted pid 1).
@@ -110,13 +110,13 @@ async fn locks_refuse_live_holders_and_take_over_dead_ones() {
         0,
     )
     .await;
-    rollback(&client, 1, &opts("l"))
+    rollback(&client, 1, &opts(&ns, "l"))
         .await
         .expect("rollback after a previous incarnation");
     assert!(!lease_exists(&client, "l").await);
 
     // Two concurrent actions of this process: one wins, the other is told it is locked.
-    let (oa, ob) = (opts("l"), opts("l"));
+    let (oa, ob) = (opts(&ns, "l"), opts(&ns, "l"));
     let (ca, cb) = (load(), load());
     let a = upgrade(&client, &ca, Map::new(), &oa);
     let b = upgrade(&client, &cb, Map::new(), &ob);
@@ -127,7 +127,6 @@ async fn locks_refuse_live_holders_and_take_over_dead_ones() {
         .count();
     let ok = [&a, &b].iter().filter(|r| r.is_ok()).count();
     assert_eq!((ok, locked), (1, 1), "{a:?} {b:?}");
-    server.stop().await;
 }
 
 /// Writes a record as a crashed action would have left it.
@@ -139,7 +138,7 @@ async fn leave_pending(client: &Client, name: &str, version: i64, status: Status
         .expect("read")
         .unwrap_or_else(|| release::Release {
             name: name.to_string(),
-            namespace: NS.to_string(),
+            namespace: client.default_namespace().to_string(),
             ..Default::default()
         });
     rel.version = version;
@@ -149,19 +148,19 @@ async fn leave_pending(client: &Client, name: &str, version: i64, status: Status
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pending_leftovers_are_recovered() {
-    let (server, client) = start().await;
-    let chart_dir = write_chart(&server);
+    let (ns, client) = start();
+    let chart_dir = write_chart(ns.dir());
     let load = || chart::loader::load(&chart_dir).expect("chart loads");
 
     // An install that crashed after creating objects: the next install adopts them.
-    let crashed = opts("p");
+    let crashed = opts(&ns, "p");
     let partial = action::render(&load(), Map::new(), &crashed, action::Revision::install(1))
         .await
         .expect("render");
-    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), NS);
+    let cms: Api<ConfigMap> = Api::default_namespaced(client.clone());
     let cm: ConfigMap = serde_json::from_value(json!({
         "metadata": {"name": "p-cfg", "annotations": {
-            "meta.helm.sh/release-name": "p", "meta.helm.sh/release-namespace": NS}},
+            "meta.helm.sh/release-name": "p", "meta.helm.sh/release-namespace": ns.name()}},
         "data": {"greeting": "half"}
     }))
     .expect("configmap");
@@ -178,7 +177,7 @@ async fn pending_leftovers_are_recovered() {
 
     // Under a live lock it is not a leftover: nothing is recovered.
     put_lease_live(&client, "p").await;
-    assert!(recover_pending(&client, &opts("p"))
+    assert!(recover_pending(&client, &opts(&ns, "p"))
         .await
         .expect("recover")
         .is_none());
@@ -186,12 +185,12 @@ async fn pending_leftovers_are_recovered() {
         record_status(&client, "p", 1).await.as_deref(),
         Some("pending-install")
     );
-    Api::<Lease>::namespaced(client.clone(), NS)
+    Api::<Lease>::default_namespaced(client.clone())
         .delete(&lease_name("p"), &DeleteParams::default())
         .await
         .expect("drop lease");
 
-    let rel = install(&client, &load(), Map::new(), &opts("p"))
+    let rel = install(&client, &load(), Map::new(), &opts(&ns, "p"))
         .await
         .expect("install proceeds");
     assert_eq!(rel.version, 2);
@@ -218,7 +217,7 @@ async fn pending_leftovers_are_recovered() {
         &client,
         &load(),
         values(json!({"greeting": "again"})),
-        &opts("p"),
+        &opts(&ns, "p"),
     )
     .await
     .expect("upgrade proceeds");
@@ -242,19 +241,18 @@ async fn pending_leftovers_are_recovered() {
 
     // recover_pending on its own.
     leave_pending(&client, "p", 5, Status::PendingRollback, "Rollback to 2").await;
-    let recovered = recover_pending(&client, &opts("p"))
+    let recovered = recover_pending(&client, &opts(&ns, "p"))
         .await
         .expect("recover")
         .expect("something recovered");
     assert_eq!(recovered.version, 5);
     assert_eq!(recovered.status(), Status::Failed);
-    assert!(recover_pending(&client, &opts("p"))
+    assert!(recover_pending(&client, &opts(&ns, "p"))
         .await
         .expect("recover")
         .is_none());
     // Recovery deleted nothing.
     assert!(cms.get_opt("p-cfg").await.expect("read").is_some());
-    server.stop().await;
 }
 
 async fn put_lease_live(client: &Client, release: &str) {
@@ -263,20 +261,20 @@ async fn put_lease_live(client: &Client, release: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn repair_restores_drift_without_a_new_revision() {
-    let (server, client) = start().await;
-    let chart_dir = write_chart(&server);
+    let (ns, client) = start();
+    let chart_dir = write_chart(ns.dir());
     let load = || chart::loader::load(&chart_dir).expect("chart loads");
-    let err = repair(&client, &opts("r"))
+    let err = repair(&client, &opts(&ns, "r"))
         .await
         .expect_err("nothing deployed");
     assert!(matches!(err, Error::NotDeployed { .. }), "{err}");
-    install(&client, &load(), Map::new(), &opts("r"))
+    install(&client, &load(), Map::new(), &opts(&ns, "r"))
         .await
         .expect("install");
 
-    let svcs: Api<Service> = Api::namespaced(client.clone(), NS);
-    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), NS);
-    let deps: Api<Deployment> = Api::namespaced(client.clone(), NS);
+    let svcs: Api<Service> = Api::default_namespaced(client.clone());
+    let cms: Api<ConfigMap> = Api::default_namespaced(client.clone());
+    let deps: Api<Deployment> = Api::default_namespaced(client.clone());
     // Let the simulated controllers settle first, so only our drift shows.
     tokio::time::sleep(Duration::from_millis(500)).await;
     svcs.delete("r-svc", &DeleteParams::default())
@@ -290,15 +288,15 @@ async fn repair_restores_drift_without_a_new_revision() {
     .await
     .expect("edit cm");
 
-    let report = repair(&client, &opts("r")).await.expect("repair");
+    let report = repair(&client, &opts(&ns, "r")).await.expect("repair");
     let mut names: Vec<String> = report.repaired.iter().map(|r| r.to_string()).collect();
     names.sort();
     assert!(
-        names.contains(&"Service default/r-svc".to_string()),
+        names.contains(&format!("Service {}/r-svc", ns.name())),
         "{names:?}"
     );
     assert!(
-        names.contains(&"ConfigMap default/r-cfg".to_string()),
+        names.contains(&format!("ConfigMap {}/r-cfg", ns.name())),
         "{names:?}"
     );
     assert!(
@@ -320,7 +318,7 @@ async fn repair_restores_drift_without_a_new_revision() {
         "no new revision"
     );
     // A transform is applied on repair as well.
-    let mut o = opts("r");
+    let mut o = opts(&ns, "r");
     o.transform = Some(action::Transform::new(|obj, _| {
         obj.metadata
             .labels
@@ -335,20 +333,19 @@ async fn repair_restores_drift_without_a_new_revision() {
         .labels
         .unwrap_or_default()
         .contains_key("repaired"));
-    server.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn diff_upgrade_and_test_hooks() {
-    let (server, client) = start().await;
-    let chart_dir = write_chart(&server);
+    let (ns, client) = start();
+    let chart_dir = write_chart(ns.dir());
     let load = || chart::loader::load(&chart_dir).expect("chart loads");
     let v = values(json!({"greeting": "hi"}));
-    install(&client, &load(), v.clone(), &opts("d"))
+    install(&client, &load(), v.clone(), &opts(&ns, "d"))
         .await
         .expect("install");
 
-    let same = diff_upgrade(&client, &load(), v.clone(), &opts("d"))
+    let same = diff_upgrade(&client, &load(), v.clone(), &opts(&ns, "d"))
         .await
         .expect("diff");
     assert!(
@@ -360,7 +357,7 @@ async fn diff_upgrade_and_test_hooks() {
         &client,
         &load(),
         values(json!({"greeting": "hi", "service": false})),
-        &opts("d"),
+        &opts(&ns, "d"),
     )
     .await
     .expect("diff");
@@ -377,7 +374,7 @@ async fn diff_upgrade_and_test_hooks() {
     assert!(!action::same_manifest(a, &b.replace("name: b", "name: c")));
 
     // Test hooks run and their executions are recorded.
-    let rel = test(&client, &opts("d")).await.expect("test");
+    let rel = test(&client, &opts(&ns, "d")).await.expect("test");
     let smoke = rel
         .hooks
         .iter()
@@ -391,31 +388,27 @@ async fn diff_upgrade_and_test_hooks() {
         .find(|h| h.name == "d-smoke")
         .expect("test hook");
     assert_eq!(smoke.last_run.phase, "Succeeded");
-    let jobs: Api<Job> = Api::namespaced(client.clone(), NS);
+    let jobs: Api<Job> = Api::default_namespaced(client.clone());
     assert!(jobs.get_opt("d-smoke").await.expect("read").is_some());
-    server.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn uninstall_runs_unlocked_in_a_terminating_namespace() {
-    let (server, client) = start().await;
-    let chart_dir = write_chart(&server);
+    let (ns, client) = start();
+    let chart_dir = write_chart(ns.dir());
     let load = || chart::loader::load(&chart_dir).expect("chart loads");
     let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
-    let ns: k8s_openapi::api::core::v1::Namespace =
-        serde_json::from_value(json!({"metadata": {"name": "doomed"}})).expect("ns");
-    namespaces
-        .create(&PostParams::default(), &ns)
-        .await
-        .expect("create namespace");
-    let o = action::ActionOptions::new("z", "doomed");
+    // A second namespace of the test's own, which the test deletes itself; teardown
+    // lifts the finalizer below once the test is over.
+    let doomed_ns = ns.cluster().namespace("doomed");
+    let doomed = doomed_ns.name();
+    let o = action::ActionOptions::new("z", doomed);
     install(&client, &load(), Map::new(), &o)
         .await
         .expect("install");
     // Hold the record (as a CR's finalizer holds the operator's CR) while the
     // namespace terminates and refuses new objects such as our Lease.
-    let secrets: Api<k8s_openapi::api::core::v1::Secret> =
-        Api::namespaced(client.clone(), "doomed");
+    let secrets: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(client.clone(), doomed);
     secrets
         .patch(
             "sh.helm.release.v1.z.v1",
@@ -425,11 +418,11 @@ async fn uninstall_runs_unlocked_in_a_terminating_namespace() {
         .await
         .expect("hold record");
     namespaces
-        .delete("doomed", &DeleteParams::default())
+        .delete(doomed, &DeleteParams::default())
         .await
         .expect("delete namespace");
     // The namespace now refuses new objects, our Lease included.
-    let leases: Api<Lease> = Api::namespaced(client.clone(), "doomed");
+    let leases: Api<Lease> = Api::namespaced(client.clone(), doomed);
     let probe: Lease =
         serde_json::from_value(json!({"metadata": {"name": "probe"}})).expect("lease");
     let refused = leases.create(&PostParams::default(), &probe).await;
@@ -437,10 +430,9 @@ async fn uninstall_runs_unlocked_in_a_terminating_namespace() {
         matches!(&refused, Err(kube::Error::Api(s)) if s.code == 403),
         "{refused:?}"
     );
-    let mut u = action::UninstallOptions::new("z", "doomed");
+    let mut u = action::UninstallOptions::new("z", doomed);
     u.timeout = Duration::from_secs(10);
     uninstall(&client, &u)
         .await
         .expect("uninstall proceeds without the lock");
-    server.stop().await;
 }

@@ -3,6 +3,7 @@
 
 use crate::error::ApiError;
 use crate::meta::{FieldSelector, LabelSelector};
+use crate::metrics::RequestLabels;
 use crate::objects::{self, DeleteOpts, Propagation, Target, WriteOpts};
 use crate::registry::ResourceType;
 use crate::table::{Printer, TableOpts};
@@ -154,14 +155,28 @@ async fn dispatch(State(app): State<Arc<App>>, req: Request) -> Response {
             .into_response()
         }
     };
-    if crate::body::depth_bound(&body) > crate::body::SHALLOW {
-        return deep(app, parts.method, path, params, parts.headers, body).await;
-    }
-    let result = route(&app, &parts.method, &path, &params, &parts.headers, body).await;
-    match result {
-        Ok(r) => r,
-        Err(e) => e.into_response(),
-    }
+    let (response, labels) = if crate::body::depth_bound(&body) > crate::body::SHALLOW {
+        deep(app.clone(), parts.method, path, params, parts.headers, body).await
+    } else {
+        let mut labels = RequestLabels::default();
+        let result = route(
+            &app,
+            &parts.method,
+            &path,
+            &params,
+            &parts.headers,
+            body,
+            &mut labels,
+        )
+        .await;
+        let response = match result {
+            Ok(r) => r,
+            Err(e) => e.into_response(),
+        };
+        (response, labels)
+    };
+    app.requests.record(labels, response.status().as_u16());
+    response
 }
 
 /// Stack for requests whose bodies nest deeply (up to Go's 10,000 levels).
@@ -176,7 +191,7 @@ async fn deep(
     params: Params,
     headers: HeaderMap,
     body: Bytes,
-) -> Response {
+) -> (Response, RequestLabels) {
     let (tx, rx) = tokio::sync::oneshot::channel();
     let spawned = std::thread::Builder::new()
         .name("apiserver-deep-request".into())
@@ -188,21 +203,36 @@ async fn deep(
             {
                 Ok(rt) => rt,
                 Err(e) => {
-                    let _ = tx.send(ApiError::internal(e.to_string()).into_response());
+                    let response = ApiError::internal(e.to_string()).into_response();
+                    let _ = tx.send((response, RequestLabels::default()));
                     return;
                 }
             };
-            let res = rt.block_on(route(&app, &method, &path, &params, &headers, body));
-            let _ = tx.send(match res {
+            let mut labels = RequestLabels::default();
+            let res = rt.block_on(route(
+                &app,
+                &method,
+                &path,
+                &params,
+                &headers,
+                body,
+                &mut labels,
+            ));
+            let response = match res {
                 Ok(r) => r,
                 Err(e) => e.into_response(),
-            });
+            };
+            let _ = tx.send((response, labels));
         });
     if let Err(e) = spawned {
-        return ApiError::internal(format!("cannot start a request thread: {e}")).into_response();
+        let response =
+            ApiError::internal(format!("cannot start a request thread: {e}")).into_response();
+        return (response, RequestLabels::default());
     }
     rx.await.unwrap_or_else(|_| {
-        ApiError::internal("the request thread ended without an answer").into_response()
+        let response =
+            ApiError::internal("the request thread ended without an answer").into_response();
+        (response, RequestLabels::default())
     })
 }
 
@@ -213,6 +243,7 @@ async fn route(
     params: &Params,
     headers: &HeaderMap,
     body: Bytes,
+    labels: &mut RequestLabels,
 ) -> Result<Response, ApiError> {
     let segs: Vec<&str> = path
         .trim_matches('/')
@@ -232,6 +263,15 @@ async fn route(
     }
     match segs.as_slice() {
         ["version"] => return Ok(ok(&discovery::version())),
+        ["metrics"] => {
+            let text = crate::metrics::render(&app.requests, &app.store.object_counts());
+            return Ok((
+                StatusCode::OK,
+                [("content-type", "text/plain; version=0.0.4")],
+                text,
+            )
+                .into_response());
+        }
         ["healthz" | "livez" | "readyz", ..] => {
             return Ok((StatusCode::OK, [("content-type", "text/plain")], "ok").into_response())
         }
@@ -260,6 +300,17 @@ async fn route(
     };
     let rr = parse_resource(app, group, version, rest)?;
     let watch = rr.watch_path || params.flag("watch");
+    *labels = RequestLabels::resource(
+        method,
+        headers
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split(';').next()),
+        rr.name.is_some(),
+        watch,
+        &rr.rt,
+        rr.sub.as_deref(),
+    );
     if let Some(verb) = crate::faults::Verb::of(method, rr.name.is_some(), watch) {
         let attrs = crate::auth::Attributes::resource(
             verb,
@@ -934,7 +985,7 @@ fn list(
             .and_then(Value::as_str)
             .unwrap_or_default();
         last_key = Some(rt.key(if rt.namespaced { ons } else { "" }, objects::name_of(&obj)));
-        items.push(present(rt, obj));
+        items.push(present(rt, Arc::unwrap_or_clone(obj)));
     }
     let mut md = json!({"resourceVersion": rv.to_string()});
     if remaining > 0 {

@@ -25,6 +25,7 @@ mod gc;
 mod handlers;
 mod managed;
 mod meta;
+mod metrics;
 mod objects;
 mod openapi;
 mod patch;
@@ -66,6 +67,8 @@ pub(crate) struct App {
     pub(crate) faults: faults::Faults,
     /// Authentication and (optional) RBAC.
     pub(crate) auth: auth::Auth,
+    /// Request counters for `/metrics`.
+    pub(crate) requests: metrics::Requests,
     /// The CA clients trust, for ServiceAccount token Secrets.
     pub(crate) ca_pem: Option<String>,
     ip_counter: AtomicU32,
@@ -91,6 +94,7 @@ impl App {
             shutdown,
             faults: faults::Faults::default(),
             auth: auth::Auth::new(authorization),
+            requests: metrics::Requests::default(),
             ca_pem,
             ip_counter: AtomicU32::new(10),
             readiness_tx,

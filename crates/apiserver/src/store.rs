@@ -109,8 +109,10 @@ pub(crate) struct Event {
     pub(crate) rv: u64,
     pub(crate) kind: EventType,
     pub(crate) key: String,
-    pub(crate) object: Value,
-    pub(crate) old: Option<Value>,
+    /// Shared with the store (and with later events' `old`), so the log
+    /// costs a pointer per event for objects that are still current.
+    pub(crate) object: Arc<Value>,
+    pub(crate) old: Option<Arc<Value>>,
     /// Approximate memory held by this event.
     pub(crate) bytes: usize,
 }
@@ -132,7 +134,9 @@ pub(crate) enum Mutation {
 
 struct Inner {
     rv: u64,
-    objects: BTreeMap<String, Value>,
+    /// Shared so that lists, watches and the event log hand out pointers
+    /// instead of deep copies; a write replaces the whole `Arc`.
+    objects: BTreeMap<String, Arc<Value>>,
     log: VecDeque<Arc<Event>>,
     /// Watches may start from any rv >= this.
     log_floor: u64,
@@ -162,7 +166,7 @@ impl Store {
         Ok(Store {
             inner: Mutex::new(Inner {
                 rv,
-                objects: objs.into_iter().collect(),
+                objects: objs.into_iter().map(|(k, v)| (k, Arc::new(v))).collect(),
                 log: VecDeque::new(),
                 log_floor: rv,
                 log_bytes: 0,
@@ -186,11 +190,14 @@ impl Store {
     }
 
     pub(crate) fn get(&self, key: &str) -> Option<Value> {
-        self.lock().objects.get(key).cloned()
+        let found = self.lock().objects.get(key).cloned();
+        found.map(Arc::unwrap_or_clone)
     }
 
-    /// Objects whose key starts with `prefix` and sorts after `after`.
-    pub(crate) fn list(&self, prefix: &str, after: Option<&str>) -> (Vec<Value>, u64) {
+    /// Objects whose key starts with `prefix` and sorts after `after`. The
+    /// lock is held only to copy pointers; callers filter and copy what
+    /// matches outside it.
+    pub(crate) fn list(&self, prefix: &str, after: Option<&str>) -> (Vec<Arc<Value>>, u64) {
         let g = self.lock();
         let start = match after {
             Some(a) if a.starts_with(prefix) => std::ops::Bound::Excluded(a.to_string()),
@@ -200,18 +207,38 @@ impl Store {
             .objects
             .range((start, std::ops::Bound::Unbounded))
             .take_while(|(k, _)| k.starts_with(prefix))
-            .map(|(_, v)| v.clone())
+            .map(|(_, v)| Arc::clone(v))
             .collect();
         (items, g.rv)
     }
 
+    /// How many objects each resource holds, as `plural` or `plural.group`
+    /// (keys are `group/plural/namespace/name`).
+    pub(crate) fn object_counts(&self) -> BTreeMap<String, u64> {
+        let g = self.lock();
+        let mut counts = BTreeMap::new();
+        for key in g.objects.keys() {
+            let mut parts = key.splitn(3, '/');
+            let (Some(group), Some(plural)) = (parts.next(), parts.next()) else {
+                continue;
+            };
+            let resource = if group.is_empty() {
+                plural.to_string()
+            } else {
+                format!("{plural}.{group}")
+            };
+            *counts.entry(resource).or_insert(0) += 1;
+        }
+        counts
+    }
+
     /// Keys (with values) under a prefix, for cleanup passes.
-    pub(crate) fn entries(&self, prefix: &str) -> Vec<(String, Value)> {
+    pub(crate) fn entries(&self, prefix: &str) -> Vec<(String, Arc<Value>)> {
         let g = self.lock();
         g.objects
             .range(prefix.to_string()..)
             .take_while(|(k, _)| k.starts_with(prefix))
-            .map(|(k, v)| (k.clone(), v.clone()))
+            .map(|(k, v)| (k.clone(), Arc::clone(v)))
             .collect()
     }
 
@@ -223,7 +250,7 @@ impl Store {
     {
         let mut g = self.lock();
         let old = g.objects.get(key).cloned();
-        match f(old.as_ref())? {
+        match f(old.as_deref())? {
             Mutation::Keep(v) => Ok(v),
             Mutation::Put(mut obj) => {
                 let rv = g.rv + 1;
@@ -234,19 +261,21 @@ impl Store {
                     .write(rv, key, Some(&obj))
                     .map_err(|e| ApiError::internal(format!("storage write failed: {e}")))?;
                 g.rv = rv;
-                g.objects.insert(key.to_string(), obj.clone());
+                let obj = Arc::new(obj);
+                g.objects.insert(key.to_string(), Arc::clone(&obj));
                 let kind = if old.is_some() {
                     EventType::Modified
                 } else {
                     EventType::Added
                 };
-                self.publish(&mut g, kind, key, obj.clone(), old);
-                Ok(obj)
+                self.publish(&mut g, kind, key, Arc::clone(&obj), old);
+                Ok((*obj).clone())
             }
             Mutation::Delete => {
-                let Some(mut prev) = old else {
+                let Some(prev) = old else {
                     return Err(ApiError::internal("delete of a missing object"));
                 };
+                let mut prev = Arc::unwrap_or_clone(prev);
                 let rv = g.rv + 1;
                 g.backend
                     .write(rv, key, None)
@@ -256,9 +285,10 @@ impl Store {
                 if let Some(m) = prev.get_mut("metadata").and_then(Value::as_object_mut) {
                     m.insert("resourceVersion".into(), Value::String(rv.to_string()));
                 }
-                self.publish(&mut g, EventType::Deleted, key, prev.clone(), None);
+                let prev = Arc::new(prev);
+                self.publish(&mut g, EventType::Deleted, key, Arc::clone(&prev), None);
                 self.gc_wake.notify_one();
-                Ok(prev)
+                Ok(Arc::unwrap_or_clone(prev))
             }
         }
     }
@@ -268,11 +298,13 @@ impl Store {
         g: &mut Inner,
         kind: EventType,
         key: &str,
-        object: Value,
-        old: Option<Value>,
+        object: Arc<Value>,
+        old: Option<Arc<Value>>,
     ) {
-        let size = |v: &Value| crate::body::to_string(v).len();
-        let bytes = size(&object) + old.as_ref().map(size).unwrap_or(0);
+        // Only the new version is counted: `old` is the version an earlier
+        // event carried (or the store still holds), so the log holds at most
+        // about twice what it counts.
+        let bytes = approx_size(&object);
         let ev = Arc::new(Event {
             rv: g.rv,
             kind,
@@ -308,15 +340,31 @@ impl Store {
     pub(crate) fn snapshot_and_watch(
         &self,
         prefix: &str,
-    ) -> (Vec<Value>, u64, broadcast::Receiver<Arc<Event>>) {
+    ) -> (Vec<Arc<Value>>, u64, broadcast::Receiver<Arc<Event>>) {
         let g = self.lock();
         let items = g
             .objects
             .range(prefix.to_string()..)
             .take_while(|(k, _)| k.starts_with(prefix))
-            .map(|(_, v)| v.clone())
+            .map(|(_, v)| Arc::clone(v))
             .collect();
         (items, g.rv, self.events.subscribe())
+    }
+}
+
+/// Roughly the bytes a value's JSON takes, without serializing it (this
+/// runs on every write, under the store lock).
+fn approx_size(v: &Value) -> usize {
+    match v {
+        Value::Null | Value::Bool(_) | Value::Number(_) => 8,
+        Value::String(s) => s.len() + 2,
+        Value::Array(a) => 2 + a.iter().map(|x| approx_size(x) + 1).sum::<usize>(),
+        Value::Object(m) => {
+            2 + m
+                .iter()
+                .map(|(k, x)| k.len() + 4 + approx_size(x))
+                .sum::<usize>()
+        }
     }
 }
 
@@ -340,6 +388,46 @@ mod tests {
         assert_eq!(rx.try_recv().unwrap().kind, EventType::Added);
         assert_eq!(rx.try_recv().unwrap().kind, EventType::Deleted);
         assert_eq!(s.current_rv(), 2);
+    }
+
+    #[test]
+    fn lists_and_events_share_the_stored_object() {
+        let s = Store::new(Box::new(MemoryBackend)).unwrap();
+        let big = "x".repeat(64 * 1024);
+        s.transact("/secrets/ns/a", |_| {
+            Ok(Mutation::Put(
+                json!({"metadata": {}, "data": {"release": big}}),
+            ))
+        })
+        .unwrap();
+        let (listed, _) = s.list("/secrets/", None);
+        let (backlog, _) = s.watch_from(0).unwrap();
+        // One copy of the object, however many lists and events refer to it.
+        assert!(Arc::ptr_eq(&listed[0], &backlog[0].object));
+        let (snapshot, _, _) = s.snapshot_and_watch("/secrets/ns/");
+        assert!(Arc::ptr_eq(&listed[0], &snapshot[0]));
+        // The next version's event carries the previous one as `old`.
+        s.transact("/secrets/ns/a", |cur| {
+            let mut next = cur.cloned().unwrap();
+            next["data"]["other"] = json!("y");
+            Ok(Mutation::Put(next))
+        })
+        .unwrap();
+        let (backlog, _) = s.watch_from(1).unwrap();
+        let old = backlog[0].old.as_ref().unwrap();
+        assert!(Arc::ptr_eq(&listed[0], old));
+        assert_eq!(backlog[0].object["data"]["other"], "y");
+    }
+
+    #[test]
+    fn approx_size_tracks_serialized_size() {
+        let v = json!({"metadata": {"name": "a", "labels": {"k": "v"}}, "data": ["x".repeat(1000), 1, null]});
+        let exact = crate::body::to_string(&v).len();
+        let approx = approx_size(&v);
+        assert!(
+            approx >= exact / 2 && approx <= exact * 2,
+            "{approx} vs {exact}"
+        );
     }
 
     #[test]

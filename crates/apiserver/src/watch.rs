@@ -45,7 +45,7 @@ impl Filter {
             (EventType::Deleted, _, true) => "DELETED",
             _ => return None,
         };
-        Some((t, ev.object.clone()))
+        Some((t, Value::clone(&ev.object)))
     }
 }
 
@@ -121,6 +121,7 @@ pub(crate) async fn serve(
     if send_initial || rv_param.is_empty() || rv_param == "0" {
         let (items, rv, recv) = app.store.snapshot_and_watch(&filter.prefix);
         for obj in items.into_iter().filter(|o| filter.matches(o)) {
+            let obj = Arc::unwrap_or_clone(obj);
             initial.push(line(&json!({"type": "ADDED", "object": shaper.shape(obj)})));
         }
         if send_initial && bookmarks {

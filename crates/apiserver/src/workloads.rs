@@ -58,6 +58,7 @@ fn owned(app: &App, group: &str, plural: &str, ns: &str, uid: &str) -> Vec<Value
                     })
                 })
         })
+        .map(std::sync::Arc::unwrap_or_clone)
         .collect()
 }
 

@@ -15,7 +15,7 @@ use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
-use chart::oracle::{corpus_cases, render_case, CaseOptions};
+use testkit::oracle::{corpus_cases, render_case, CaseOptions};
 
 struct Peak;
 static CUR: AtomicUsize = AtomicUsize::new(0);
@@ -50,7 +50,7 @@ fn median(v: &mut [f64]) -> f64 {
 }
 
 fn main() {
-    let shared = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared"));
+    let shared = testkit::tools::workspace_root().join("../shared");
     let corpus = std::env::var("RUDDER_CORPUS")
         .map(PathBuf::from)
         .unwrap_or_else(|_| shared.join("corpus"));

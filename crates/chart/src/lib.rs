@@ -13,7 +13,6 @@ pub mod funcs;
 pub mod loader;
 pub mod manifest;
 pub mod objects;
-pub mod oracle;
 pub mod render;
 pub mod schema;
 pub mod values;

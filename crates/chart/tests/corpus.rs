@@ -6,40 +6,35 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use chart::oracle::{corpus_cases, render_case, to_oracle_json, CaseOptions};
+use testkit::oracle::{corpus_cases, render_case, to_oracle_json, CaseOptions};
 
 /// Minimum share of corpus cases identical to Helm's render. Ratchet.
 const MIN_PASS_PERCENT: f64 = 100.0;
-
-fn shared() -> PathBuf {
-    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared"))
-}
 
 fn corpus_dir() -> Option<PathBuf> {
     if let Ok(p) = std::env::var("RUDDER_CORPUS") {
         return Some(PathBuf::from(p));
     }
-    let p = shared().join("corpus");
+    let p = testkit::tools::shared_dir()?.join("corpus");
     p.join("expected").exists().then_some(p)
 }
 
 #[test]
 fn corpus_matches_helm() {
     let Some(corpus) = corpus_dir() else {
-        eprintln!("SKIP corpus: ../shared/corpus not found (set RUDDER_CORPUS)");
+        testkit::skip!("no corpus with expected renders (../shared/corpus, or set RUDDER_CORPUS)");
+    };
+    let Some(oracle) = testkit::tools::oracle_cli() else {
         return;
     };
-    let oracle = shared().join("tools/helm-oracle");
+    let oracle = oracle.path().to_path_buf();
     let have_python = Command::new("python3")
         .args(["-c", "import yaml"])
         .status()
         .map(|s| s.success())
         .unwrap_or(false);
-    if !oracle.exists() || !have_python {
-        eprintln!(
-            "SKIP corpus: helm-oracle or PyYAML missing (run ../shared/tools/install-oracle.sh)"
-        );
-        return;
+    if !have_python {
+        testkit::skip!("PyYAML is missing (run ../shared/tools/install-oracle.sh)");
     }
     let out = std::env::temp_dir().join(format!("rudder-corpus-{}", std::process::id()));
     let cases = corpus_cases(&corpus);

@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use chart::oracle::{render_case, to_oracle_json, CaseOptions};
+use testkit::oracle::{render_case, to_oracle_json, CaseOptions};
 
 /// How a case is judged.
 #[derive(Clone, Copy, PartialEq)]
@@ -293,7 +293,7 @@ const TYPE_CASES: &[Case] = &[
 ];
 
 fn shared() -> PathBuf {
-    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared"))
+    testkit::tools::workspace_root().join("../shared")
 }
 
 /// Lays the cases out as a corpus folder the oracle's `corpus` command reads.

@@ -18,7 +18,8 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use apiserver::{Config, Server};
+// The bench measures the operator's own heap and threads, so the server runs in-process on
+// a runtime of its own: the embedded one, always.
 use futures::channel::oneshot;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, PostParams};
@@ -28,6 +29,7 @@ use operator::reconcile::{reconcile, Context};
 use operator::watches::Watch;
 use operator::Options;
 use serde_json::{json, Value};
+use testkit::apiserver::{Config, Server};
 use tokio::runtime::Runtime;
 
 const NS: &str = "default";

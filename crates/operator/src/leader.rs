@@ -43,7 +43,10 @@ pub fn default_identity() -> String {
 pub enum LeaderError {
     #[error("invalid leader election settings: {0}")]
     Config(String),
-    #[error("leader election Lease {namespace}/{name}: {op} failed: {source}")]
+    #[error(
+        "leader election Lease {namespace}/{name}: {op} failed: {}",
+        release::api_error::describe(source)
+    )]
     Api {
         namespace: String,
         name: String,

@@ -139,7 +139,10 @@ pub enum MigrateError {
         source: release::Error,
     },
     /// Patching the CR's status failed.
-    #[error("{cr}: cannot remove the migrated release from its status: {source}")]
+    #[error(
+        "{cr}: cannot remove the migrated release from its status: {}",
+        release::api_error::describe(source)
+    )]
     Status {
         cr: String,
         #[source]

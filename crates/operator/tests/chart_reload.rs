@@ -14,7 +14,6 @@ use kube::api::Api;
 use kube::Client;
 use serde_json::json;
 
-const NS: &str = "chart-reload";
 const WAIT: Duration = Duration::from_secs(60);
 
 fn write_chart(dir: &Path, greeting: &str) {
@@ -34,7 +33,7 @@ fn write_chart(dir: &Path, greeting: &str) {
 }
 
 async fn greeting(client: &Client, release: &str) -> Option<String> {
-    let api: Api<ConfigMap> = Api::namespaced(client.clone(), NS);
+    let api: Api<ConfigMap> = Api::default_namespaced(client.clone());
     let cm = api
         .get_opt(&format!("{release}-cfg"))
         .await
@@ -63,18 +62,16 @@ async fn until_greeting(client: &Client, releases: &[&str], want: &str) {
     }
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_edited_chart_reaches_every_cr_of_the_watch() {
-    let (_server, client) = common::start().await;
-    watch_run::create_namespace(&client, NS).await;
-    let dir = std::env::temp_dir().join(format!("rudder-chart-reload-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let (ns, client) = common::start();
+    let dir = ns.dir().to_path_buf();
     let chart = dir.join("chart");
     write_chart(&chart, "one");
     // Only the reload may bring the new chart in.
     let op = WatchRun::start(&client, &dir, &chart, Duration::from_secs(3600));
     for name in ["a", "b"] {
-        watch_run::create_demo(&client, NS, name, json!({})).await;
+        watch_run::create_demo(&client, ns.name(), name, json!({})).await;
     }
     until_greeting(&client, &["a", "b"], "one").await;
 
@@ -93,5 +90,4 @@ async fn an_edited_chart_reaches_every_cr_of_the_watch() {
     until_greeting(&client, &["a", "b"], "three").await;
 
     op.stop(WAIT).await;
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -1,14 +1,16 @@
-//! The operator runtime end to end against the embedded API server: CRs become
+//! The operator runtime end to end against the test cluster: CRs become
 //! releases, spec edits upgrade them, deleted release objects come back through the
 //! dependent watches (the reconcile period is an hour, so only a watch can do it),
 //! deleted CRs are uninstalled, label selectors are honoured, a missing CRD is waited
 //! for, the metrics endpoint counts reconciles, and shutdown returns cleanly.
+//!
+//! Each test has a namespace, and its kinds a group (`<namespace>.test.rudder.dev`), of
+//! its own, so a CRD that appears late really is new and nothing else reconciles its CRs.
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use apiserver::{Config, Server};
 use futures::channel::oneshot;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -17,10 +19,10 @@ use kube::core::GroupVersionKind;
 use kube::{Client, ResourceExt};
 use operator::Options;
 use serde_json::{json, Value};
+use testkit::{Cluster, TestNamespace};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::task::JoinHandle;
 
-const NS: &str = "default";
 /// Generous: the embedded server and a debug build on a shared machine.
 const WAIT: Duration = Duration::from_secs(90);
 
@@ -35,32 +37,49 @@ fn init_logs() {
         .try_init();
 }
 
-async fn start_server() -> (Server, Client) {
+/// A namespace of the test's own (simulated readiness), and a client defaulting to it.
+fn start() -> (TestNamespace, Client) {
     init_logs();
-    let server = Server::start(Config {
-        simulate_readiness: true,
-        ..Config::default()
-    })
-    .await
-    .expect("server starts");
-    let client = server.client().expect("client");
-    (server, client)
+    let ns = Cluster::start().namespace("controller");
+    let client = ns.client();
+    (ns, client)
 }
 
-/// Installs the fixture CRDs whose kind is in `kinds`.
-async fn install_crds(client: &Client, kinds: &[&str]) {
+/// The group of the test's kinds: its namespace's name under `test.rudder.dev`.
+fn group(client: &Client) -> String {
+    format!("{}.test.rudder.dev", client.default_namespace())
+}
+
+/// Installs the fixture CRDs whose kind is in `kinds`, in the test's group; they are
+/// deleted with the namespace.
+async fn install_crds(ns: &TestNamespace, kinds: &[&str]) {
+    let client = ns.client();
     let text = std::fs::read_to_string(fixtures().join("crds.yaml")).expect("crds.yaml");
-    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let text = text.replace("test.rudder.dev", &group(&client));
     for doc in text.split("\n---\n") {
         let value = gocodec::yaml::parse_yaml_to_json(doc).expect("CRD fixture is YAML");
         let crd: CustomResourceDefinition =
-            serde_json::from_value(value).expect("CRD fixture is a CRD");
+            serde_json::from_value(value.clone()).expect("CRD fixture is a CRD");
         if kinds.contains(&crd.spec.names.kind.as_str()) {
-            api.create(&PostParams::default(), &crd)
-                .await
-                .expect("create CRD");
+            let name = crd.metadata.name.clone().unwrap_or_default();
+            ns.delete_on_teardown(testkit::crd::crd_resource(), &name);
+            testkit::crd::install_crd(&client, &value).await;
         }
     }
+}
+
+/// The fixture watches.yaml for the test's group, beside the fixture chart.
+fn watches_file(ns: &TestNamespace) -> PathBuf {
+    let text = std::fs::read_to_string(fixtures().join("watches.yaml")).expect("watches.yaml");
+    let text = text
+        .replace("test.rudder.dev", &format!("{}.test.rudder.dev", ns.name()))
+        .replace(
+            "chart: chart",
+            &format!("chart: {}", fixtures().join("chart").display()),
+        );
+    let path = ns.dir().join("watches.yaml");
+    std::fs::write(&path, text).expect("write watches.yaml");
+    path
 }
 
 fn free_port() -> u16 {
@@ -77,10 +96,11 @@ struct Operator {
 }
 
 impl Operator {
-    fn start(client: &Client) -> Operator {
+    fn start(ns: &TestNamespace, client: &Client) -> Operator {
         let metrics_port = free_port();
         let options = Options {
-            watches_file: fixtures().join("watches.yaml"),
+            watches_file: watches_file(ns),
+            watch_namespaces: vec![ns.name().into()],
             reconcile_period: Duration::from_secs(3600),
             max_concurrent_reconciles: 2,
             metrics_bind_address: format!("127.0.0.1:{metrics_port}"),
@@ -131,19 +151,19 @@ impl Operator {
     }
 }
 
-fn resource(kind: &str) -> ApiResource {
-    ApiResource::from_gvk(&GroupVersionKind::gvk("test.rudder.dev", "v1", kind))
+fn resource(client: &Client, kind: &str) -> ApiResource {
+    ApiResource::from_gvk(&GroupVersionKind::gvk(&group(client), "v1", kind))
 }
 
 fn crs(client: &Client, kind: &str) -> Api<DynamicObject> {
-    Api::namespaced_with(client.clone(), NS, &resource(kind))
+    Api::default_namespaced_with(client.clone(), &resource(client, kind))
 }
 
 async fn create_cr(client: &Client, kind: &str, name: &str, labels: Value, spec: Value) {
     let obj: DynamicObject = serde_json::from_value(json!({
-        "apiVersion": "test.rudder.dev/v1",
+        "apiVersion": format!("{}/v1", group(client)),
         "kind": kind,
-        "metadata": {"name": name, "namespace": NS, "labels": labels},
+        "metadata": {"name": name, "namespace": client.default_namespace(), "labels": labels},
         "spec": spec,
     }))
     .expect("CR");
@@ -194,14 +214,14 @@ async fn deployed(client: &Client, kind: &str, name: &str) -> DynamicObject {
 }
 
 async fn release_record(client: &Client, release: &str, version: i64) -> Option<Secret> {
-    Api::<Secret>::namespaced(client.clone(), NS)
+    Api::<Secret>::default_namespaced(client.clone())
         .get_opt(&format!("sh.helm.release.v1.{release}.v{version}"))
         .await
         .expect("read release record")
 }
 
 async fn configmap(client: &Client, name: &str) -> Option<ConfigMap> {
-    Api::<ConfigMap>::namespaced(client.clone(), NS)
+    Api::<ConfigMap>::default_namespaced(client.clone())
         .get_opt(name)
         .await
         .expect("read configmap")
@@ -209,9 +229,9 @@ async fn configmap(client: &Client, name: &str) -> Option<ConfigMap> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cr_lifecycle_install_upgrade_repair_uninstall() {
-    let (_server, client) = start_server().await;
-    install_crds(&client, &["Widget", "Gadget"]).await;
-    let op = Operator::start(&client);
+    let (ns, client) = start();
+    install_crds(&ns, &["Widget", "Gadget"]).await;
+    let op = Operator::start(&ns, &client);
 
     // Create: installed, status Deployed.
     create_cr(
@@ -281,7 +301,7 @@ async fn cr_lifecycle_install_upgrade_repair_uninstall() {
     // Give the dependent watch a moment to start after the reconcile that needs it:
     // a deletion before the watch lists would be invisible to it.
     tokio::time::sleep(Duration::from_secs(2)).await;
-    Api::<ConfigMap>::namespaced(client.clone(), NS)
+    Api::<ConfigMap>::default_namespaced(client.clone())
         .delete("w1-cfg", &DeleteParams::default())
         .await
         .expect("delete the ConfigMap");
@@ -351,14 +371,14 @@ async fn cr_lifecycle_install_upgrade_repair_uninstall() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn selector_and_late_crd() {
-    let (_server, client) = start_server().await;
+    let (ns, client) = start();
     // Only Widget's CRD exists when the operator starts: Gadget's controller waits.
-    install_crds(&client, &["Widget"]).await;
-    let op = Operator::start(&client);
+    install_crds(&ns, &["Widget"]).await;
+    let op = Operator::start(&ns, &client);
     create_cr(&client, "Widget", "first", json!({}), json!({})).await;
     deployed(&client, "Widget", "first").await;
 
-    install_crds(&client, &["Gadget"]).await;
+    install_crds(&ns, &["Gadget"]).await;
     // Not selected (no label), then selected: the second is deployed once the late CRD
     // was found; the first must have been left alone.
     create_cr(&client, "Gadget", "ignored", json!({}), json!({})).await;
@@ -399,10 +419,8 @@ async fn selector_and_late_crd() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn startup_errors_name_the_problem() {
-    let (_server, client) = start_server().await;
-    let dir = std::env::temp_dir().join(format!("rudder-controller-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    let watches = dir.join("watches.yaml");
+    let (ns, client) = start();
+    let watches = ns.dir().join("missing-chart-watches.yaml");
     std::fs::write(
         &watches,
         "- group: test.rudder.dev\n  version: v1\n  kind: Widget\n  chart: ./no-such-chart\n",
@@ -420,7 +438,7 @@ async fn startup_errors_name_the_problem() {
     assert!(err.to_string().contains("no-such-chart"), "{err}");
 
     let options = Options {
-        watches_file: fixtures().join("watches.yaml"),
+        watches_file: watches_file(&ns),
         metrics_bind_address: "0".into(),
         health_probe_bind_address: "0".into(),
         leader_elect: true,
@@ -433,7 +451,6 @@ async fn startup_errors_name_the_problem() {
             .expect_err("--leader-elect without a lease name is refused");
         assert!(err.to_string().contains("--leader-election-id"), "{err}");
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 async fn http_get(port: u16, path: &str) -> Option<String> {
@@ -451,18 +468,19 @@ async fn http_get(port: u16, path: &str) -> Option<String> {
 async fn leader_election_gates_reconciles_and_releases_the_lease() {
     use k8s_openapi::api::coordination::v1::Lease;
 
-    let (_server, client) = start_server().await;
+    let (ns, client) = start();
     // Ready means every watch's controller runs, so both CRDs must exist.
-    install_crds(&client, &["Widget", "Gadget"]).await;
+    install_crds(&ns, &["Widget", "Gadget"]).await;
     let health_port = free_port();
     let options = |health: String| Options {
-        watches_file: fixtures().join("watches.yaml"),
+        watches_file: watches_file(&ns),
+        watch_namespaces: vec![ns.name().into()],
         reconcile_period: Duration::from_secs(3600),
         metrics_bind_address: "0".into(),
         health_probe_bind_address: health,
         leader_elect: true,
         leader_election_id: Some("rudder-test-lock".into()),
-        leader_election_namespace: Some(NS.into()),
+        leader_election_namespace: Some(ns.name().into()),
         ..Options::default()
     };
     let (stop_a, stop_rx) = oneshot::channel::<()>();
@@ -481,7 +499,7 @@ async fn leader_election_gates_reconciles_and_releases_the_lease() {
         status.contains(" 200 ").then_some(())
     })
     .await;
-    let leases: Api<Lease> = Api::namespaced(client.clone(), NS);
+    let leases: Api<Lease> = Api::default_namespaced(client.clone());
     let holder = leases
         .get("rudder-test-lock")
         .await
@@ -545,28 +563,20 @@ async fn leader_election_gates_reconciles_and_releases_the_lease() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn watch_namespaces_limit_the_operator() {
-    use k8s_openapi::api::core::v1::Namespace;
-
-    let (_server, client) = start_server().await;
-    install_crds(&client, &["Widget", "Gadget"]).await;
-    let namespaces: Api<Namespace> = Api::all(client.clone());
-    for ns in ["team-b", "outside"] {
-        let obj: Namespace =
-            serde_json::from_value(json!({"metadata": {"name": ns}})).expect("namespace");
-        namespaces
-            .create(&PostParams::default(), &obj)
-            .await
-            .expect("create namespace");
-    }
+    let (ns, client) = start();
+    install_crds(&ns, &["Widget", "Gadget"]).await;
+    let team_b_ns = ns.cluster().namespace("team-b");
+    let outside_ns = ns.cluster().namespace("outside");
+    let (team_b, outside) = (team_b_ns.name(), outside_ns.name());
     let (stop, stop_rx) = oneshot::channel::<()>();
     let task = tokio::spawn(operator::run_with_shutdown(
         client.clone(),
         Options {
-            watches_file: fixtures().join("watches.yaml"),
+            watches_file: watches_file(&ns),
             reconcile_period: Duration::from_secs(3600),
             metrics_bind_address: "0".into(),
             health_probe_bind_address: "0".into(),
-            watch_namespaces: vec![NS.into(), "team-b".into()],
+            watch_namespaces: vec![ns.name().into(), team_b.into()],
             ..Options::default()
         },
         async move {
@@ -574,11 +584,11 @@ async fn watch_namespaces_limit_the_operator() {
         },
     ));
     let widgets = |ns: &str| -> Api<DynamicObject> {
-        Api::namespaced_with(client.clone(), ns, &resource("Widget"))
+        Api::namespaced_with(client.clone(), ns, &resource(&client, "Widget"))
     };
-    for ns in ["outside", "team-b"] {
+    for ns in [outside, team_b] {
         let obj: DynamicObject = serde_json::from_value(json!({
-            "apiVersion": "test.rudder.dev/v1",
+            "apiVersion": format!("{}/v1", group(&client)),
             "kind": "Widget",
             "metadata": {"name": "w", "namespace": ns},
             "spec": {"greeting": ns},
@@ -589,13 +599,13 @@ async fn watch_namespaces_limit_the_operator() {
             .await
             .expect("create CR");
     }
-    let cms = Api::<ConfigMap>::namespaced(client.clone(), "team-b");
+    let cms = Api::<ConfigMap>::namespaced(client.clone(), team_b);
     let old_uid = eventually("the team-b release", || {
         let cms = cms.clone();
         async move { cms.get_opt("w-cfg").await.ok()??.metadata.uid }
     })
     .await;
-    let outside = widgets("outside").get("w").await.expect("get");
+    let outside = widgets(outside).get("w").await.expect("get");
     assert!(
         outside.data.get("status").is_none() && outside.finalizers().is_empty(),
         "a CR outside WATCH_NAMESPACE is left alone: {:?}",

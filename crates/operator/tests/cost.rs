@@ -1,4 +1,4 @@
-//! What a reconcile costs against the embedded API server, counted on the wire: a first
+//! What a reconcile costs against the test cluster, counted on the wire: a first
 //! install renders the chart once, and a no-op reconcile (unchanged spec, nothing
 //! drifted) decodes one release record and renders nothing. The counts are printed
 //! (`--nocapture`) for the record; the bounds are asserted.
@@ -7,7 +7,7 @@ mod common;
 
 use std::sync::{Arc, Mutex};
 
-use common::{create_cr, get_cr, start, watch, NS};
+use common::{create_cr, get_cr, start, watch};
 use kube::Client;
 use operator::reconcile::{reconcile, Context};
 use serde_json::json;
@@ -31,6 +31,7 @@ type Seen = Arc<Mutex<Vec<(String, String)>>>;
 
 /// `inner`, with every request's method and path (query included) noted in `seen`.
 fn counting_client(inner: Client, seen: Seen) -> Client {
+    let namespace = inner.default_namespace().to_string();
     let svc = tower::service_fn(move |req: http::Request<kube::client::Body>| {
         let inner = inner.clone();
         let seen = seen.clone();
@@ -46,7 +47,7 @@ fn counting_client(inner: Client, seen: Seen) -> Client {
             inner.send(req).await
         }
     });
-    Client::new(svc, NS)
+    Client::new(svc, namespace)
 }
 
 fn counts(seen: &Seen) -> Counts {
@@ -73,7 +74,7 @@ fn counts(seen: &Seen) -> Counts {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_first_install_renders_once_and_a_no_op_reconcile_decodes_one_record() {
-    let (server, plain) = start().await;
+    let (_ns, plain) = start();
     let seen: Seen = Arc::default();
     let client = counting_client(plain.clone(), seen.clone());
     let chart = chart::loader::load(common::chart_dir()).expect("chart");
@@ -112,5 +113,4 @@ async fn a_first_install_renders_once_and_a_no_op_reconcile_decodes_one_record()
         "a no-op reconcile decodes at most one record: {noop:?}"
     );
     assert_eq!(noop.record_writes, 0, "and writes no record: {noop:?}");
-    server.stop().await;
 }

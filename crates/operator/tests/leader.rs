@@ -1,32 +1,32 @@
-//! Leader election against the embedded API server: one leader at a time, quick
+//! Leader election against the test cluster: one leader at a time, quick
 //! hand-over on release, take-over after a dead leader's Lease expires, and loss
 //! reported when someone else takes the Lease.
 
 use std::time::Duration;
 
-use apiserver::faults::{Match, Rule, Trigger, When};
-use apiserver::{Config, Server};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use kube::api::{Api, PostParams};
 use kube::Client;
 use operator::leader::{LeaderElection, LeaderError};
-
-const NS: &str = "default";
+use testkit::apiserver::faults::{Match, Rule, Trigger, When};
+use testkit::{Cluster, TestNamespace};
 const LEASE: &str = "rudder-test-lock";
 /// Generous bound on waits that must end; the elections themselves run in ~seconds.
 const PATIENCE: Duration = Duration::from_secs(60);
 
-async fn start() -> (Server, Client) {
-    let server = Server::start(Config::default())
-        .await
-        .expect("server starts");
-    let client = server.client().expect("client");
-    (server, client)
+/// A namespace of the test's own, and a client defaulting to it.
+fn start() -> (TestNamespace, Client) {
+    let ns = Cluster::builder()
+        .simulate_readiness(false)
+        .start()
+        .namespace("leader");
+    let client = ns.client();
+    (ns, client)
 }
 
 fn elector(client: &Client, identity: &str) -> LeaderElection {
-    LeaderElection::new(client.clone(), NS, LEASE, identity)
+    LeaderElection::new(client.clone(), client.default_namespace(), LEASE, identity)
         .lease_duration(Duration::from_secs(2))
         .renew_deadline(Duration::from_secs(1))
         .retry_period(Duration::from_millis(200))
@@ -44,7 +44,7 @@ async fn wait_until(cond: impl Fn() -> bool) {
 }
 
 async fn holder(client: &Client) -> Option<String> {
-    let api: Api<Lease> = Api::namespaced(client.clone(), NS);
+    let api: Api<Lease> = Api::default_namespaced(client.clone());
     api.get(LEASE)
         .await
         .expect("lease exists")
@@ -53,7 +53,7 @@ async fn holder(client: &Client) -> Option<String> {
 }
 
 async fn transitions(client: &Client) -> i32 {
-    let api: Api<Lease> = Api::namespaced(client.clone(), NS);
+    let api: Api<Lease> = Api::default_namespaced(client.clone());
     api.get(LEASE)
         .await
         .expect("lease exists")
@@ -64,7 +64,7 @@ async fn transitions(client: &Client) -> i32 {
 
 #[tokio::test]
 async fn one_leader_then_hand_over_on_release() {
-    let (_server, client) = start().await;
+    let (_ns, client) = start();
     let a = elector(&client, "replica-a");
     let b = elector(&client, "replica-b");
 
@@ -101,7 +101,7 @@ async fn one_leader_then_hand_over_on_release() {
 
 #[tokio::test]
 async fn standby_takes_over_after_a_dead_leader_expires() {
-    let (_server, client) = start().await;
+    let (_ns, client) = start();
     let a = elector(&client, "replica-a");
     let b = elector(&client, "replica-b");
 
@@ -126,7 +126,7 @@ async fn standby_takes_over_after_a_dead_leader_expires() {
 
 #[tokio::test]
 async fn leader_notices_when_another_holder_takes_the_lease() {
-    let (_server, client) = start().await;
+    let (_ns, client) = start();
     let a = elector(&client, "replica-a");
     let guard = tokio::time::timeout(PATIENCE, a.acquire())
         .await
@@ -134,7 +134,7 @@ async fn leader_notices_when_another_holder_takes_the_lease() {
         .expect("no error");
 
     // Someone (a misconfigured replica, an admin) overwrites the holder.
-    let api: Api<Lease> = Api::namespaced(client.clone(), NS);
+    let api: Api<Lease> = Api::default_namespaced(client.clone());
     let mut lease = api.get(LEASE).await.expect("lease");
     loop {
         let spec = lease.spec.as_mut().expect("spec");
@@ -162,7 +162,10 @@ async fn leader_notices_when_another_holder_takes_the_lease() {
 
 #[tokio::test]
 async fn leader_survives_one_failed_renewal_but_not_a_dead_api() {
-    let (server, client) = start().await;
+    let (ns, client) = start();
+    let Some(server) = ns.cluster().embedded() else {
+        testkit::skip!("failed renewals are injected by the embedded API server");
+    };
     let a = elector(&client, "replica-a");
     let guard = tokio::time::timeout(PATIENCE, a.acquire())
         .await
@@ -197,8 +200,8 @@ async fn leader_survives_one_failed_renewal_but_not_a_dead_api() {
 
 #[tokio::test]
 async fn inconsistent_durations_are_refused() {
-    let (_server, client) = start().await;
-    let bad = LeaderElection::new(client.clone(), NS, LEASE, "x")
+    let (_ns, client) = start();
+    let bad = LeaderElection::new(client.clone(), client.default_namespace(), LEASE, "x")
         .lease_duration(Duration::from_secs(5))
         .renew_deadline(Duration::from_secs(10));
     let e = bad

@@ -1,4 +1,4 @@
-//! Release state migration against the embedded API server: Helm ConfigMap-driver
+//! Release state migration against the test cluster: Helm ConfigMap-driver
 //! records and releases kept in a CR's status become verified Secrets; the old copies
 //! go only after that; interrupted migrations resume; conflicts stop with nothing lost.
 
@@ -6,27 +6,24 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use apiserver::{Config, Server};
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{
-    Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
-};
+use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams, PostParams};
 use kube::Client;
 use operator::migrate::{self, MigrateError};
 use release::driver::Driver;
 use release::record::{Chart, Metadata, Release, Status};
 use release::{make_key, ConfigMapDriver, SecretDriver, Storage};
 use serde_json::{json, Value};
+use testkit::{Cluster, TestNamespace};
 
-const NS: &str = "default";
-
-async fn start() -> (Server, Client) {
-    let server = Server::start(Config::default())
-        .await
-        .expect("server starts");
-    let client = server.client().expect("client");
-    (server, client)
+/// A namespace of the test's own, and a client defaulting to it.
+fn start() -> (TestNamespace, Client) {
+    let ns = Cluster::builder()
+        .simulate_readiness(false)
+        .start()
+        .namespace("migrate");
+    let client = ns.client();
+    (ns, client)
 }
 
 fn fixture(name: &str) -> Value {
@@ -37,8 +34,15 @@ fn fixture(name: &str) -> Value {
     serde_json::from_str(&text).expect("fixture is JSON")
 }
 
-/// A CRD `Web` (with or without the status subresource) and its ApiResource.
+/// A CRD `Web` (with or without the status subresource) and its ApiResource. The two
+/// variants are in groups of their own, so both can be served on one cluster; the CRDs
+/// are shared by the tests and stay.
 async fn install_crd(client: &Client, status_subresource: bool) -> ApiResource {
+    let group = if status_subresource {
+        "demo.rudder.dev"
+    } else {
+        "nostatus.demo.rudder.dev"
+    };
     let mut version = json!({
         "name": "v1alpha1", "served": true, "storage": true,
         "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}
@@ -46,26 +50,18 @@ async fn install_crd(client: &Client, status_subresource: bool) -> ApiResource {
     if status_subresource {
         version["subresources"] = json!({"status": {}});
     }
-    let crd: CustomResourceDefinition = serde_json::from_value(json!({
+    let crd = json!({
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
-        "metadata": {"name": "webs.demo.rudder.dev"},
+        "metadata": {"name": format!("webs.{group}")},
         "spec": {
-            "group": "demo.rudder.dev",
+            "group": group,
             "scope": "Namespaced",
             "names": {"kind": "Web", "listKind": "WebList", "plural": "webs", "singular": "web"},
             "versions": [version]
         }
-    }))
-    .expect("CRD");
-    Api::<CustomResourceDefinition>::all(client.clone())
-        .create(&PostParams::default(), &crd)
-        .await
-        .expect("create CRD");
-    ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk("demo.rudder.dev", "v1alpha1", "Web"),
-        "webs",
-    )
+    });
+    testkit::crd::install_crd(client, &crd).await
 }
 
 /// Creates CR `name` with `spec` and then sets its `status` (through the status
@@ -78,11 +74,12 @@ async fn create_cr(
     status: Value,
     status_subresource: bool,
 ) -> DynamicObject {
-    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), NS, ar);
+    let api: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), client.default_namespace(), ar);
     let obj: DynamicObject = serde_json::from_value(json!({
-        "apiVersion": "demo.rudder.dev/v1alpha1",
+        "apiVersion": ar.api_version,
         "kind": "Web",
-        "metadata": {"name": name, "namespace": NS},
+        "metadata": {"name": name, "namespace": client.default_namespace()},
         "spec": spec,
     }))
     .expect("CR");
@@ -102,17 +99,17 @@ async fn create_cr(
 }
 
 async fn get_cr(client: &Client, ar: &ApiResource, name: &str) -> DynamicObject {
-    Api::<DynamicObject>::namespaced_with(client.clone(), NS, ar)
+    Api::<DynamicObject>::namespaced_with(client.clone(), client.default_namespace(), ar)
         .get(name)
         .await
         .expect("CR exists")
 }
 
-fn record(name: &str, version: i64, status: Status) -> Release {
+fn record(namespace: &str, name: &str, version: i64, status: Status) -> Release {
     let mut rel = Release {
         name: name.into(),
         version,
-        namespace: NS.into(),
+        namespace: namespace.into(),
         manifest: format!(
             "---\n# Source: web/templates/cm.yaml\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}-v{version}\ndata:\n  ratio: \"0.5 < 1 & 2\"\n"
         ),
@@ -139,10 +136,10 @@ fn record(name: &str, version: i64, status: Status) -> Release {
 
 /// Writes revisions 1 (superseded) and 2 (deployed) with Helm's ConfigMap driver.
 async fn write_configmap_records(client: &Client, name: &str) -> Vec<Release> {
-    let cms = ConfigMapDriver::for_namespace(client.clone(), NS);
+    let cms = ConfigMapDriver::for_namespace(client.clone(), client.default_namespace());
     let mut out = Vec::new();
     for (v, st) in [(1, Status::Superseded), (2, Status::Deployed)] {
-        let rel = record(name, v, st);
+        let rel = record(client.default_namespace(), name, v, st);
         cms.create(&make_key(name, v), &rel)
             .await
             .expect("write ConfigMap record");
@@ -153,7 +150,7 @@ async fn write_configmap_records(client: &Client, name: &str) -> Vec<Release> {
 }
 
 async fn configmap_names(client: &Client) -> Vec<String> {
-    let mut names: Vec<String> = Api::<ConfigMap>::namespaced(client.clone(), NS)
+    let mut names: Vec<String> = Api::<ConfigMap>::default_namespaced(client.clone())
         .list(&Default::default())
         .await
         .expect("list ConfigMaps")
@@ -167,7 +164,7 @@ async fn configmap_names(client: &Client) -> Vec<String> {
 }
 
 async fn secret_rv(client: &Client, key: &str) -> Option<String> {
-    Api::<Secret>::namespaced(client.clone(), NS)
+    Api::<Secret>::default_namespaced(client.clone())
         .get_opt(key)
         .await
         .expect("read Secret")
@@ -183,11 +180,11 @@ async fn plain_cr(client: &Client, name: &str) -> (ApiResource, DynamicObject) {
 
 #[tokio::test]
 async fn configmap_records_become_identical_secrets() {
-    let (_server, client) = start().await;
+    let (ns, client) = start();
     let (ar, cr) = plain_cr(&client, "web").await;
     let originals = write_configmap_records(&client, "web").await;
 
-    let report = migrate::migrate(&client, &cr, &ar, "web", NS)
+    let report = migrate::migrate(&client, &cr, &ar, "web", ns.name())
         .await
         .expect("migrate");
     assert_eq!(report.copied, [1, 2]);
@@ -200,7 +197,7 @@ async fn configmap_records_become_identical_secrets() {
         "ConfigMaps removed"
     );
 
-    let secrets = SecretDriver::for_namespace(client.clone(), NS);
+    let secrets = SecretDriver::for_namespace(client.clone(), ns.name());
     for orig in &originals {
         let copy = secrets
             .get(&make_key("web", orig.version))
@@ -209,7 +206,7 @@ async fn configmap_records_become_identical_secrets() {
         assert_eq!(&copy, orig, "revision {} identical", orig.version);
     }
     // Helm's layout: type, labels, and the history reads back through Storage.
-    let s = Api::<Secret>::namespaced(client.clone(), NS)
+    let s = Api::<Secret>::default_namespaced(client.clone())
         .get(&make_key("web", 2))
         .await
         .expect("Secret");
@@ -217,13 +214,16 @@ async fn configmap_records_become_identical_secrets() {
     let labels = s.metadata.labels.unwrap_or_default();
     assert_eq!(labels.get("status").map(String::as_str), Some("deployed"));
     assert_eq!(labels.get("team").map(String::as_str), Some("blue"));
-    let store = Storage::new(Arc::new(SecretDriver::for_namespace(client.clone(), NS)));
+    let store = Storage::new(Arc::new(SecretDriver::for_namespace(
+        client.clone(),
+        ns.name(),
+    )));
     let deployed = store.deployed("web").await.expect("deployed").expect("one");
     assert_eq!(deployed.version, 2);
 
     // Idempotent: nothing left to do, nothing rewritten.
     let rv = secret_rv(&client, &make_key("web", 1)).await;
-    let again = migrate::migrate(&client, &cr, &ar, "web", NS)
+    let again = migrate::migrate(&client, &cr, &ar, "web", ns.name())
         .await
         .expect("second migrate");
     assert!(again.is_empty(), "{again:?}");
@@ -233,19 +233,19 @@ async fn configmap_records_become_identical_secrets() {
 
 #[tokio::test]
 async fn interrupted_configmap_migration_resumes() {
-    let (_server, client) = start().await;
+    let (ns, client) = start();
     let (ar, cr) = plain_cr(&client, "web").await;
     let originals = write_configmap_records(&client, "web").await;
 
     // Crash after writing only revision 1's Secret (before anything was deleted).
-    SecretDriver::for_namespace(client.clone(), NS)
+    SecretDriver::for_namespace(client.clone(), ns.name())
         .create(&make_key("web", 1), &originals[0])
         .await
         .expect("partial copy");
     let rv1 = secret_rv(&client, &make_key("web", 1)).await;
 
     // Crash after the copy step, before the ConfigMaps were deleted.
-    let step = migrate::copy_configmap_records(&client, "web", NS)
+    let step = migrate::copy_configmap_records(&client, "web", ns.name())
         .await
         .expect("copy step");
     assert_eq!(step.copied, [2], "revision 1 was already there");
@@ -256,7 +256,7 @@ async fn interrupted_configmap_migration_resumes() {
         "nothing deleted yet"
     );
 
-    let report = migrate::migrate(&client, &cr, &ar, "web", NS)
+    let report = migrate::migrate(&client, &cr, &ar, "web", ns.name())
         .await
         .expect("resume");
     assert!(report.copied.is_empty(), "{report:?}");
@@ -267,7 +267,7 @@ async fn interrupted_configmap_migration_resumes() {
         rv1,
         "an identical Secret is never rewritten"
     );
-    let secrets = SecretDriver::for_namespace(client.clone(), NS);
+    let secrets = SecretDriver::for_namespace(client.clone(), ns.name());
     for orig in &originals {
         assert_eq!(
             &secrets
@@ -281,17 +281,17 @@ async fn interrupted_configmap_migration_resumes() {
 
 #[tokio::test]
 async fn conflicting_secret_stops_migration_and_deletes_nothing() {
-    let (_server, client) = start().await;
+    let (ns, client) = start();
     let (ar, cr) = plain_cr(&client, "web").await;
     write_configmap_records(&client, "web").await;
-    let mut other = record("web", 2, Status::Deployed);
+    let mut other = record(ns.name(), "web", 2, Status::Deployed);
     other.manifest = "---\n# something else\n".into();
-    SecretDriver::for_namespace(client.clone(), NS)
+    SecretDriver::for_namespace(client.clone(), ns.name())
         .create(&make_key("web", 2), &other)
         .await
         .expect("conflicting Secret");
 
-    let err = migrate::migrate(&client, &cr, &ar, "web", NS)
+    let err = migrate::migrate(&client, &cr, &ar, "web", ns.name())
         .await
         .expect_err("conflict");
     assert!(
@@ -300,18 +300,21 @@ async fn conflicting_secret_stops_migration_and_deletes_nothing() {
     );
     let msg = err.to_string();
     assert!(
-        msg.contains("Secret default/sh.helm.release.v1.web.v2")
-            && msg.contains("ConfigMap default/sh.helm.release.v1.web.v2"),
+        msg.contains(&format!("Secret {}/sh.helm.release.v1.web.v2", ns.name()))
+            && msg.contains(&format!(
+                "ConfigMap {}/sh.helm.release.v1.web.v2",
+                ns.name()
+            )),
         "{msg}"
     );
     assert_eq!(configmap_names(&client).await.len(), 2, "nothing deleted");
-    let kept = SecretDriver::for_namespace(client.clone(), NS)
+    let kept = SecretDriver::for_namespace(client.clone(), ns.name())
         .get(&make_key("web", 2))
         .await
         .expect("Secret kept");
     assert_eq!(kept, other, "never overwritten");
     // Still refused on the next call.
-    assert!(migrate::migrate(&client, &cr, &ar, "web", NS)
+    assert!(migrate::migrate(&client, &cr, &ar, "web", ns.name())
         .await
         .is_err());
     assert_eq!(configmap_names(&client).await.len(), 2);
@@ -319,7 +322,7 @@ async fn conflicting_secret_stops_migration_and_deletes_nothing() {
 
 #[tokio::test]
 async fn helm_v2_status_release_becomes_a_secret() {
-    let (_server, client) = start().await;
+    let (ns, client) = start();
     // Old operator-sdk CRDs often had no status subresource.
     let ar = install_crd(&client, false).await;
     let status = fixture("helm-v2-status-release.json");
@@ -333,18 +336,18 @@ async fn helm_v2_status_release_becomes_a_secret() {
     )
     .await;
 
-    let report = migrate::migrate(&client, &cr, &ar, "example-web", NS)
+    let report = migrate::migrate(&client, &cr, &ar, "example-web", ns.name())
         .await
         .expect("migrate");
     assert_eq!(report.from_status, [2]);
     assert!(report.status_cleared);
 
-    let rel = SecretDriver::for_namespace(client.clone(), NS)
+    let rel = SecretDriver::for_namespace(client.clone(), ns.name())
         .get(&make_key("example-web", 2))
         .await
         .expect("Secret record");
     assert_eq!(rel.name, "example-web");
-    assert_eq!(rel.namespace, NS);
+    assert_eq!(rel.namespace, ns.name());
     assert_eq!(rel.status(), Status::Deployed);
     assert_eq!(
         rel.config,
@@ -394,7 +397,7 @@ async fn helm_v2_status_release_becomes_a_secret() {
         "other status fields kept"
     );
 
-    let again = migrate::migrate(&client, &after, &ar, "example-web", NS)
+    let again = migrate::migrate(&client, &after, &ar, "example-web", ns.name())
         .await
         .expect("second migrate");
     assert!(again.is_empty(), "{again:?}");
@@ -402,7 +405,7 @@ async fn helm_v2_status_release_becomes_a_secret() {
 
 #[tokio::test]
 async fn helm_v3_status_release_becomes_a_secret() {
-    let (_server, client) = start().await;
+    let (ns, client) = start();
     let ar = install_crd(&client, true).await;
     let status = fixture("helm-v3-status-release.json");
     let cr = create_cr(
@@ -415,12 +418,12 @@ async fn helm_v3_status_release_becomes_a_secret() {
     )
     .await;
 
-    let report = migrate::migrate(&client, &cr, &ar, "example-web", NS)
+    let report = migrate::migrate(&client, &cr, &ar, "example-web", ns.name())
         .await
         .expect("migrate");
     assert_eq!(report.from_status, [1]);
     assert!(report.status_cleared);
-    let rel = SecretDriver::for_namespace(client.clone(), NS)
+    let rel = SecretDriver::for_namespace(client.clone(), ns.name())
         .get(&make_key("example-web", 1))
         .await
         .expect("Secret record");
@@ -455,12 +458,12 @@ async fn helm_v3_status_release_becomes_a_secret() {
 
 #[tokio::test]
 async fn release_inside_deployed_condition_is_migrated() {
-    let (_server, client) = start().await;
+    let (ns, client) = start();
     let ar = install_crd(&client, true).await;
     let status = fixture("helm-v2-condition-release.json");
     let cr = create_cr(&client, &ar, "example-web", json!({}), status.clone(), true).await;
 
-    let report = migrate::migrate(&client, &cr, &ar, "example-web", NS)
+    let report = migrate::migrate(&client, &cr, &ar, "example-web", ns.name())
         .await
         .expect("migrate");
     assert_eq!(report.from_status, [2]);
@@ -473,7 +476,7 @@ async fn release_inside_deployed_condition_is_migrated() {
     assert!(conds[1].get("release").is_none(), "{conds:?}");
     assert_eq!(conds[1]["reason"], "UpdateSuccessful");
     assert_eq!(conds[0], status["conditions"][0]);
-    SecretDriver::for_namespace(client.clone(), NS)
+    SecretDriver::for_namespace(client.clone(), ns.name())
         .get(&make_key("example-web", 2))
         .await
         .expect("Secret record");
@@ -481,7 +484,7 @@ async fn release_inside_deployed_condition_is_migrated() {
 
 #[tokio::test]
 async fn interrupted_status_migration_resumes() {
-    let (_server, client) = start().await;
+    let (ns, client) = start();
     let ar = install_crd(&client, true).await;
     let cr = create_cr(
         &client,
@@ -493,7 +496,7 @@ async fn interrupted_status_migration_resumes() {
     )
     .await;
     // Crash after writing the Secret, before the status was patched.
-    let written = migrate::write_status_records(&client, &cr, "example-web", NS, None)
+    let written = migrate::write_status_records(&client, &cr, "example-web", ns.name(), None)
         .await
         .expect("write step");
     assert_eq!(written.len(), 1);
@@ -504,7 +507,7 @@ async fn interrupted_status_migration_resumes() {
         .get("release")
         .is_some());
 
-    let report = migrate::migrate(&client, &cr, &ar, "example-web", NS)
+    let report = migrate::migrate(&client, &cr, &ar, "example-web", ns.name())
         .await
         .expect("resume");
     assert!(report.status_cleared);
@@ -516,7 +519,7 @@ async fn interrupted_status_migration_resumes() {
 
 #[tokio::test]
 async fn status_release_conflicting_with_a_secret_is_kept() {
-    let (_server, client) = start().await;
+    let (ns, client) = start();
     let ar = install_crd(&client, true).await;
     let cr = create_cr(
         &client,
@@ -527,25 +530,27 @@ async fn status_release_conflicting_with_a_secret_is_kept() {
         true,
     )
     .await;
-    let other = record("example-web", 1, Status::Deployed);
-    SecretDriver::for_namespace(client.clone(), NS)
+    let other = record(ns.name(), "example-web", 1, Status::Deployed);
+    SecretDriver::for_namespace(client.clone(), ns.name())
         .create(&make_key("example-web", 1), &other)
         .await
         .expect("existing Secret");
 
-    let err = migrate::migrate(&client, &cr, &ar, "example-web", NS)
+    let err = migrate::migrate(&client, &cr, &ar, "example-web", ns.name())
         .await
         .expect_err("conflict");
     let msg = err.to_string();
     assert!(
-        msg.contains("Secret default/sh.helm.release.v1.example-web.v1")
-            && msg.contains("status.release of Web default/example-web"),
+        msg.contains(&format!(
+            "Secret {}/sh.helm.release.v1.example-web.v1",
+            ns.name()
+        )) && msg.contains(&format!("status.release of Web {}/example-web", ns.name())),
         "{msg}"
     );
     let after = get_cr(&client, &ar, "example-web").await;
     assert!(after.data["status"].get("release").is_some(), "status kept");
     assert_eq!(
-        SecretDriver::for_namespace(client.clone(), NS)
+        SecretDriver::for_namespace(client.clone(), ns.name())
             .get(&make_key("example-web", 1))
             .await
             .expect("Secret"),
@@ -555,7 +560,7 @@ async fn status_release_conflicting_with_a_secret_is_kept() {
 
 #[tokio::test]
 async fn stale_status_release_below_newer_records_is_kept_as_history() {
-    let (_server, client) = start().await;
+    let (ns, client) = start();
     let ar = install_crd(&client, true).await;
     let cr = create_cr(
         &client,
@@ -566,20 +571,23 @@ async fn stale_status_release_below_newer_records_is_kept_as_history() {
         true,
     )
     .await;
-    let newer = record("example-web", 3, Status::Deployed);
-    SecretDriver::for_namespace(client.clone(), NS)
+    let newer = record(ns.name(), "example-web", 3, Status::Deployed);
+    SecretDriver::for_namespace(client.clone(), ns.name())
         .create(&make_key("example-web", 3), &newer)
         .await
         .expect("newer record");
-    migrate::migrate(&client, &cr, &ar, "example-web", NS)
+    migrate::migrate(&client, &cr, &ar, "example-web", ns.name())
         .await
         .expect("migrate");
-    let old = SecretDriver::for_namespace(client.clone(), NS)
+    let old = SecretDriver::for_namespace(client.clone(), ns.name())
         .get(&make_key("example-web", 2))
         .await
         .expect("legacy revision written");
     assert_eq!(old.status(), Status::Superseded);
-    let store = Storage::new(Arc::new(SecretDriver::for_namespace(client.clone(), NS)));
+    let store = Storage::new(Arc::new(SecretDriver::for_namespace(
+        client.clone(),
+        ns.name(),
+    )));
     assert_eq!(
         store
             .deployed("example-web")
@@ -592,7 +600,7 @@ async fn stale_status_release_below_newer_records_is_kept_as_history() {
 
 #[tokio::test]
 async fn undecodable_configmap_record_is_left_in_place() {
-    let (_server, client) = start().await;
+    let (ns, client) = start();
     let (ar, cr) = plain_cr(&client, "web").await;
     let originals = write_configmap_records(&client, "web").await;
     let broken: ConfigMap = serde_json::from_value(json!({
@@ -603,18 +611,18 @@ async fn undecodable_configmap_record_is_left_in_place() {
         "data": {"release": "not base64 at all!"}
     }))
     .expect("ConfigMap");
-    Api::<ConfigMap>::namespaced(client.clone(), NS)
+    Api::<ConfigMap>::default_namespaced(client.clone())
         .create(&PostParams::default(), &broken)
         .await
         .expect("create broken record");
 
-    let report = migrate::migrate(&client, &cr, &ar, "web", NS)
+    let report = migrate::migrate(&client, &cr, &ar, "web", ns.name())
         .await
         .expect("migrate the readable ones");
     assert_eq!(report.copied, [1, 2]);
     assert_eq!(report.undecodable_configmaps, [make_key("web", 3)]);
     assert_eq!(configmap_names(&client).await, [make_key("web", 3)], "kept");
-    let secrets = SecretDriver::for_namespace(client.clone(), NS);
+    let secrets = SecretDriver::for_namespace(client.clone(), ns.name());
     assert_eq!(originals.len(), 2);
     assert!(matches!(
         secrets.get(&make_key("web", 3)).await,

@@ -1,4 +1,4 @@
-//! `reconcile()` against the embedded API server: a CR becomes a release (records,
+//! `reconcile()` against the test cluster (embedded, or `RUDDER_TEST_KUBECONFIG`'s): a CR becomes a release (records,
 //! status, owner references, events), spec changes upgrade, unchanged inputs never
 //! make a revision (even for charts with random output), drift is repaired in place,
 //! bad specs and failures are reported without looping or uninstalling, objects
@@ -7,12 +7,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::api::events::v1::Event;
-use kube::api::{
-    Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch,
-    PatchParams, PostParams,
-};
+use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
 use operator::reconcile::{reconcile, Context, Outcome, ReconcileError};
 use serde_json::{json, Value};
@@ -37,7 +34,7 @@ async fn run(ctx: &Arc<Context>, name: &str) -> Result<Outcome, ReconcileError> 
 }
 
 async fn revisions(client: &Client, name: &str) -> Vec<(i64, String)> {
-    let secrets: Api<Secret> = Api::namespaced(client.clone(), NS);
+    let secrets: Api<Secret> = Api::default_namespaced(client.clone());
     let list = secrets
         .list(&ListParams::default().labels(&format!("owner=helm,name={name}")))
         .await
@@ -78,7 +75,7 @@ fn assert_condition(cr: &DynamicObject, type_: &str, status: &str, reason: &str)
 }
 
 async fn event_reasons(client: &Client, name: &str) -> Vec<(String, String, String)> {
-    let events: Api<Event> = Api::namespaced(client.clone(), NS);
+    let events: Api<Event> = Api::default_namespaced(client.clone());
     let list = events
         .list(&ListParams::default())
         .await
@@ -103,7 +100,7 @@ async fn configmap(client: &Client, ns: &str, name: &str) -> Option<ConfigMap> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn install_upgrade_and_idle_reconciles() {
-    let (_server, client) = start().await;
+    let (ns, client) = start();
     let ctx = context(&client, watch());
     create_cr(&client, "app", json!({"greeting": "hi"})).await;
 
@@ -113,7 +110,7 @@ async fn install_upgrade_and_idle_reconciles() {
     kinds.sort();
     assert_eq!(kinds, ["ConfigMap", "Secret"]);
     assert_eq!(revisions(&client, "app").await, [(1, "deployed".into())]);
-    let secrets: Api<Secret> = Api::namespaced(client.clone(), NS);
+    let secrets: Api<Secret> = Api::default_namespaced(client.clone());
     let record = secrets
         .get("sh.helm.release.v1.app.v1")
         .await
@@ -146,7 +143,9 @@ async fn install_upgrade_and_idle_reconciles() {
     let manifest = status["deployedRelease"]["manifest"].as_str().unwrap_or("");
     assert!(manifest.contains("name: app-cfg"), "{manifest}");
 
-    let cm = configmap(&client, NS, "app-cfg").await.expect("configmap");
+    let cm = configmap(&client, ns.name(), "app-cfg")
+        .await
+        .expect("configmap");
     let owners = cm.metadata.owner_references.clone().unwrap_or_default();
     assert_eq!(owners.len(), 1, "{owners:?}");
     assert_eq!(owners[0].kind, KIND);
@@ -179,7 +178,9 @@ async fn install_upgrade_and_idle_reconciles() {
     );
     let cr = get_cr(&client, "app").await;
     assert_condition(&cr, "Deployed", "True", "UpgradeSuccessful");
-    let cm = configmap(&client, NS, "app-cfg").await.expect("configmap");
+    let cm = configmap(&client, ns.name(), "app-cfg")
+        .await
+        .expect("configmap");
     assert_eq!(
         cm.data
             .unwrap_or_default()
@@ -195,18 +196,18 @@ async fn install_upgrade_and_idle_reconciles() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn drift_is_repaired_without_a_new_revision() {
-    let (_server, client) = start().await;
+    let (ns, client) = start();
     let ctx = context(&client, watch());
     create_cr(&client, "drift", json!({})).await;
     run(&ctx, "drift").await.expect("install");
-    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), NS);
+    let cms: Api<ConfigMap> = Api::default_namespaced(client.clone());
     cms.delete("drift-cfg", &DeleteParams::default())
         .await
         .expect("delete configmap");
-    assert!(configmap(&client, NS, "drift-cfg").await.is_none());
+    assert!(configmap(&client, ns.name(), "drift-cfg").await.is_none());
 
     run(&ctx, "drift").await.expect("repair");
-    let cm = configmap(&client, NS, "drift-cfg")
+    let cm = configmap(&client, ns.name(), "drift-cfg")
         .await
         .expect("configmap recreated");
     assert!(cm.metadata.owner_references.is_some_and(|o| !o.is_empty()));
@@ -215,14 +216,14 @@ async fn drift_is_repaired_without_a_new_revision() {
     assert!(
         events.iter().any(|(t, r, n)| t == "Normal"
             && r == "Repaired"
-            && n.contains("ConfigMap default/drift-cfg")),
+            && n.contains(&format!("ConfigMap {}/drift-cfg", ns.name()))),
         "{events:?}"
     );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_specs_are_reported_and_leave_the_release_alone() {
-    let (_server, client) = start().await;
+    let (ns, client) = start();
     let ctx = context(&client, watch());
     create_cr(&client, "bad", json!({"greeting": "ok"})).await;
     run(&ctx, "bad").await.expect("install");
@@ -233,7 +234,7 @@ async fn bad_specs_are_reported_and_leave_the_release_alone() {
     assert!(matches!(err, ReconcileError::InvalidSpec { .. }), "{err}");
     assert!(
         err.to_string()
-            .starts_with("Demo default/bad: spec must be an object"),
+            .starts_with(&format!("Demo {}/bad: spec must be an object", ns.name())),
         "{err}"
     );
     let cr = get_cr(&client, "bad").await;
@@ -278,7 +279,9 @@ async fn bad_specs_are_reported_and_leave_the_release_alone() {
 
     // The deployed release was never touched.
     assert_eq!(revisions(&client, "bad").await, [(1, "deployed".into())]);
-    let cm = configmap(&client, NS, "bad-cfg").await.expect("configmap");
+    let cm = configmap(&client, ns.name(), "bad-cfg")
+        .await
+        .expect("configmap");
     assert_eq!(
         cm.data
             .unwrap_or_default()
@@ -306,17 +309,12 @@ async fn bad_specs_are_reported_and_leave_the_release_alone() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn objects_outside_the_namespace_are_refused_unless_allowed() {
-    let (_server, client) = start().await;
-    let namespaces: Api<Namespace> = Api::all(client.clone());
-    let ns: Namespace =
-        serde_json::from_value(json!({"metadata": {"name": "elsewhere"}})).expect("ns");
-    namespaces
-        .create(&PostParams::default(), &ns)
-        .await
-        .expect("create namespace");
+    let (ns, client) = start();
+    let elsewhere_ns = ns.cluster().namespace("elsewhere");
+    let elsewhere = elsewhere_ns.name();
 
     let ctx = context(&client, watch());
-    create_cr(&client, "esc", json!({"otherNamespace": "elsewhere"})).await;
+    create_cr(&client, "esc", json!({"otherNamespace": elsewhere})).await;
     let err = run(&ctx, "esc").await.expect_err("refused");
     assert!(err.to_string().contains("allowedNamespaces"), "{err}");
     let cr = get_cr(&client, "esc").await;
@@ -326,13 +324,15 @@ async fn objects_outside_the_namespace_are_refused_unless_allowed() {
         .unwrap_or("")
         .to_string();
     assert!(
-        msg.contains("ConfigMap elsewhere/esc-elsewhere is in namespace \"elsewhere\""),
+        msg.contains(&format!(
+            "ConfigMap {elsewhere}/esc-elsewhere is in namespace \"{elsewhere}\""
+        )),
         "{msg}"
     );
-    assert!(configmap(&client, "elsewhere", "esc-elsewhere")
+    assert!(configmap(&client, elsewhere, "esc-elsewhere")
         .await
         .is_none());
-    assert!(configmap(&client, NS, "esc-cfg").await.is_none());
+    assert!(configmap(&client, ns.name(), "esc-cfg").await.is_none());
 
     create_cr(&client, "role", json!({"clusterRole": true})).await;
     let err = run(&ctx, "role").await.expect_err("refused");
@@ -340,21 +340,21 @@ async fn objects_outside_the_namespace_are_refused_unless_allowed() {
         err.to_string().contains("allowClusterScoped: true"),
         "{err}"
     );
-    assert!(configmap(&client, NS, "role-cfg").await.is_none());
+    assert!(configmap(&client, ns.name(), "role-cfg").await.is_none());
 
     // Allowed by the watch: applied, and annotated with the primary resource.
     let mut w = watch();
-    w.allowed_namespaces = vec!["elsewhere".into()];
+    w.allowed_namespaces = vec![elsewhere.into()];
     let ctx = context(&client, w);
-    create_cr(&client, "ok", json!({"otherNamespace": "elsewhere"})).await;
+    create_cr(&client, "ok", json!({"otherNamespace": elsewhere})).await;
     run(&ctx, "ok").await.expect("allowed");
-    let cm = configmap(&client, "elsewhere", "ok-elsewhere")
+    let cm = configmap(&client, elsewhere, "ok-elsewhere")
         .await
         .expect("configmap elsewhere");
     let ann = cm.metadata.annotations.unwrap_or_default();
     assert_eq!(
         ann.get("operator-sdk/primary-resource").map(String::as_str),
-        Some("default/ok")
+        Some(format!("{}/ok", ns.name()).as_str())
     );
     assert_eq!(
         ann.get("operator-sdk/primary-resource-type")
@@ -366,11 +366,11 @@ async fn objects_outside_the_namespace_are_refused_unless_allowed() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deleting_the_cr_uninstalls_and_removes_the_finalizer() {
-    let (_server, client) = start().await;
+    let (ns, client) = start();
     let ctx = context(&client, watch());
     create_cr(&client, "gone", json!({})).await;
     run(&ctx, "gone").await.expect("install");
-    assert!(configmap(&client, NS, "gone-cfg").await.is_some());
+    assert!(configmap(&client, ns.name(), "gone-cfg").await.is_some());
 
     crs(&client)
         .delete("gone", &DeleteParams::default())
@@ -382,7 +382,7 @@ async fn deleting_the_cr_uninstalls_and_removes_the_finalizer() {
         .await
         .expect("uninstall");
 
-    assert!(configmap(&client, NS, "gone-cfg").await.is_none());
+    assert!(configmap(&client, ns.name(), "gone-cfg").await.is_none());
     assert!(revisions(&client, "gone").await.is_empty());
     assert!(
         crs(&client).get_opt("gone").await.expect("get").is_none(),
@@ -397,7 +397,7 @@ async fn deleting_the_cr_uninstalls_and_removes_the_finalizer() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failed_install_is_kept_and_does_not_loop() {
-    let (_server, client) = start().await;
+    let (_ns, client) = start();
     let ctx = context(&client, watch());
 
     // Refused before anything is written: no record at all, however often it runs.
@@ -460,7 +460,7 @@ async fn failed_install_is_kept_and_does_not_loop() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failed_upgrade_rolls_back_and_does_not_loop() {
-    let (_server, client) = start().await;
+    let (ns, client) = start();
     let ctx = context(&client, watch());
     create_cr(&client, "up", json!({"greeting": "v1"})).await;
     run(&ctx, "up").await.expect("install");
@@ -480,7 +480,9 @@ async fn failed_upgrade_rolls_back_and_does_not_loop() {
         assert!(matches!(err, ReconcileError::BackingOff { .. }), "{err}");
     }
     assert_eq!(revisions(&client, "up").await, after_failure);
-    let cm = configmap(&client, NS, "up-cfg").await.expect("configmap");
+    let cm = configmap(&client, ns.name(), "up-cfg")
+        .await
+        .expect("configmap");
     assert_eq!(
         cm.data
             .unwrap_or_default()
@@ -512,7 +514,7 @@ async fn failed_upgrade_rolls_back_and_does_not_loop() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn releases_made_by_helm_are_compared_by_render() {
-    let (_server, client) = start().await;
+    let (ns, client) = start();
     let ctx = context(&client, watch());
     let chart = chart::loader::load(chart_dir()).expect("chart");
     // As `helm install` would leave it: no inputs digest on the record.
@@ -521,7 +523,7 @@ async fn releases_made_by_helm_are_compared_by_render() {
             .as_object()
             .cloned()
             .unwrap_or_default();
-        let opts = action::ActionOptions::new(name, NS);
+        let opts = action::ActionOptions::new(name, ns.name());
         action::Install::new(&action::ActionConfig::new(client.clone()), opts)
             .run(&chart, values)
             .await
@@ -536,7 +538,7 @@ async fn releases_made_by_helm_are_compared_by_render() {
     assert_eq!(revisions(&client, "steady").await, [(1, "deployed".into())]);
     // The matching render stamped the inputs digest on the record, so later reconciles
     // compare digests instead of rendering again.
-    let secrets: Api<Secret> = Api::namespaced(client.clone(), NS);
+    let secrets: Api<Secret> = Api::default_namespaced(client.clone());
     let record = secrets
         .get("sh.helm.release.v1.steady.v1")
         .await
@@ -545,7 +547,7 @@ async fn releases_made_by_helm_are_compared_by_render() {
     let cr = get_cr(&client, "steady").await;
     assert_condition(&cr, "Deployed", "True", "InstallSuccessful");
     // Repair added the owner reference the helm install did not have.
-    let cm = configmap(&client, NS, "steady-cfg")
+    let cm = configmap(&client, ns.name(), "steady-cfg")
         .await
         .expect("configmap");
     assert!(cm.metadata.owner_references.is_some_and(|o| o.len() == 1));
@@ -562,7 +564,7 @@ async fn releases_made_by_helm_are_compared_by_render() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reconcile_period_annotation_wins() {
-    let (_server, client) = start().await;
+    let (_ns, client) = start();
     let mut w = watch();
     w.watch_dependent_resources = false;
     let ctx = context(&client, w);
@@ -581,14 +583,16 @@ async fn reconcile_period_annotation_wins() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn override_values_win_and_are_announced_without_their_value() {
-    let (_server, client) = start().await;
+    let (ns, client) = start();
     let mut w = watch();
     w.override_values
         .insert("greeting".into(), "from-watches".into());
     let ctx = context(&client, w);
     create_cr(&client, "ovr", json!({"greeting": "from-spec"})).await;
     run(&ctx, "ovr").await.expect("install");
-    let cm = configmap(&client, NS, "ovr-cfg").await.expect("configmap");
+    let cm = configmap(&client, ns.name(), "ovr-cfg")
+        .await
+        .expect("configmap");
     assert_eq!(
         cm.data
             .unwrap_or_default()
@@ -611,7 +615,7 @@ async fn override_values_win_and_are_announced_without_their_value() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_interrupted_operation_is_recovered() {
-    let (_server, client) = start().await;
+    let (ns, client) = start();
     let ctx = context(&client, watch());
     create_cr(&client, "crash", json!({"greeting": "hi"})).await;
     run(&ctx, "crash").await.expect("install");
@@ -619,7 +623,7 @@ async fn an_interrupted_operation_is_recovered() {
     // A process died in the middle of an upgrade: revision 2 stays pending-upgrade.
     let store = release::Storage::new(Arc::new(release::SecretDriver::for_namespace(
         client.clone(),
-        NS,
+        ns.name(),
     )));
     let mut pending = store.get("crash", 1).await.expect("revision 1");
     pending.version = 2;
@@ -637,7 +641,7 @@ async fn an_interrupted_operation_is_recovered() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn status_goes_to_the_main_resource_without_a_status_subresource() {
-    let (_server, client) = start().await;
+    let (ns, client) = start();
     let crd = json!({
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
@@ -652,32 +656,18 @@ async fn status_goes_to_the_main_resource_without_a_status_subresource() {
             }]
         }
     });
-    let ar = ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
-        "customresourcedefinitions",
-    );
-    let crds: Api<DynamicObject> = Api::all_with(client.clone(), &ar);
-    crds.create(
-        &PostParams::default(),
-        &serde_json::from_value(crd).expect("crd"),
-    )
-    .await
-    .expect("create CRD");
-    let plain = ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk(GROUP, VERSION, "Plain"),
-        "plains",
-    );
+    let plain = ns.cluster().install_crd(&crd);
     let mut w = watch();
     w.kind = "Plain".into();
     let chart = chart::loader::load(chart_dir()).expect("chart");
     let ctx =
         Context::new(client.clone(), Arc::new(w), Arc::new(chart), plain.clone()).expect("context");
     let ctx = Arc::new(ctx);
-    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), NS, &plain);
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns.name(), &plain);
     let obj: DynamicObject = serde_json::from_value(json!({
         "apiVersion": format!("{GROUP}/{VERSION}"),
         "kind": "Plain",
-        "metadata": {"name": "plain", "namespace": NS},
+        "metadata": {"name": "plain", "namespace": ns.name()},
         "spec": {},
     }))
     .expect("cr");

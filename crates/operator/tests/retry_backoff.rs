@@ -16,7 +16,6 @@ use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::Client;
 use serde_json::{json, Value};
 
-const NS: &str = "retry-backoff";
 const CR: &str = "flaky";
 const WAIT: Duration = Duration::from_secs(60);
 
@@ -84,11 +83,11 @@ async fn until<T, F: std::future::Future<Output = Option<T>>>(
 }
 
 async fn configmap(client: &Client) -> Option<ConfigMap> {
-    let api: Api<ConfigMap> = Api::namespaced(client.clone(), NS);
+    let api: Api<ConfigMap> = Api::default_namespaced(client.clone());
     api.get_opt(&format!("{CR}-cfg")).await.ok().flatten()
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failing_render_backs_off_exponentially_and_success_resets_it() {
     let logs = Captured::default();
     let writer = logs.clone();
@@ -100,16 +99,14 @@ async fn a_failing_render_backs_off_exponentially_and_success_resets_it() {
         .with_writer(move || writer.clone())
         .init();
 
-    let (_server, client) = common::start().await;
-    watch_run::create_namespace(&client, NS).await;
-    let dir = std::env::temp_dir().join(format!("rudder-retry-backoff-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let (ns, client) = common::start();
+    let dir = ns.dir().to_path_buf();
     let chart = dir.join("chart");
     write_chart(&chart);
     let op = WatchRun::start(&client, &dir, &chart, Duration::from_secs(3600));
 
     // Without spec.message the chart does not render: each retry waits twice as long.
-    watch_run::create_demo(&client, NS, CR, json!({})).await;
+    watch_run::create_demo(&client, ns.name(), CR, json!({})).await;
     let first = until("six retries", || {
         let got = logs.retries();
         async move { (got.len() >= 6).then_some(got) }
@@ -122,7 +119,7 @@ async fn a_failing_render_backs_off_exponentially_and_success_resets_it() {
     );
 
     // Fixed: it installs, and the failure count is forgotten.
-    let crs: Api<DynamicObject> = Api::namespaced_with(client.clone(), NS, &common::resource());
+    let crs: Api<DynamicObject> = Api::default_namespaced_with(client.clone(), &common::resource());
     let patch = |spec: Value| {
         let crs = crs.clone();
         async move {
@@ -153,5 +150,4 @@ async fn a_failing_render_backs_off_exponentially_and_success_resets_it() {
     );
 
     op.stop(WAIT).await;
-    let _ = std::fs::remove_dir_all(&dir);
 }

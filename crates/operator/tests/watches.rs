@@ -1,11 +1,10 @@
 //! `watches.yaml` through the public API: the fixture file as an operator-sdk project
 //! would have it, charts found beside the file, and the selector agreeing with what
-//! an API server selects.
+//! the test cluster's API server selects.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use apiserver::{Config, Server};
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, ListParams, PostParams};
@@ -67,9 +66,8 @@ async fn selector_string_selects_what_matches_labels_selects() {
     let w = &watches::parse(&text, &fixtures()).expect("parses")[0];
     let selector = w.label_selector_string().expect("a selector");
 
-    let server = Server::start(Config::default()).await.expect("server");
-    let client = server.client().expect("client");
-    let api: Api<ConfigMap> = Api::namespaced(client, "default");
+    let ns = testkit::Cluster::start().namespace("watches-selector");
+    let api: Api<ConfigMap> = Api::default_namespaced(ns.client());
     let cases: &[(&str, &[(&str, &str)])] = &[
         ("match", &[("app", "web"), ("env", "prod"), ("owner", "x")]),
         (
@@ -144,5 +142,4 @@ async fn selector_string_selects_what_matches_labels_selects() {
         .collect();
     names.sort();
     assert_eq!(names, expected, "selector {selector:?}");
-    server.stop().await;
 }

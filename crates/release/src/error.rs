@@ -46,7 +46,7 @@ pub enum Error {
     #[error("unknown driver {0:?} (HELM_DRIVER: use secret, configmap or memory)")]
     UnknownDriver(String),
     /// The Kubernetes API call failed.
-    #[error("{context}: {source}")]
+    #[error("{context}: {}", crate::api_error::describe(source))]
     Api {
         context: String,
         #[source]

@@ -6,6 +6,7 @@
 //!
 //! See `README.md` in this crate for the storage layout and the chunked format.
 
+pub mod api_error;
 pub mod codec;
 pub mod driver;
 pub mod error;

@@ -38,7 +38,7 @@ pub enum LockError {
     #[error("lock for release {0:?} is no longer held by us")]
     Lost(String),
     /// The Kubernetes API call failed.
-    #[error("{context}: {source}")]
+    #[error("{context}: {}", crate::api_error::describe(source))]
     Api {
         context: String,
         #[source]

@@ -1,5 +1,6 @@
-//! The Secret and ConfigMap drivers and the Lease lock against the embedded API server
-//! (`crates/apiserver`), checking the exact objects written.
+//! The Secret and ConfigMap drivers and the Lease lock against the test cluster (the
+//! embedded API server, or `RUDDER_TEST_KUBECONFIG`'s), checking the exact objects
+//! written, each test in a namespace of its own.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -14,22 +15,23 @@ use release::driver::objects::ChunkConfig;
 use release::driver::{selector, ConfigMapDriver, Driver, SecretDriver};
 use release::lock::{lease_name, KubeLocks, LockError, ReleaseLocks};
 use release::{Error, Release, Status, Storage};
+use testkit::{Cluster, TestNamespace};
 
-const NS: &str = "default";
-
-async fn server() -> (apiserver::Server, Client) {
-    let server = apiserver::Server::start(apiserver::Config::default())
-        .await
-        .expect("start embedded API server");
-    let client = server.client().expect("client");
-    (server, client)
+/// A namespace of the test's own, and a client defaulting to it.
+fn start() -> (TestNamespace, Client) {
+    let ns = Cluster::builder()
+        .simulate_readiness(false)
+        .start()
+        .namespace("release-drivers");
+    let client = ns.client();
+    (ns, client)
 }
 
-fn rel(name: &str, version: i64, status: Status, manifest: &str) -> Release {
+fn rel(ns: &TestNamespace, name: &str, version: i64, status: Status, manifest: &str) -> Release {
     let mut r = Release {
         name: name.into(),
         version,
-        namespace: NS.into(),
+        namespace: ns.name().into(),
         manifest: manifest.into(),
         ..Release::default()
     };
@@ -43,16 +45,16 @@ fn label_keys(labels: &Option<BTreeMap<String, String>>) -> Vec<String> {
 
 #[tokio::test]
 async fn secret_driver_writes_helms_exact_layout() {
-    let (server, client) = server().await;
-    let driver = SecretDriver::for_namespace(client.clone(), NS);
-    let mut r = rel("web", 1, Status::Deployed, "kind: A\n");
+    let (ns, client) = start();
+    let driver = SecretDriver::for_namespace(client.clone(), ns.name());
+    let mut r = rel(&ns, "web", 1, Status::Deployed, "kind: A\n");
     r.labels.insert("team".into(), "x".into());
     driver
         .create("sh.helm.release.v1.web.v1", &r)
         .await
         .unwrap();
 
-    let secret = Api::<Secret>::namespaced(client.clone(), NS)
+    let secret = Api::<Secret>::namespaced(client.clone(), ns.name())
         .get("sh.helm.release.v1.web.v1")
         .await
         .unwrap();
@@ -95,7 +97,7 @@ async fn secret_driver_writes_helms_exact_layout() {
         .update("sh.helm.release.v1.web.v1", &r2)
         .await
         .unwrap();
-    let secret = Api::<Secret>::namespaced(client.clone(), NS)
+    let secret = Api::<Secret>::namespaced(client.clone(), ns.name())
         .get("sh.helm.release.v1.web.v1")
         .await
         .unwrap();
@@ -119,16 +121,15 @@ async fn secret_driver_writes_helms_exact_layout() {
         .await
         .unwrap_err()
         .is_not_found());
-    server.stop().await;
 }
 
 #[tokio::test]
 async fn configmap_driver_writes_helms_layout() {
-    let (server, client) = server().await;
-    let driver = ConfigMapDriver::for_namespace(client.clone(), NS);
-    let r = rel("cm", 1, Status::Deployed, "kind: B\n");
+    let (ns, client) = start();
+    let driver = ConfigMapDriver::for_namespace(client.clone(), ns.name());
+    let r = rel(&ns, "cm", 1, Status::Deployed, "kind: B\n");
     driver.create("sh.helm.release.v1.cm.v1", &r).await.unwrap();
-    let cm = Api::<ConfigMap>::namespaced(client.clone(), NS)
+    let cm = Api::<ConfigMap>::namespaced(client.clone(), ns.name())
         .get("sh.helm.release.v1.cm.v1")
         .await
         .unwrap();
@@ -140,26 +141,28 @@ async fn configmap_driver_writes_helms_layout() {
     assert_eq!(data.keys().collect::<Vec<_>>(), ["release"]);
     assert_eq!(codec::decode(&data["release"]).unwrap(), r);
     assert_eq!(driver.get("sh.helm.release.v1.cm.v1").await.unwrap(), r);
-    server.stop().await;
 }
 
 #[tokio::test]
 async fn storage_over_secrets_history_and_pruning() {
-    let (server, client) = server().await;
-    let storage =
-        Storage::new(Arc::new(SecretDriver::for_namespace(client.clone(), NS))).with_max_history(3);
+    let (ns, client) = start();
+    let storage = Storage::new(Arc::new(SecretDriver::for_namespace(
+        client.clone(),
+        ns.name(),
+    )))
+    .with_max_history(3);
     storage
-        .create(&rel("app", 1, Status::Deployed, "a"))
+        .create(&rel(&ns, "app", 1, Status::Deployed, "a"))
         .await
         .unwrap();
     for v in 2..=5 {
         storage
-            .create(&rel("app", v, Status::Failed, "b"))
+            .create(&rel(&ns, "app", v, Status::Failed, "b"))
             .await
             .unwrap();
     }
     storage
-        .create(&rel("other", 1, Status::Deployed, "c"))
+        .create(&rel(&ns, "other", 1, Status::Deployed, "c"))
         .await
         .unwrap();
     let versions: Vec<i64> = storage
@@ -173,13 +176,12 @@ async fn storage_over_secrets_history_and_pruning() {
     assert_eq!(storage.deployed("app").await.unwrap().unwrap().version, 1);
     assert_eq!(storage.last("app").await.unwrap().unwrap().version, 5);
     assert_eq!(storage.history("other").await.unwrap().len(), 1);
-    server.stop().await;
 }
 
 #[tokio::test]
 async fn helm_written_secrets_are_read_from_the_cluster() {
-    let (server, client) = server().await;
-    let api = Api::<Secret>::namespaced(client.clone(), NS);
+    let (ns, client) = start();
+    let api = Api::<Secret>::namespaced(client.clone(), ns.name());
     let fixture: Vec<serde_json::Value> =
         serde_json::from_str(include_str!("fixtures/helm-v4-secrets.json")).unwrap();
     for obj in fixture {
@@ -188,21 +190,24 @@ async fn helm_written_secrets_are_read_from_the_cluster() {
         secret.metadata.resource_version = None;
         api.create(&PostParams::default(), &secret).await.unwrap();
     }
-    let storage = Storage::new(Arc::new(SecretDriver::for_namespace(client.clone(), NS)));
+    let storage = Storage::new(Arc::new(SecretDriver::for_namespace(
+        client.clone(),
+        ns.name(),
+    )));
     let deployed = storage.deployed("fx").await.unwrap().unwrap();
     assert_eq!(deployed.version, 1);
     assert_eq!(deployed.chart.unwrap().metadata.unwrap().name, "tiny");
     assert_eq!(storage.next_version("fx").await.unwrap(), 3);
-    server.stop().await;
 }
 
 #[tokio::test]
 async fn chunked_records_in_the_cluster() {
-    let (server, client) = server().await;
-    let driver = SecretDriver::for_namespace(client.clone(), NS).with_chunking(ChunkConfig {
-        max_object_data: 1500,
-        chunk_size: 600,
-    });
+    let (ns, client) = start();
+    let driver =
+        SecretDriver::for_namespace(client.clone(), ns.name()).with_chunking(ChunkConfig {
+            max_object_data: 1500,
+            chunk_size: 600,
+        });
     // Pseudo-random text that gzip cannot shrink below the small limit.
     let mut x: u64 = 0x2545f4914f6cdd1d;
     let manifest: String = (0..6000)
@@ -213,12 +218,12 @@ async fn chunked_records_in_the_cluster() {
             char::from(b'a' + (x % 26) as u8)
         })
         .collect();
-    let r = rel("big", 1, Status::Deployed, &manifest);
+    let r = rel(&ns, "big", 1, Status::Deployed, &manifest);
     driver
         .create("sh.helm.release.v1.big.v1", &r)
         .await
         .unwrap();
-    let api = Api::<Secret>::namespaced(client.clone(), NS);
+    let api = Api::<Secret>::namespaced(client.clone(), ns.name());
     let helm_view = api
         .list(&ListParams::default().labels("owner=helm,name=big"))
         .await
@@ -235,7 +240,7 @@ async fn chunked_records_in_the_cluster() {
     assert!(chunks.items.len() >= 2);
     assert_eq!(driver.get("sh.helm.release.v1.big.v1").await.unwrap(), r);
     // Updates move a record between the two forms (the Secret type never changes).
-    let small = rel("big", 1, Status::Superseded, "small");
+    let small = rel(&ns, "big", 1, Status::Superseded, "small");
     driver
         .update("sh.helm.release.v1.big.v1", &small)
         .await
@@ -260,24 +265,23 @@ async fn chunked_records_in_the_cluster() {
         .await
         .unwrap();
     assert!(left.items.is_empty());
-    server.stop().await;
 }
 
 #[tokio::test]
 async fn lease_lock_in_the_cluster() {
-    let (server, client) = server().await;
+    let (ns, client) = start();
     let a = ReleaseLocks::new(
-        KubeLocks::new(client.clone(), NS),
+        KubeLocks::new(client.clone(), ns.name()),
         "pod-a",
         Duration::from_secs(15),
     );
     let b = ReleaseLocks::new(
-        KubeLocks::new(client.clone(), NS),
+        KubeLocks::new(client.clone(), ns.name()),
         "pod-b",
         Duration::from_secs(15),
     );
     let held = a.try_acquire("web").await.unwrap();
-    let lease = Api::<Lease>::namespaced(client.clone(), NS)
+    let lease = Api::<Lease>::namespaced(client.clone(), ns.name())
         .get(&lease_name("web"))
         .await
         .unwrap();
@@ -298,10 +302,9 @@ async fn lease_lock_in_the_cluster() {
     assert!(matches!(a.renew(&held).await, Err(LockError::Lost(_))));
     a.release(held).await.unwrap();
     b.release(taken).await.unwrap();
-    assert!(Api::<Lease>::namespaced(client, NS)
+    assert!(Api::<Lease>::namespaced(client, ns.name())
         .get_opt(&lease_name("web"))
         .await
         .unwrap()
         .is_none());
-    server.stop().await;
 }

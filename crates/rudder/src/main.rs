@@ -3,6 +3,7 @@
 
 use clap::{Parser, Subcommand};
 
+mod error_text;
 mod release_cmds;
 mod run;
 mod template;
@@ -92,7 +93,7 @@ async fn server_wait(server: apiserver::Server) {
 fn main() {
     // Errors are printed as one readable chain, never as a backtrace.
     if let Err(e) = run() {
-        eprintln!("Error: {e:#}");
+        eprintln!("Error: {}", error_text::chain(&e));
         std::process::exit(1);
     }
 }

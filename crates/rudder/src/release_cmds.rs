@@ -355,8 +355,24 @@ fn helm_err(msg: impl Into<String>) -> anyhow::Error {
     anyhow::Error::msg(msg.into())
 }
 
+/// Waits (`--wait`, hook Jobs, deletions) say on stderr what they are waiting for every
+/// few seconds, as plain lines; stdout stays what Helm prints. `RUST_LOG` shows more.
+fn init_progress_log() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+        tracing_subscriber::EnvFilter::new(format!("{}=info", action::WAIT_LOG_TARGET))
+    });
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .without_time()
+        .with_target(false)
+        .with_level(false)
+        .try_init();
+}
+
 /// Runs a release command; returns the process exit code.
 pub fn run(cmd: ReleaseCommand) -> anyhow::Result<i32> {
+    init_progress_log();
     let rt = tokio::runtime::Runtime::new().context("starting the async runtime")?;
     rt.block_on(async move {
         let out = match cmd {
@@ -547,7 +563,7 @@ fn load_chart(path: &str) -> anyhow::Result<chart::loader::Chart> {
 
 /// Prefixes an error with Helm's action word (`INSTALLATION FAILED: ...`).
 fn failed(prefix: &str, e: anyhow::Error) -> anyhow::Error {
-    helm_err(format!("{prefix}: {e:#}"))
+    helm_err(format!("{prefix}: {}", crate::error_text::chain(&e)))
 }
 
 /// Marks a pending record left by a dead action failed, so this action can proceed.

@@ -4,7 +4,6 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use chart::oracle::to_oracle_json;
 use chart::render::{render_templates, ReleaseInfo, RenderOptions};
 use chart::values::strvals::ValueOptions;
 
@@ -34,7 +33,7 @@ pub struct ValueArgs {
 impl ValueArgs {
     /// Merges every value source in Helm's order.
     pub fn merged(&self) -> anyhow::Result<chart::values::Values> {
-        let files = chart::oracle::read_values_files(&self.values).map_err(anyhow::Error::msg)?;
+        let files = chart::values::read_values_files(&self.values).map_err(anyhow::Error::msg)?;
         let opts = ValueOptions {
             value_files: vec![files],
             json_values: self.set_json.clone(),
@@ -123,6 +122,36 @@ impl ChartSizeArgs {
     }
 }
 
+/// `-o json`: every rendered file by its source path (CRDs too with `--include-crds`) and
+/// the error, if rendering failed. The shape `helm-oracle render` prints, so the two can
+/// be compared file by file.
+#[derive(serde::Serialize)]
+struct JsonOutput {
+    manifests: std::collections::BTreeMap<String, String>,
+    error: Option<String>,
+}
+
+impl JsonOutput {
+    fn new(result: &anyhow::Result<chart::render::RenderedFiles>, include_crds: bool) -> Self {
+        match result {
+            Ok(r) => {
+                let mut manifests = r.files.clone();
+                if include_crds {
+                    manifests.extend(r.crds.iter().map(|(n, t)| (n.clone(), t.clone())));
+                }
+                JsonOutput {
+                    manifests,
+                    error: None,
+                }
+            }
+            Err(e) => JsonOutput {
+                manifests: Default::default(),
+                error: Some(format!("{e:#}")),
+            },
+        }
+    }
+}
+
 fn show_only_matches(chart: &str, source: &str, patterns: &[String]) -> bool {
     patterns.is_empty()
         || patterns.iter().any(|p| {
@@ -163,10 +192,7 @@ fn run_here(args: TemplateArgs) -> anyhow::Result<i32> {
     };
     let result = render(&chart_path, &args.values, &opts, &args.chart_size.budget());
     if args.output == Output::Json {
-        let json = to_oracle_json(
-            &result.as_ref().map_err(|e| format!("{e:#}")).cloned(),
-            args.include_crds,
-        );
+        let json = JsonOutput::new(&result, args.include_crds);
         println!("{}", serde_json::to_string_pretty(&json)?);
         exit_now(if result.is_ok() { 0 } else { 1 });
     }

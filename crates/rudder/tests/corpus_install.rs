@@ -1,6 +1,6 @@
 //! Real public charts (the shared corpus) through the Helm-compatible release commands,
-//! as a new user would run them, against one embedded API server: `rudder install`
-//! into a fresh namespace, `status`, the manifest's objects present in the server,
+//! as a new user would run them, against the test cluster (embedded, or
+//! `RUDDER_TEST_KUBECONFIG`'s): `rudder install` into a fresh namespace, `status`, the manifest's objects present in the server,
 //! `upgrade` with the same values to revision 2, then `uninstall` removes every object
 //! (except `helm.sh/resource-policy: keep`) and every release record. The server first
 //! gets what a cluster running prometheus-operator and Argo CD has (their CRDs and
@@ -8,18 +8,22 @@
 //!
 //! One scenario per chart (`defaults`) by default; every scenario with
 //! `RUDDER_CORPUS_INSTALL_ALL=1`. The corpus is read from `RUDDER_CORPUS`, else
-//! `/work/shared/corpus`; the test skips with a message when it is absent.
+//! `../shared/corpus`; the test skips with a message when it is absent.
+//!
+//! On a shared cluster the ecosystem's CRDs and namespaces are used as found (created
+//! only when absent, and then removed at the end), each case gets a namespace of its
+//! own, and CRDs a chart's `crds/` adds (which Helm never deletes) are removed after it.
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::Duration;
 
-use apiserver::{Config, Server};
 use k8s_openapi::api::core::v1::{Namespace, Secret};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, DynamicObject, GroupVersionKind, ListParams, PostParams};
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, PostParams};
 use kube::discovery::{self, Scope};
 use serde_json::Value;
+use testkit::{Cluster, TestNamespace};
 
 /// Release name of every case: the name the corpus renders with.
 const RELEASE: &str = "demo";
@@ -97,30 +101,17 @@ impl Case {
         format!("{}/{}", self.chart, self.scenario)
     }
 
-    /// A DNS-label namespace unique to the case.
-    fn namespace(&self) -> String {
-        let mut ns: String = format!("c-{}-{}", self.chart, self.scenario)
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() {
-                    c.to_ascii_lowercase()
-                } else {
-                    '-'
-                }
-            })
-            .take(63)
-            .collect();
-        while ns.ends_with('-') {
-            ns.pop();
-        }
-        ns
+    /// The prefix of the case's namespace.
+    fn namespace_prefix(&self) -> String {
+        format!("c-{}-{}", self.chart, self.scenario)
     }
 }
 
-fn corpus_dir() -> PathBuf {
-    std::env::var_os("RUDDER_CORPUS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/work/shared/corpus"))
+fn corpus_dir() -> Option<PathBuf> {
+    match std::env::var_os("RUDDER_CORPUS") {
+        Some(p) => Some(PathBuf::from(p)),
+        None => Some(testkit::tools::shared_dir()?.join("corpus")),
+    }
 }
 
 fn sorted_entries(dir: &Path) -> Vec<PathBuf> {
@@ -280,11 +271,11 @@ async fn get(obj: &Obj) -> Result<Option<DynamicObject>, String> {
         .map_err(|e| format!("reading {}: {e}", obj.label))
 }
 
-/// Installs what a cluster running prometheus-operator and Argo CD already has.
-async fn install_ecosystem(client: &kube::Client) {
-    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+/// Installs what a cluster running prometheus-operator and Argo CD already has, where
+/// it is missing; what was created goes with `owner`.
+async fn install_ecosystem(client: &kube::Client, owner: &TestNamespace) {
     for (group, version, kind, plural) in ECOSYSTEM_CRDS {
-        let crd: CustomResourceDefinition = serde_json::from_value(serde_json::json!({
+        let crd = serde_json::json!({
             "apiVersion": "apiextensions.k8s.io/v1",
             "kind": "CustomResourceDefinition",
             "metadata": {"name": format!("{plural}.{group}")},
@@ -307,11 +298,8 @@ async fn install_ecosystem(client: &kube::Client) {
                     }},
                 }],
             },
-        }))
-        .expect("CRD literal is a CustomResourceDefinition");
-        crds.create(&PostParams::default(), &crd)
-            .await
-            .unwrap_or_else(|e| panic!("creating CRD {plural}.{group}: {e}"));
+        });
+        testkit::crd::install_crd(client, &crd).await;
     }
     let namespaces: Api<Namespace> = Api::all(client.clone());
     for name in ECOSYSTEM_NAMESPACES {
@@ -319,17 +307,34 @@ async fn install_ecosystem(client: &kube::Client) {
             "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name},
         }))
         .expect("Namespace literal");
-        namespaces
-            .create(&PostParams::default(), &ns)
-            .await
-            .unwrap_or_else(|e| panic!("creating namespace {name}: {e}"));
+        match namespaces.create(&PostParams::default(), &ns).await {
+            Ok(_) => owner.delete_on_teardown(ApiResource::erase::<Namespace>(&()), name),
+            Err(kube::Error::Api(e)) if e.code == 409 => {}
+            Err(e) => panic!("creating namespace {name}: {e}"),
+        }
     }
+}
+
+/// The names of the CRDs the cluster has.
+async fn crd_names(client: &kube::Client) -> Vec<String> {
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    crds.list(&ListParams::default())
+        .await
+        .expect("list CRDs")
+        .items
+        .into_iter()
+        .filter_map(|c| c.metadata.name)
+        .collect()
 }
 
 /// install → status → objects → upgrade → status → uninstall → nothing left.
 /// Returns the number of manifest objects checked.
-async fn run_case(kc: &Path, client: &kube::Client, case: &Case) -> Result<usize, String> {
-    let ns = case.namespace();
+async fn run_case(
+    kc: &Path,
+    client: &kube::Client,
+    case: &Case,
+    ns: &str,
+) -> Result<usize, String> {
     let chart = case.chart_dir.to_str().ok_or("chart path is not UTF-8")?;
     let values = case.values.to_str().ok_or("values path is not UTF-8")?;
 
@@ -342,7 +347,7 @@ async fn run_case(kc: &Path, client: &kube::Client, case: &Case) -> Result<usize
             "-f",
             values,
             "-n",
-            &ns,
+            ns,
             "--create-namespace",
         ],
     )
@@ -350,26 +355,26 @@ async fn run_case(kc: &Path, client: &kube::Client, case: &Case) -> Result<usize
     if !out.contains("STATUS: deployed") {
         return Err(format!("install output lacks `STATUS: deployed`:\n{out}"));
     }
-    expect_deployed(kc, &ns, 1).await?;
-    let objs = manifest_objects(kc, client, &ns).await?;
+    expect_deployed(kc, ns, 1).await?;
+    let objs = manifest_objects(kc, client, ns).await?;
     for obj in &objs {
         if get(obj).await?.is_none() {
             return Err(format!("after install, {} is missing", obj.label));
         }
     }
 
-    rudder(kc, &["upgrade", RELEASE, chart, "-f", values, "-n", &ns])
+    rudder(kc, &["upgrade", RELEASE, chart, "-f", values, "-n", ns])
         .await
         .map_err(|e| format!("upgrade with the same values: {e}"))?;
-    expect_deployed(kc, &ns, 2).await?;
-    let objs = manifest_objects(kc, client, &ns).await?;
+    expect_deployed(kc, ns, 2).await?;
+    let objs = manifest_objects(kc, client, ns).await?;
     for obj in &objs {
         if get(obj).await?.is_none() {
             return Err(format!("after upgrade, {} is missing", obj.label));
         }
     }
 
-    rudder(kc, &["uninstall", RELEASE, "-n", &ns]).await?;
+    rudder(kc, &["uninstall", RELEASE, "-n", ns]).await?;
     for obj in &objs {
         let live = get(obj).await?;
         // An object held by a finalizer counts as gone once its deletion has begun.
@@ -387,7 +392,7 @@ async fn run_case(kc: &Path, client: &kube::Client, case: &Case) -> Result<usize
             _ => {}
         }
     }
-    let secrets: Api<Secret> = Api::namespaced(client.clone(), &ns);
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), ns);
     let records = secrets
         .list(&ListParams::default().labels(&format!("owner=helm,name={RELEASE}")))
         .await
@@ -407,13 +412,14 @@ async fn run_case(kc: &Path, client: &kube::Client, case: &Case) -> Result<usize
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn corpus_charts_install_upgrade_uninstall() {
-    let corpus = corpus_dir();
+    let Some(corpus) = corpus_dir() else {
+        return;
+    };
     if !corpus.join("charts").is_dir() {
-        println!(
-            "SKIP corpus_install: no chart corpus at {} (set RUDDER_CORPUS)",
+        testkit::skip!(
+            "no chart corpus at {} (set RUDDER_CORPUS)",
             corpus.display()
         );
-        return;
     }
     let all = std::env::var("RUDDER_CORPUS_INSTALL_ALL").is_ok_and(|v| v == "1");
     let (cases, skipped) = cases(&corpus, all);
@@ -423,15 +429,12 @@ async fn corpus_charts_install_upgrade_uninstall() {
         corpus.display()
     );
 
-    let server = Server::start(Config {
-        simulate_readiness: true,
-        ..Config::default()
-    })
-    .await
-    .expect("embedded API server starts");
-    let client = server.client().expect("client");
-    let kc = server.kubeconfig_path().to_path_buf();
-    install_ecosystem(&client).await;
+    let cluster = Cluster::start();
+    let client = cluster.client();
+    let kc = cluster.kubeconfig().to_path_buf();
+    // Holds what the run creates outside the cases' namespaces until the end.
+    let run = cluster.namespace("corpus-install");
+    install_ecosystem(&client, &run).await;
 
     let mut passed = 0;
     let mut allowed = 0;
@@ -444,7 +447,16 @@ async fn corpus_charts_install_upgrade_uninstall() {
         let allow = ALLOWED_FAILURES
             .iter()
             .find(|(c, s, _)| *c == case.chart && *s == case.scenario);
-        match (run_case(&kc, &client, case).await, allow) {
+        let crds_before = crd_names(&client).await;
+        let case_ns = cluster.namespace(&case.namespace_prefix());
+        let outcome = run_case(&kc, &client, case, case_ns.name()).await;
+        for crd in crd_names(&client).await {
+            if !crds_before.contains(&crd) {
+                case_ns.delete_on_teardown(testkit::crd::crd_resource(), &crd);
+            }
+        }
+        drop(case_ns);
+        match (outcome, allow) {
             (Ok(n), None) => {
                 passed += 1;
                 println!("pass  {id} ({n} objects)");

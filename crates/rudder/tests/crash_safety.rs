@@ -6,6 +6,9 @@
 //!
 //! `RUDDER_CRASH_TRIALS` sets the number of kill trials (default 20) and
 //! `RUDDER_CRASH_SEED` replays a run; both tests print a summary line with their counts.
+//!
+//! Kill trials run on any cluster (`RUDDER_TEST_KUBECONFIG`); API errors are injected
+//! by the embedded server, so that test skips on an external cluster.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -13,16 +16,14 @@ use std::process::Stdio;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use apiserver::faults::{Match, Rule, Trigger, When};
-use apiserver::{Config, Server};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Service};
 use kube::api::Api;
 use kube::Client;
 use release::record::Status;
 use release::{SecretDriver, Storage};
-
-const NS: &str = "default";
+use testkit::apiserver::faults::{Match, Rule, Trigger, When};
+use testkit::{Cluster, TestNamespace};
 
 fn chart_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/charts/hello")
@@ -53,13 +54,9 @@ fn env_number(name: &str) -> Option<u64> {
     std::env::var(name).ok().and_then(|v| v.trim().parse().ok())
 }
 
-async fn start() -> Server {
-    Server::start(Config {
-        simulate_readiness: true,
-        ..Config::default()
-    })
-    .await
-    .expect("embedded API server starts")
+/// A namespace of the test's own (simulated readiness); its kubeconfig defaults to it.
+fn start() -> TestNamespace {
+    Cluster::start().namespace("crash-safety")
 }
 
 fn rudder(kc: &Path, args: &[&str]) -> tokio::process::Command {
@@ -116,9 +113,9 @@ async fn install(kc: &Path, name: &str) {
 async fn uids(client: &Client, name: &str) -> BTreeMap<&'static str, String> {
     let full = format!("{name}-hello");
     let mut out = BTreeMap::new();
-    let d: Api<Deployment> = Api::namespaced(client.clone(), NS);
-    let c: Api<ConfigMap> = Api::namespaced(client.clone(), NS);
-    let s: Api<Service> = Api::namespaced(client.clone(), NS);
+    let d: Api<Deployment> = Api::default_namespaced(client.clone());
+    let c: Api<ConfigMap> = Api::default_namespaced(client.clone());
+    let s: Api<Service> = Api::default_namespaced(client.clone());
     let read = |o: Option<String>| o.unwrap_or_else(|| "<missing>".into());
     out.insert(
         "Deployment",
@@ -154,7 +151,11 @@ async fn uids(client: &Client, name: &str) -> BTreeMap<&'static str, String> {
 }
 
 fn store(client: &Client) -> Storage {
-    Storage::new(Arc::new(SecretDriver::for_namespace(client.clone(), NS))).with_max_history(0)
+    Storage::new(Arc::new(SecretDriver::for_namespace(
+        client.clone(),
+        client.default_namespace(),
+    )))
+    .with_max_history(0)
 }
 
 /// The newest record's status and version, for classifying where a crash left things.
@@ -208,7 +209,7 @@ async fn converged(
             "live objects were deleted or replaced: {want_uids:?} became {now:?}"
         ));
     }
-    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), NS);
+    let cms: Api<ConfigMap> = Api::default_namespaced(client.clone());
     let html = cms
         .get(&format!("{name}-hello"))
         .await
@@ -242,9 +243,9 @@ async fn killed_upgrades_leave_nothing_stuck() {
         "crash-safety kill trials: seed {seed} (RUDDER_CRASH_SEED={seed} replays), {trials} trials"
     );
     let mut rng = Rng(seed);
-    let server = start().await;
-    let client = server.client().expect("client");
-    let kc = server.kubeconfig_path().to_path_buf();
+    let ns = start();
+    let client = ns.client();
+    let kc = ns.kubeconfig().to_path_buf();
     let name = "crash";
     install(&kc, name).await;
     let want = uids(&client, name).await;
@@ -313,22 +314,24 @@ async fn killed_upgrades_leave_nothing_stuck() {
         counts(&after_kill),
         trials as usize - failures.len()
     );
-    server.stop().await;
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn api_errors_at_every_write_leave_nothing_stuck() {
-    let server = start().await;
-    let client = server.client().expect("client");
-    let kc = server.kubeconfig_path().to_path_buf();
+    let ns = start();
+    let Some(server) = ns.cluster().embedded() else {
+        testkit::skip!("API errors are injected by the embedded API server");
+    };
+    let client = ns.client();
+    let kc = ns.kubeconfig().to_path_buf();
     let faults = server.faults();
     let name = "faulty";
     install(&kc, name).await;
     let want = uids(&client, name).await;
 
     // How many writes one upgrade makes (records, lock, objects).
-    let counter = faults.add(Rule::count(Match::writes().namespace(NS)));
+    let counter = faults.add(Rule::count(Match::writes().namespace(ns.name())));
     upgrade(&kc, name, "count").await.expect("counting upgrade");
     let writes = faults.remove(counter).map(|s| s.matched).unwrap_or(0);
     assert!(
@@ -354,7 +357,7 @@ async fn api_errors_at_every_write_leave_nothing_stuck() {
             trials += 1;
             let label = format!("{code} {when:?} at write {n}");
             let rule = faults.add(Rule {
-                matcher: Match::writes().namespace(NS),
+                matcher: Match::writes().namespace(ns.name()),
                 trigger: Trigger::Nth(n),
                 code,
                 when,
@@ -403,6 +406,5 @@ async fn api_errors_at_every_write_leave_nothing_stuck() {
         counts(&outcomes),
         trials - failures.len() as u64
     );
-    server.stop().await;
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

@@ -1,28 +1,25 @@
 //! The Helm-compatible release commands, run as the built `rudder` binary against the
-//! embedded API server: install, list, status, history, get, upgrade, rollback and
+//! test cluster (embedded, or `RUDDER_TEST_KUBECONFIG`'s), each test in a namespace of
+//! its own that its kubeconfig defaults to: install, list, status, history, get, upgrade, rollback and
 //! uninstall print what Helm prints, fail with Helm's messages, and interoperate with
 //! the real Helm (through `helm_python`) in both directions.
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use apiserver::{Config, Server};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{Api, ListParams};
 use serde_json::Value;
+use testkit::{Cluster, TestNamespace, Tool};
 
 fn chart_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/charts/hello")
 }
 
-async fn start() -> Server {
-    Server::start(Config {
-        simulate_readiness: true,
-        ..Config::default()
-    })
-    .await
-    .expect("embedded API server starts")
+/// A namespace of the test's own (simulated readiness); its kubeconfig defaults to it.
+fn start() -> TestNamespace {
+    Cluster::start().namespace("release-cli")
 }
 
 /// Runs `rudder ARGS --kubeconfig KC`.
@@ -78,7 +75,7 @@ fn rows(table: &str) -> Vec<Vec<String>> {
 }
 
 async fn replicas(client: &kube::Client, name: &str) -> Option<i32> {
-    let api: Api<Deployment> = Api::namespaced(client.clone(), "default");
+    let api: Api<Deployment> = Api::default_namespaced(client.clone());
     api.get_opt(name)
         .await
         .expect("read Deployment")
@@ -87,16 +84,16 @@ async fn replicas(client: &kube::Client, name: &str) -> Option<i32> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn install_read_upgrade_rollback_uninstall() {
-    let server = start().await;
-    let client = server.client().expect("client");
-    let kc = server.kubeconfig_path().to_path_buf();
+    let ns = start();
+    let client = ns.client();
+    let kc = ns.kubeconfig().to_path_buf();
     let chart = chart_dir();
     let chart = chart.to_str().expect("utf-8 path");
 
     let out = ok(&kc, &["install", "web", chart]).await;
     for line in [
         "NAME: web\n",
-        "NAMESPACE: default\n",
+        &format!("NAMESPACE: {}\n", ns.name()),
         "STATUS: deployed\n",
         "REVISION: 1\n",
         "DESCRIPTION: Install complete\n",
@@ -132,7 +129,7 @@ async fn install_read_upgrade_rollback_uninstall() {
             &table[1][5],
             &table[1][6]
         ],
-        ["web", "default", "1", "deployed", "hello-0.1.0", "1.27.0"]
+        ["web", ns.name(), "1", "deployed", "hello-0.1.0", "1.27.0"]
     );
     assert!(table[1][3].ends_with(" +0000 UTC"), "{table:?}");
     let listed: Value =
@@ -258,16 +255,16 @@ async fn install_read_upgrade_rollback_uninstall() {
     );
     assert_eq!(replicas(&client, "web-hello").await, None);
     assert_eq!(rows(&ok(&kc, &["list", "--all"]).await).len(), 1);
-    let secrets: Api<Secret> = Api::namespaced(client.clone(), "default");
+    let secrets: Api<Secret> = Api::default_namespaced(client.clone());
     let left = secrets
         .list(&ListParams::default().labels("owner=helm"))
         .await
         .expect("list");
     assert!(left.items.is_empty());
-    server.stop().await;
 }
 
-/// A chart whose `claim: true` adds a PVC, which the embedded server never binds.
+/// A chart whose `claim: true` adds a PVC of a storage class no cluster has, so it
+/// never binds.
 fn write_claim_chart(dir: &Path) -> PathBuf {
     let chart = dir.join("claims");
     std::fs::create_dir_all(chart.join("templates")).expect("chart dir");
@@ -292,6 +289,7 @@ kind: PersistentVolumeClaim
 metadata:
   name: {{ .Release.Name }}-data
 spec:
+  storageClassName: rudder-test-never-binds
   accessModes: [ReadWriteOnce]
   resources: {requests: {storage: 1Gi}}
 {{- end }}
@@ -303,10 +301,10 @@ spec:
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn atomic_upgrade_that_never_becomes_ready_rolls_back() {
-    let server = start().await;
-    let client = server.client().expect("client");
-    let kc = server.kubeconfig_path().to_path_buf();
-    let chart = write_claim_chart(kc.parent().expect("dir"));
+    let ns = start();
+    let client = ns.client();
+    let kc = ns.kubeconfig().to_path_buf();
+    let chart = write_claim_chart(ns.dir());
     let chart = chart.to_str().expect("utf-8 path");
     ok(&kc, &["install", "vol", chart]).await;
 
@@ -353,7 +351,7 @@ async fn atomic_upgrade_that_never_becomes_ready_rolls_back() {
         ]
     );
     assert_eq!(hist[2]["description"], "Rollback to 1");
-    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let cms: Api<ConfigMap> = Api::default_namespaced(client.clone());
     let cm = cms.get("vol-cfg").await.expect("ConfigMap");
     assert_eq!(
         cm.data
@@ -363,15 +361,14 @@ async fn atomic_upgrade_that_never_becomes_ready_rolls_back() {
         Some("one")
     );
     let pvcs: Api<k8s_openapi::api::core::v1::PersistentVolumeClaim> =
-        Api::namespaced(client.clone(), "default");
+        Api::default_namespaced(client.clone());
     assert!(pvcs.get_opt("vol-data").await.expect("read").is_none());
-    server.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn errors_are_worded_like_helm() {
-    let server = start().await;
-    let kc = server.kubeconfig_path().to_path_buf();
+    let ns = start();
+    let kc = ns.kubeconfig().to_path_buf();
     let chart = chart_dir();
     let chart = chart.to_str().expect("utf-8 path");
 
@@ -434,17 +431,16 @@ async fn errors_are_worded_like_helm() {
         "{:?}",
         text(&o)
     );
-    server.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dry_run_generate_name_namespaces_and_upgrade_install() {
-    let server = start().await;
-    let client = server.client().expect("client");
-    let kc = server.kubeconfig_path().to_path_buf();
+    let ns = start();
+    let client = ns.client();
+    let kc = ns.kubeconfig().to_path_buf();
     let chart = chart_dir();
     let chart = chart.to_str().expect("utf-8 path");
-    let secrets: Api<Secret> = Api::all(client.clone());
+    let secrets: Api<Secret> = Api::default_namespaced(client.clone());
     let records = || async {
         secrets
             .list(&ListParams::default().labels("owner=helm"))
@@ -508,7 +504,13 @@ async fn dry_run_generate_name_namespaces_and_upgrade_install() {
         "{out}"
     );
 
-    // Another namespace, created on demand; list -A sees both.
+    // Another namespace, created on demand (and deleted with the test's); list -A sees
+    // both.
+    let team = format!("{}-team", ns.name());
+    ns.delete_on_teardown(
+        kube::api::ApiResource::erase::<k8s_openapi::api::core::v1::Namespace>(&()),
+        &team,
+    );
     ok(
         &kc,
         &[
@@ -516,24 +518,26 @@ async fn dry_run_generate_name_namespaces_and_upgrade_install() {
             "other",
             chart,
             "-n",
-            "team",
+            &team,
             "--create-namespace",
             "--labels",
             "team=a",
         ],
     )
     .await;
-    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "team");
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), &team);
     assert!(cms.get_opt("other-hello").await.expect("read").is_some());
     let table = rows(&ok(&kc, &["list", "-A"]).await);
+    // (Only this test's namespaces: a shared cluster has other releases.)
     let names: Vec<(&str, &str)> = table[1..]
         .iter()
         .map(|r| (r[0].as_str(), r[1].as_str()))
+        .filter(|(_, n)| *n == team || *n == ns.name())
         .collect();
-    assert_eq!(names, [("other", "team"), ("ui", "default")]);
+    assert_eq!(names, [("other", team.as_str()), ("ui", ns.name())]);
     let only_default = rows(&ok(&kc, &["list"]).await);
     assert_eq!(only_default.len(), 2, "{only_default:?}");
-    let rec = Api::<Secret>::namespaced(client.clone(), "team")
+    let rec = Api::<Secret>::namespaced(client.clone(), &team)
         .get("sh.helm.release.v1.other.v1")
         .await
         .expect("record");
@@ -564,7 +568,6 @@ async fn dry_run_generate_name_namespaces_and_upgrade_install() {
     let table = rows(&ok(&kc, &["list", "--uninstalled"]).await);
     assert_eq!(table.len(), 2, "{table:?}");
     assert_eq!(table[1][4], "uninstalled");
-    server.stop().await;
 }
 
 // ---------------------------------------------------------------------------
@@ -572,13 +575,13 @@ async fn dry_run_generate_name_namespaces_and_upgrade_install() {
 
 const HELM_SCRIPT: &str = r#"
 import json, sys, helm_python
-kubeconfig, step, name = sys.argv[1], sys.argv[2], sys.argv[3]
-cfg = helm_python.Config(kubeconfig_path=kubeconfig, namespace="default", storage_driver="secret")
+kubeconfig, namespace, step, name = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+cfg = helm_python.Config(kubeconfig_path=kubeconfig, namespace=namespace, storage_driver="secret")
 out = {}
 rev = lambda r: int(r.get("revision", r.get("version", 0)))
 st = lambda r: r.get("status") or r.get("info", {}).get("status")
 if step == "install":
-    r = cfg.install(sys.argv[4], name, {"message": "from helm"}, timeout=60)
+    r = cfg.install(sys.argv[5], name, {"message": "from helm"}, timeout=60)
     out["status"] = st(r)
 elif step == "read":
     out["list"] = [[r["name"], rev(r), st(r)] for r in cfg.list(all_states=True)]
@@ -592,21 +595,11 @@ elif step == "uninstall":
 print(json.dumps(out))
 "#;
 
-fn python() -> Option<String> {
-    let py = std::env::var("RUDDER_PYTHON").unwrap_or_else(|_| "python3".into());
-    let ok = std::process::Command::new(&py)
-        .args(["-c", "import helm_python"])
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false);
-    ok.then_some(py)
-}
-
-async fn helm(py: &str, kc: &Path, step: &str, name: &str, extra: &[&str]) -> Value {
-    let out = tokio::process::Command::new(py)
+async fn helm(py: &Tool, ns: &TestNamespace, step: &str, name: &str, extra: &[&str]) -> Value {
+    let out = tokio::process::Command::from(py.command())
         .args(["-c", HELM_SCRIPT])
-        .arg(kc)
-        .args([step, name])
+        .arg(ns.kubeconfig())
+        .args([ns.name(), step, name])
         .args(extra)
         .output()
         .await
@@ -622,20 +615,19 @@ async fn helm(py: &str, kc: &Path, step: &str, name: &str, extra: &[&str]) -> Va
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn helm_and_rudder_act_on_each_others_releases() {
-    let Some(py) = python() else {
-        eprintln!("SKIPPED helm_and_rudder_act_on_each_others_releases: python3 with helm_python not found (run /work/shared/tools/install-oracle.sh)");
+    let Some(py) = testkit::tools::oracle_python() else {
         return;
     };
-    let server = start().await;
-    let client = server.client().expect("client");
-    let kc = server.kubeconfig_path().to_path_buf();
+    let ns = start();
+    let client = ns.client();
+    let kc = ns.kubeconfig().to_path_buf();
     let chart = chart_dir();
     let chart = chart.to_str().expect("utf-8 path");
 
     // rudder installs, Helm lists, reads history and uninstalls.
     ok(&kc, &["install", "ours", chart]).await;
     ok(&kc, &["upgrade", "ours", chart, "--set", "replicaCount=2"]).await;
-    let read = helm(&py, &kc, "read", "ours", &[]).await;
+    let read = helm(&py, &ns, "read", "ours", &[]).await;
     assert_eq!(
         read["list"],
         serde_json::json!([["ours", 2, "deployed"]]),
@@ -646,12 +638,12 @@ async fn helm_and_rudder_act_on_each_others_releases() {
         serde_json::json!([[1, "superseded"], [2, "deployed"]]),
         "{read}"
     );
-    let gone = helm(&py, &kc, "uninstall", "ours", &[]).await;
+    let gone = helm(&py, &ns, "uninstall", "ours", &[]).await;
     assert_eq!(gone["list"], serde_json::json!([]), "{gone}");
     assert_eq!(replicas(&client, "ours-hello").await, None);
 
     // Helm installs, rudder reads, upgrades and uninstalls.
-    let inst = helm(&py, &kc, "install", "theirs", &[chart]).await;
+    let inst = helm(&py, &ns, "install", "theirs", &[chart]).await;
     assert_eq!(inst["status"], "deployed", "{inst}");
     let table = rows(&ok(&kc, &["list"]).await);
     assert_eq!(table[1][0], "theirs");
@@ -674,13 +666,13 @@ async fn helm_and_rudder_act_on_each_others_releases() {
     .await;
     assert!(out.contains("REVISION: 2\n"), "{out}");
     assert_eq!(replicas(&client, "theirs-hello").await, Some(2));
-    let read = helm(&py, &kc, "read", "theirs", &[]).await;
+    let read = helm(&py, &ns, "read", "theirs", &[]).await;
     assert_eq!(
         read["history"],
         serde_json::json!([[1, "superseded"], [2, "deployed"]]),
         "{read}"
     );
-    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let cms: Api<ConfigMap> = Api::default_namespaced(client.clone());
     let cm = cms.get("theirs-hello").await.expect("ConfigMap");
     assert!(
         cm.data
@@ -693,9 +685,8 @@ async fn helm_and_rudder_act_on_each_others_releases() {
         "release \"theirs\" uninstalled\n"
     );
     assert_eq!(replicas(&client, "theirs-hello").await, None);
-    let read = helm(&py, &kc, "read", "x", &[]).await;
+    let read = helm(&py, &ns, "read", "x", &[]).await;
     assert_eq!(read["list"], serde_json::json!([]), "{read}");
-    server.stop().await;
 }
 
 /// A chart of one ConfigMap, `<release>-data`, whose `data` is the given
@@ -720,24 +711,24 @@ fn write_data_chart(dir: &Path, name: &str, values: &str, data: &str) -> PathBuf
 }
 
 async fn config_data(client: &kube::Client, name: &str) -> Value {
-    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let api: Api<ConfigMap> = Api::default_namespaced(client.clone());
     let cm = api.get(name).await.expect("ConfigMap exists");
     serde_json::to_value(cm.data.unwrap_or_default()).expect("json")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dry_run_server_lets_lookup_see_the_cluster() {
-    let server = start().await;
-    let client = server.client().expect("client");
-    let kc = server.kubeconfig_path().to_path_buf();
+    let ns = start();
+    let client = ns.client();
+    let kc = ns.kubeconfig().to_path_buf();
     let chart = write_data_chart(
-        kc.parent().expect("dir"),
+        ns.dir(),
         "peek",
         "{}\n",
         "  seen: {{ dig \"data\" \"k\" \"none\" (lookup \"v1\" \"ConfigMap\" .Release.Namespace \"existing\") | quote }}\n",
     );
     let chart = chart.to_str().expect("utf-8 path");
-    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let api: Api<ConfigMap> = Api::default_namespaced(client.clone());
     let existing: ConfigMap = serde_json::from_value(serde_json::json!({
         "metadata": {"name": "existing"},
         "data": {"k": "live"}
@@ -760,10 +751,10 @@ async fn dry_run_server_lets_lookup_see_the_cluster() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reuse_values_keeps_the_last_charts_defaults_like_helm() {
-    let server = start().await;
-    let client = server.client().expect("client");
-    let kc = server.kubeconfig_path().to_path_buf();
-    let dir = kc.parent().expect("dir");
+    let ns = start();
+    let client = ns.client();
+    let kc = ns.kubeconfig().to_path_buf();
+    let dir = ns.dir();
     let data = "  message: {{ .Values.message | quote }}\n  extra: {{ .Values.extra | quote }}\n  added: {{ .Values.added | default \"missing\" | quote }}\n";
     let v1 = write_data_chart(dir, "v1", "message: one\nextra: a\n", data);
     let v2 = write_data_chart(dir, "v2", "message: one\nextra: b\nadded: new\n", data);

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use kube::discovery::ApiResource;
 use kube::Client;
+use release::api_error::describe;
 
 /// `(apiVersion, kind)` → the API resource and whether it is namespaced.
 pub(crate) type Mapping = (ApiResource, bool);
@@ -26,9 +27,12 @@ pub struct Capabilities {
 /// Why the cluster's capabilities could not be discovered.
 #[derive(Debug, thiserror::Error)]
 pub enum DiscoveryError {
-    #[error("could not get server version from Kubernetes: {0}")]
+    #[error("could not get server version from Kubernetes: {}", describe(.0))]
     Version(#[source] kube::Error),
-    #[error("could not get apiVersions from Kubernetes ({what}): {source}")]
+    #[error(
+        "could not get apiVersions from Kubernetes ({what}): {}",
+        describe(source)
+    )]
     ApiVersions {
         what: &'static str,
         #[source]

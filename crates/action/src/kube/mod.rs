@@ -425,6 +425,7 @@ impl KubeClient {
             return Ok(());
         }
         let start = Instant::now();
+        let mut progress = wait::Progress::new(&owner.name, timeout);
         loop {
             if self.get(owner, o).await?.is_none() {
                 return Ok(());
@@ -437,6 +438,7 @@ impl KubeClient {
                     timeout,
                 });
             }
+            progress.still_waiting(|| format!("{} to disappear after deletion", o.reference));
             tokio::time::sleep(POLL).await;
         }
     }
@@ -454,6 +456,7 @@ impl KubeClient {
         F: Fn(&DynamicObject) -> Result<bool, String>,
     {
         let start = Instant::now();
+        let mut progress = wait::Progress::new(&owner.name, timeout);
         loop {
             if let Some(live) = self.get(owner, o).await? {
                 match check(&live) {
@@ -470,6 +473,7 @@ impl KubeClient {
                     timeout,
                 });
             }
+            progress.still_waiting(|| format!("{} to {what}", o.reference));
             tokio::time::sleep(POLL).await;
         }
     }

@@ -10,6 +10,50 @@ use serde_json::Value;
 use super::{condition, KubeClient, Object, Owner};
 use crate::error::{Error, Result};
 
+/// The log target of the lines a wait writes while it goes on; the CLI prints them on
+/// stderr, the operator logs them like its other lines.
+pub const WAIT_LOG_TARGET: &str = "rudder::wait";
+
+/// How often a wait says again what it is still waiting for.
+const REPORT_EVERY: Duration = Duration::from_secs(5);
+
+/// Says what a wait is waiting for while it goes on, instead of minutes of silence:
+/// once when the first check finds something not done, then every [`REPORT_EVERY`].
+pub(crate) struct Progress<'a> {
+    release: &'a str,
+    start: Instant,
+    timeout: Duration,
+    next: Option<Instant>,
+}
+
+impl<'a> Progress<'a> {
+    pub(crate) fn new(release: &'a str, timeout: Duration) -> Progress<'a> {
+        Progress {
+            release,
+            start: Instant::now(),
+            timeout,
+            next: None,
+        }
+    }
+
+    /// Reports `what` (built only when it is time to report) as still awaited.
+    pub(crate) fn still_waiting(&mut self, what: impl FnOnce() -> String) {
+        let now = Instant::now();
+        if self.next.is_some_and(|next| now < next) {
+            return;
+        }
+        self.next = Some(now + REPORT_EVERY);
+        tracing::info!(
+            target: WAIT_LOG_TARGET,
+            "release {:?}: waiting for {} ({}s elapsed, timeout {}s)",
+            self.release,
+            what(),
+            self.start.elapsed().as_secs(),
+            self.timeout.as_secs()
+        );
+    }
+}
+
 /// What a readiness check found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Readiness {
@@ -174,6 +218,7 @@ pub async fn wait_ready(
     timeout: Duration,
 ) -> Result<()> {
     let start = Instant::now();
+    let mut progress = Progress::new(&owner.name, timeout);
     let mut pending: Vec<&Object> = objects.iter().collect();
     let mut pause = Duration::from_millis(100);
     loop {
@@ -210,6 +255,13 @@ pub async fn wait_ready(
                 not_ready: reasons,
             });
         }
+        progress.still_waiting(|| {
+            format!(
+                "{} resource(s) to be ready: {}",
+                reasons.len(),
+                reasons.join("; ")
+            )
+        });
         tokio::time::sleep(pause.min(timeout.saturating_sub(start.elapsed()))).await;
         pause = (pause * 3 / 2).min(Duration::from_secs(2));
         pending = still;
@@ -224,6 +276,7 @@ pub async fn wait_deleted(
     timeout: Duration,
 ) -> Result<()> {
     let start = Instant::now();
+    let mut progress = Progress::new(&owner.name, timeout);
     let mut pending: Vec<&Object> = objects.to_vec();
     let mut pause = Duration::from_millis(100);
     loop {
@@ -246,6 +299,14 @@ pub async fn wait_deleted(
                     .collect(),
             });
         }
+        progress.still_waiting(|| {
+            let names: Vec<String> = still.iter().map(|o| o.reference.to_string()).collect();
+            format!(
+                "{} resource(s) to be deleted: {}",
+                names.len(),
+                names.join(", ")
+            )
+        });
         tokio::time::sleep(pause).await;
         pause = (pause * 3 / 2).min(Duration::from_secs(2));
         pending = still;

@@ -1,5 +1,5 @@
-//! Shared setup of the action tests: an embedded API server, a small chart, record
-//! readers, and a client that injects API failures.
+//! Shared setup of the action tests: a test namespace on the test cluster (testkit), a
+//! small chart, record readers, and a client that injects API failures.
 
 #![allow(dead_code)]
 
@@ -11,7 +11,6 @@ use action::{
     ActionConfig, ActionOptions, Install, Recover, Repair, RepairReport, Rollback, Uninstall,
     UninstallOptions, Upgrade, UpgradeDiff,
 };
-use apiserver::{Config, Server};
 use chart::loader::Chart;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -19,8 +18,7 @@ use kube::api::Api;
 use kube::Client;
 use release::Release;
 use serde_json::{json, Map, Value};
-
-pub const NS: &str = "default";
+use testkit::{Cluster, TestNamespace};
 
 pub const TEMPLATES: &str = r#"apiVersion: v1
 kind: ConfigMap
@@ -59,6 +57,8 @@ kind: PersistentVolumeClaim
 metadata:
   name: {{ .Release.Name }}-data
 spec:
+  # No cluster has this class, so the claim never binds: the object that stays unready.
+  storageClassName: rudder-test-never-binds
   accessModes: [ReadWriteOnce]
   resources: {requests: {storage: 1Gi}}
 {{- end }}
@@ -177,34 +177,21 @@ pub async fn test(client: &Client, opts: &ActionOptions) -> action::Result<Relea
         .await
 }
 
-pub async fn start() -> (Server, Client) {
-    let server = Server::start(Config {
-        simulate_readiness: true,
-        ..Config::default()
-    })
-    .await
-    .expect("server starts");
-    let client = server.client().expect("client");
-    (server, client)
+/// A namespace of the test's own on the test cluster (simulated readiness), and a client
+/// that defaults to it. Dropping the namespace deletes it.
+pub fn start() -> (TestNamespace, Client) {
+    let ns = Cluster::start().namespace("action");
+    let client = ns.client();
+    (ns, client)
 }
 
 /// The migrate hook's delete policy that leaves its Job in place after it succeeds, so
 /// tests can look at it.
 pub const KEEP_HOOK_JOB: &str = "before-hook-creation";
 
-/// The server's temporary directory: tests write their charts there so they are removed
-/// with the server.
-pub fn server_dir(server: &Server) -> PathBuf {
-    server
-        .kubeconfig_path()
-        .parent()
-        .expect("dir")
-        .to_path_buf()
-}
-
-/// Writes the `demo` chart next to the server's kubeconfig and returns its path.
-pub fn write_chart(server: &Server) -> PathBuf {
-    write_chart_in(&server_dir(server), KEEP_HOOK_JOB)
+/// Writes the `demo` chart into `dir` (its migrate hook Job kept) and returns its path.
+pub fn write_chart(dir: &Path) -> PathBuf {
+    write_chart_in(dir, KEEP_HOOK_JOB)
 }
 
 /// Writes the `demo` chart into `dir`, its migrate hook deleted per `hook_delete_policy`.
@@ -232,15 +219,7 @@ pub fn write_chart_in(dir: &Path, hook_delete_policy: &str) -> PathBuf {
 /// Writes chart `name` into `dir` from `(path in the chart, content)` pairs and returns
 /// its path.
 pub fn write_chart_files(dir: &Path, name: &str, files: &[(&str, &str)]) -> PathBuf {
-    let chart = dir.join(name);
-    for (path, content) in files {
-        let file = chart.join(path);
-        if let Some(parent) = file.parent() {
-            std::fs::create_dir_all(parent).expect("chart dir");
-        }
-        std::fs::write(&file, content).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
-    }
-    chart
+    testkit::write_chart(dir, name, files)
 }
 
 pub fn values(v: Value) -> Map<String, Value> {
@@ -250,15 +229,16 @@ pub fn values(v: Value) -> Map<String, Value> {
     }
 }
 
-pub fn opts(name: &str) -> ActionOptions {
-    let mut o = ActionOptions::new(name, NS);
+/// Options for release `name` in the test's namespace.
+pub fn opts(ns: &TestNamespace, name: &str) -> ActionOptions {
+    let mut o = ActionOptions::new(name, ns.name());
     o.timeout = Duration::from_secs(20);
     o
 }
 
 /// The record Secret of `name` v`version`, if it exists.
 pub async fn record_secret(client: &Client, name: &str, version: i64) -> Option<Secret> {
-    let secrets: Api<Secret> = Api::namespaced(client.clone(), NS);
+    let secrets: Api<Secret> = Api::default_namespaced(client.clone());
     secrets
         .get_opt(&format!("sh.helm.release.v1.{name}.v{version}"))
         .await
@@ -276,7 +256,7 @@ pub async fn record_status(client: &Client, name: &str, version: i64) -> Option<
 pub fn storage(client: &Client) -> release::Storage {
     release::Storage::new(Arc::new(release::SecretDriver::for_namespace(
         client.clone(),
-        NS,
+        client.default_namespace(),
     )))
 }
 
@@ -290,7 +270,7 @@ pub async fn description(client: &Client, name: &str, version: i64) -> String {
         .unwrap_or_default()
 }
 
-/// Asserts `meta` carries Helm's ownership metadata for `release` in [`NS`].
+/// Asserts `meta` carries Helm's ownership metadata for `release` in its namespace.
 pub fn assert_owned(meta: &ObjectMeta, release: &str) {
     let ann = meta.annotations.clone().unwrap_or_default();
     assert_eq!(
@@ -300,7 +280,7 @@ pub fn assert_owned(meta: &ObjectMeta, release: &str) {
     assert_eq!(
         ann.get("meta.helm.sh/release-namespace")
             .map(String::as_str),
-        Some(NS)
+        meta.namespace.as_deref()
     );
     let labels = meta.labels.clone().unwrap_or_default();
     assert_eq!(
@@ -316,6 +296,7 @@ pub type Fault = dyn Fn(&http::Method, &str) -> Option<(u16, String)> + Send + S
 
 /// A client that answers requests `fault` picks with an API error and forwards the rest.
 pub fn faulty_client(inner: Client, fault: Arc<Fault>) -> Client {
+    let namespace = inner.default_namespace().to_string();
     let svc = tower::service_fn(move |req: http::Request<kube::client::Body>| {
         let inner = inner.clone();
         let fault = fault.clone();
@@ -341,5 +322,5 @@ pub fn faulty_client(inner: Client, fault: Arc<Fault>) -> Client {
             inner.send(req).await
         }
     });
-    Client::new(svc, NS)
+    Client::new(svc, namespace)
 }

@@ -132,6 +132,17 @@ pub fn merge_user_values(sources: impl IntoIterator<Item = Values>) -> Values {
     base
 }
 
+/// Reads values files and merges them as `helm -f a.yaml -f b.yaml` does; errors name
+/// the file.
+pub fn read_values_files(files: &[std::path::PathBuf]) -> Result<Values, String> {
+    let mut sources = Vec::new();
+    for f in files {
+        let text = std::fs::read_to_string(f).map_err(|e| format!("{}: {e}", f.display()))?;
+        sources.push(read_values(&text).map_err(|e| format!("{}: {e}", f.display()))?);
+    }
+    Ok(merge_user_values(sources))
+}
+
 /// `mergeMaps` of `pkg/cli/values`: `b` wins, tables merge recursively.
 pub fn merge_maps(a: Values, b: Values) -> Values {
     let mut out = a;

@@ -151,8 +151,9 @@ pub(crate) async fn run_watch(
             Err(e) => {
                 tracing::warn!(
                     kind = %gvk_label,
-                    "cannot find the custom resource kind ({e}); is its CRD installed? \
+                    "cannot find the custom resource kind ({}); is its CRD installed? \
                      Retrying every {}s",
+                    release::api_error::describe(&e),
                     CRD_RETRY.as_secs()
                 );
                 tokio::select! {

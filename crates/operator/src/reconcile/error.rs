@@ -62,7 +62,10 @@ pub enum ReconcileError {
         /// The last failure, as in the status.
         last: String,
     },
-    #[error("{cr}: cannot {action} the custom resource: {source}")]
+    #[error(
+        "{cr}: cannot {action} the custom resource: {}",
+        release::api_error::describe(source)
+    )]
     Kube {
         cr: String,
         action: &'static str,

@@ -1,5 +1,6 @@
-//! The demo kind the reconcile tests use: an embedded API server with its CRD, the
-//! chart, and helpers to create and read its custom resources.
+//! The demo kind the reconcile tests use: a test namespace on the test cluster (testkit)
+//! with the kind's CRD served, the chart, and helpers to create and read its custom
+//! resources in that namespace.
 
 #![allow(dead_code)]
 
@@ -7,16 +8,15 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use apiserver::{Config, Server};
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, PostParams};
 use kube::Client;
 use operator::reconcile::Context;
 use operator::watches::Watch;
 use serde_json::{json, Value};
+use testkit::{Cluster, TestNamespace};
 
 pub mod watch_run;
 
-pub const NS: &str = "default";
 pub const GROUP: &str = "test.rudder.dev";
 pub const VERSION: &str = "v1";
 pub const KIND: &str = "Demo";
@@ -26,43 +26,14 @@ pub fn chart_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/reconcile/demo")
 }
 
-pub async fn start() -> (Server, Client) {
-    let server = Server::start(Config {
-        simulate_readiness: true,
-        ..Config::default()
-    })
-    .await
-    .expect("server starts");
-    let client = server.client().expect("client");
-    install_crd(&client).await;
-    (server, client)
-}
-
-pub async fn install_crd(client: &Client) {
-    let crd = json!({
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": format!("demos.{GROUP}")},
-        "spec": {
-            "group": GROUP,
-            "scope": "Namespaced",
-            "names": {"plural": "demos", "singular": "demo", "kind": KIND, "listKind": "DemoList"},
-            "versions": [{
-                "name": VERSION, "served": true, "storage": true,
-                "subresources": {"status": {}},
-                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}
-            }]
-        }
-    });
-    let ar = ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
-        "customresourcedefinitions",
-    );
-    let api: Api<DynamicObject> = Api::all_with(client.clone(), &ar);
-    let obj: DynamicObject = serde_json::from_value(crd).expect("crd object");
-    api.create(&PostParams::default(), &obj)
-        .await
-        .expect("create CRD");
+/// A namespace of the test's own (simulated readiness) with the Demo CRD served, and a
+/// client defaulting to it. The CRD is shared by every test and stays.
+pub fn start() -> (TestNamespace, Client) {
+    let cluster = Cluster::start();
+    cluster.install_crd(&testkit::crd::open_crd(GROUP, VERSION, KIND));
+    let ns = cluster.namespace("reconcile");
+    let client = ns.client();
+    (ns, client)
 }
 
 pub fn resource() -> ApiResource {
@@ -88,14 +59,14 @@ pub fn watch() -> Watch {
 }
 
 pub fn crs(client: &Client) -> Api<DynamicObject> {
-    Api::namespaced_with(client.clone(), NS, &resource())
+    Api::namespaced_with(client.clone(), client.default_namespace(), &resource())
 }
 
 pub async fn create_cr(client: &Client, name: &str, spec: Value) {
     let obj: DynamicObject = serde_json::from_value(json!({
         "apiVersion": format!("{GROUP}/{VERSION}"),
         "kind": KIND,
-        "metadata": {"name": name, "namespace": NS},
+        "metadata": {"name": name, "namespace": client.default_namespace()},
         "spec": spec,
     }))
     .expect("cr");

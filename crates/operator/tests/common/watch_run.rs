@@ -4,7 +4,6 @@
 use std::path::Path;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, DynamicObject, PostParams};
 use kube::Client;
 use operator::Options;
@@ -19,8 +18,9 @@ pub struct WatchRun {
 }
 
 impl WatchRun {
-    /// Writes `dir/watches.yaml` for `chart` and starts the operator on it, with
-    /// `reconcile_period` and no metrics or probe servers.
+    /// Writes `dir/watches.yaml` for `chart` and starts the operator on it, watching the
+    /// client's default namespace (the test's), with `reconcile_period` and no metrics or
+    /// probe servers.
     pub fn start(
         client: &Client,
         dir: &Path,
@@ -42,6 +42,8 @@ impl WatchRun {
         let options = Options {
             watches_file: watches,
             reconcile_period,
+            // Only the test's namespace: other tests' demo CRs may share the cluster.
+            watch_namespaces: vec![client.default_namespace().to_string()],
             metrics_bind_address: "0".into(),
             health_probe_bind_address: "0".into(),
             ..Options::default()
@@ -64,17 +66,6 @@ impl WatchRun {
             .expect("stops in time");
         ended.expect("no panic").expect("clean shutdown");
     }
-}
-
-pub async fn create_namespace(client: &Client, name: &str) {
-    let namespaces: Api<Namespace> = Api::all(client.clone());
-    namespaces
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(json!({"metadata": {"name": name}})).expect("namespace"),
-        )
-        .await
-        .expect("create namespace");
 }
 
 /// Creates a demo CR `namespace/name` with `spec`.

@@ -1,25 +1,32 @@
-//! Render results in the JSON shape of `helm-oracle render`
-//! (`{"manifests": {...}, "error": null}`), and the corpus case options it
-//! reads, so rudder's output can be judged by the oracle's `compare`.
+//! The Helm oracle's corpus format, for tests and benchmarks: the cases of a corpus
+//! folder, their options (`<scenario>.options.json`), one case rendered end to end, and
+//! render results in the JSON shape of `helm-oracle render`
+//! (`{"manifests": {...}, "error": null}`) so the oracle's `compare` can judge them.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::render::{render_templates, ReleaseInfo, RenderOptions, RenderedFiles};
-use crate::values::Values;
+use chart::render::{render_templates, ReleaseInfo, RenderOptions, RenderedFiles};
 
 /// Options of one corpus case (`<scenario>.options.json`).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default)]
 pub struct CaseOptions {
+    /// Release name (default `demo`).
     pub name: String,
+    /// Release namespace (default `prod`).
     pub namespace: String,
+    /// `.Capabilities.KubeVersion`, when the case sets one.
     pub kube_version: Option<String>,
+    /// Extra `.Capabilities.APIVersions`.
     pub api_versions: Vec<String>,
+    /// `.Release.IsUpgrade`.
     pub is_upgrade: bool,
+    /// `.Release.Revision` (default 1).
     pub revision: i64,
+    /// Whether `crds/` is part of the expected output.
     pub include_crds: bool,
 }
 
@@ -48,6 +55,7 @@ impl CaseOptions {
         }
     }
 
+    /// The render options the case stands for.
     pub fn render_options(&self) -> RenderOptions {
         RenderOptions {
             release: ReleaseInfo {
@@ -61,17 +69,6 @@ impl CaseOptions {
             ..RenderOptions::default()
         }
     }
-}
-
-/// Reads and merges values files as `helm -f a -f b` does.
-pub fn read_values_files(files: &[PathBuf]) -> Result<Values, String> {
-    let mut sources = Vec::new();
-    for f in files {
-        let text = std::fs::read_to_string(f).map_err(|e| format!("{}: {e}", f.display()))?;
-        sources
-            .push(crate::values::read_values(&text).map_err(|e| format!("{}: {e}", f.display()))?);
-    }
-    Ok(crate::values::merge_user_values(sources))
 }
 
 /// The oracle's JSON for a render result; CRDs are added under their full
@@ -101,8 +98,8 @@ pub fn render_case(
     values_files: &[PathBuf],
     opts: &CaseOptions,
 ) -> Result<RenderedFiles, String> {
-    let chart = crate::loader::load(chart_dir).map_err(|e| e.to_string())?;
-    let values = read_values_files(values_files)?;
+    let chart = chart::loader::load(chart_dir).map_err(|e| e.to_string())?;
+    let values = chart::values::read_values_files(values_files)?;
     render_templates(chart, values, &opts.render_options()).map_err(|e| e.to_string())
 }
 

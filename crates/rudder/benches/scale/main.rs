@@ -1,0 +1,257 @@
+//! Scale of the operator as users run it: `rudder apiserver --simulate-readiness` and
+//! `rudder run` (default flags, the example `Hello` operator of `examples/operator`)
+//! as separate processes. For each CR count it creates the CRs in bulk over several
+//! namespaces and prints
+//! - the time until every CR is `Deployed`, and the throughput along the way;
+//! - the operator's peak RSS and CPU seconds (from /proc), and the API server's RSS;
+//! - over an idle period after that: the operator's CPU seconds and the API requests
+//!   it made (the API server's `apiserver_request_total`, and the operator's own
+//!   `rest_client_requests_total` when it exports it).
+//!
+//! Run: `cargo bench -p rudder --bench scale` (a release build). Settings:
+//! - `RUDDER_SCALE_CRS` (default `1000`): CR counts, comma-separated (`1000,10000`);
+//!   each count runs on a fresh server and operator.
+//! - `RUDDER_SCALE_NAMESPACES`: namespaces to spread them over (default N/50, 1..=100).
+//! - `RUDDER_SCALE_IDLE_SECS` (default 60): the idle period measured, after
+//!   `RUDDER_SCALE_SETTLE_SECS` (default 15) for the last installs to settle.
+//! - `RUDDER_SCALE_TIMEOUT_SECS` (default 1800): give up waiting for Deployed.
+//! - `RUDDER_SCALE_OPERATOR_ARGS`: extra `rudder run` flags, space-separated.
+//! - `RUDDER_SCALE_KEEP=1`: keep the work directory (logs) after the run.
+
+mod cluster;
+mod procs;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use procs::{by_labels, load_average, scrape, sum_metric, Usage};
+
+fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(default)
+}
+
+fn operator_args() -> Vec<String> {
+    std::env::var("RUDDER_SCALE_OPERATOR_ARGS")
+        .unwrap_or_default()
+        .split_whitespace()
+        .map(str::to_string)
+        .collect()
+}
+
+fn work_dir(label: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "rudder-scale-{label}-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis())
+            .unwrap_or(0)
+    ));
+    std::fs::create_dir_all(&dir).expect("work dir");
+    dir
+}
+
+fn mib(kib: u64) -> f64 {
+    kib as f64 / 1024.0
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; nothing else is accepted.
+    let counts: Vec<usize> = std::env::var("RUDDER_SCALE_CRS")
+        .unwrap_or_else(|_| "1000".into())
+        .split(',')
+        .filter_map(|s| s.trim().parse().ok())
+        .filter(|n| *n > 0)
+        .collect();
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    println!(
+        "rudder scale bench: {} cores, load average {}",
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        load_average()
+    );
+    for n in counts {
+        runtime.block_on(single(n));
+    }
+}
+
+/// API requests by verb and resource in an apiserver_request_total scrape.
+fn requests(text: &str) -> Vec<(String, f64)> {
+    by_labels(
+        text,
+        "apiserver_request_total",
+        &["verb", "resource", "subresource"],
+    )
+}
+
+/// What changed between two request scrapes, largest first.
+fn request_delta(before: &str, after: &str) -> (f64, Vec<(String, f64)>) {
+    let before = requests(before);
+    let mut delta: Vec<(String, f64)> = requests(after)
+        .into_iter()
+        .map(|(k, v)| {
+            let was = before
+                .iter()
+                .find(|(b, _)| *b == k)
+                .map_or(0.0, |(_, v)| *v);
+            (k, v - was)
+        })
+        .filter(|(_, v)| *v > 0.0)
+        .collect();
+    delta.sort_by(|a, b| b.1.total_cmp(&a.1));
+    (delta.iter().map(|(_, v)| v).sum(), delta)
+}
+
+/// One operator against one fresh API server with `n` CRs.
+async fn single(n: usize) {
+    let namespaces = env_or("RUDDER_SCALE_NAMESPACES", (n / 50).clamp(1, 100)).max(1);
+    let idle = Duration::from_secs(env_or("RUDDER_SCALE_IDLE_SECS", 60u64));
+    let timeout = Duration::from_secs(env_or("RUDDER_SCALE_TIMEOUT_SECS", 1800u64));
+    let settle = Duration::from_secs(env_or("RUDDER_SCALE_SETTLE_SECS", 15u64));
+    let dir = work_dir(&format!("{n}"));
+    println!(
+        "\n== {n} CRs over {namespaces} namespaces, one replica (load average {})",
+        load_average()
+    );
+    let (apiserver, kubeconfig) = procs::start_apiserver(&dir);
+    let client = cluster::client(&kubeconfig).await;
+    let server_addr: SocketAddr = client_addr(&kubeconfig);
+    cluster::install_crd(&client).await;
+    cluster::create_namespaces(&client, namespaces).await;
+    let port = procs::free_port();
+    let mut operator = procs::start_operator("rudder-0", &dir, &kubeconfig, port, &operator_args());
+    let operator_metrics: SocketAddr = ([127, 0, 0, 1], port).into();
+    // The operator is up once it serves metrics.
+    let up = Instant::now();
+    while scrape(operator_metrics).is_empty() {
+        assert!(
+            !operator.exited(),
+            "rudder run exited; see {}",
+            operator.log.display()
+        );
+        assert!(
+            up.elapsed() < Duration::from_secs(60),
+            "rudder run never served metrics"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let server_before = scrape(server_addr);
+    let started = Instant::now();
+    cluster::create_crs(&client, n, namespaces).await;
+    let created = started.elapsed();
+    println!("  created {n} CRs in {:.1} s", created.as_secs_f64());
+    let mut last = (Instant::now(), 0usize);
+    let op_pid = operator.pid();
+    let deployed = cluster::wait_deployed(&client, n, timeout, Duration::from_secs(10), |done| {
+        let now = Instant::now();
+        let rate = (done - last.1.min(done)) as f64 / now.duration_since(last.0).as_secs_f64();
+        last = (now, done);
+        let u = Usage::of(op_pid);
+        println!(
+            "  {:>6.0} s  {done:>6} Deployed  {rate:>6.1}/s  operator RSS {:.0} MiB  load {}",
+            started.elapsed().as_secs_f64(),
+            mib(u.rss_kib),
+            load_average()
+        );
+    })
+    .await;
+    let to_deployed = started.elapsed();
+    let op_after_install = operator.usage();
+    let server_after_install = apiserver.usage();
+    let server_install_scrape = scrape(server_addr);
+    let (install_requests, _) = request_delta(&server_before, &server_install_scrape);
+    if deployed < n {
+        println!(
+            "  TIMEOUT: {deployed} of {n} Deployed after {:.0} s (operator log {})",
+            to_deployed.as_secs_f64(),
+            operator.log.display()
+        );
+    }
+    println!(
+        "  all {deployed} Deployed in {:.1} s ({:.1} CRs/s); {install_requests:.0} API requests ({:.1} per CR)",
+        to_deployed.as_secs_f64(),
+        deployed as f64 / to_deployed.as_secs_f64(),
+        install_requests / deployed.max(1) as f64
+    );
+    println!(
+        "  operator: peak RSS {:.1} MiB, RSS now {:.1} MiB, CPU {:.1} s",
+        mib(op_after_install.peak_kib),
+        mib(op_after_install.rss_kib),
+        op_after_install.cpu_secs
+    );
+    println!(
+        "  apiserver: peak RSS {:.1} MiB, RSS now {:.1} MiB, CPU {:.1} s",
+        mib(server_after_install.peak_kib),
+        mib(server_after_install.rss_kib),
+        server_after_install.cpu_secs
+    );
+
+    // Idle: nothing changes; only periodic reconciles run. The reconciles that the
+    // last installs' own writes trigger settle first.
+    tokio::time::sleep(settle).await;
+    let op_idle_start = operator.usage();
+    let server_idle_start = apiserver.usage();
+    let server_scrape_start = scrape(server_addr);
+    let op_scrape_start = scrape(operator_metrics);
+    tokio::time::sleep(idle).await;
+    let op_idle_end = operator.usage();
+    let server_idle_end = apiserver.usage();
+    let (idle_requests, breakdown) = request_delta(&server_scrape_start, &scrape(server_addr));
+    let op_scrape_end = scrape(operator_metrics);
+    let per_minute = 60.0 / idle.as_secs_f64();
+    println!(
+        "  idle {} s (load average {}): operator CPU {:.2} s/min, apiserver CPU {:.2} s/min",
+        idle.as_secs(),
+        load_average(),
+        (op_idle_end.cpu_secs - op_idle_start.cpu_secs) * per_minute,
+        (server_idle_end.cpu_secs - server_idle_start.cpu_secs) * per_minute,
+    );
+    println!(
+        "  idle API requests (apiserver_request_total): {:.0}/min",
+        idle_requests * per_minute
+    );
+    for (what, count) in breakdown.iter().take(8) {
+        println!("      {:>8.0}/min  {what}", count * per_minute);
+    }
+    let client_side = sum_metric(&op_scrape_end, "rest_client_requests_total", &[])
+        - sum_metric(&op_scrape_start, "rest_client_requests_total", &[]);
+    if op_scrape_end.contains("rest_client_requests_total") {
+        println!(
+            "  idle API requests (operator rest_client_requests_total): {:.0}/min",
+            client_side * per_minute
+        );
+    }
+    println!(
+        "  end: operator RSS {:.1} MiB (peak {:.1}), apiserver RSS {:.1} MiB (peak {:.1})",
+        mib(op_idle_end.rss_kib),
+        mib(op_idle_end.peak_kib),
+        mib(server_idle_end.rss_kib),
+        mib(server_idle_end.peak_kib)
+    );
+    operator.stop(Duration::from_secs(10));
+    drop(apiserver);
+    if std::env::var("RUDDER_SCALE_KEEP").is_ok_and(|v| v == "1") {
+        println!("  logs kept in {}", dir.display());
+    } else {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+/// The API server's address, from the kubeconfig's server URL.
+fn client_addr(kubeconfig: &std::path::Path) -> SocketAddr {
+    let kc = kube::config::Kubeconfig::read_from(kubeconfig).expect("kubeconfig");
+    let server = kc
+        .clusters
+        .first()
+        .and_then(|c| c.cluster.as_ref())
+        .and_then(|c| c.server.clone())
+        .expect("a server URL");
+    let hostport = server
+        .trim_start_matches("http://")
+        .trim_start_matches("https://")
+        .trim_end_matches('/');
+    hostport.parse().expect("host:port")
+}

@@ -1,0 +1,146 @@
+//! The kit against a cluster (the embedded server, or `RUDDER_TEST_KUBECONFIG`'s):
+//! namespaces come and go with their tests, kubeconfigs default to them, CRDs are
+//! served once installed, and the readiness helper settles workloads.
+
+use std::time::Duration;
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, PersistentVolumeClaim};
+use kube::api::{Api, DynamicObject, PostParams};
+use serde_json::json;
+use testkit::{crd, eventually, Cluster};
+
+const SETTLE: Duration = Duration::from_secs(60);
+
+#[tokio::test]
+async fn a_namespace_is_the_tests_own_and_goes_with_it() {
+    let cluster = Cluster::start();
+    let ns = cluster.namespace("kit-ns");
+    let name = ns.name().to_string();
+    let client = ns.client();
+    assert_eq!(client.default_namespace(), name);
+    let cms: Api<ConfigMap> = Api::default_namespaced(client.clone());
+    let cm: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "probe"}})).unwrap();
+    cms.create(&PostParams::default(), &cm).await.unwrap();
+
+    // The namespace's kubeconfig defaults to it.
+    if let Some(kubectl) = ns.kubectl() {
+        let out = kubectl.ok(&["get", "configmap", "probe", "-o", "name"]);
+        assert_eq!(out.trim(), "configmap/probe");
+    }
+
+    ns.teardown();
+    let namespaces: Api<Namespace> = Api::all(cluster.client());
+    assert!(
+        namespaces.get_opt(&name).await.unwrap().is_none(),
+        "teardown waits until the namespace is gone"
+    );
+}
+
+#[tokio::test]
+async fn teardown_releases_finalizers_no_controller_is_left_to_run() {
+    let cluster = Cluster::start();
+    let resource = cluster.install_crd(&crd::open_crd("kit.rudder.dev", "v1", "Held"));
+    let ns = cluster.namespace("kit-held");
+    let name = ns.name().to_string();
+    let held: Api<DynamicObject> = Api::namespaced_with(ns.client(), &name, &resource);
+    let obj: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "kit.rudder.dev/v1", "kind": "Held",
+        "metadata": {"name": "h", "finalizers": ["kit.rudder.dev/never"]},
+        "spec": {},
+    }))
+    .unwrap();
+    held.create(&PostParams::default(), &obj).await.unwrap();
+    drop(ns);
+    let namespaces: Api<Namespace> = Api::all(cluster.client());
+    assert!(namespaces.get_opt(&name).await.unwrap().is_none());
+}
+
+#[tokio::test]
+async fn installing_a_crd_twice_serves_it_once() {
+    let cluster = Cluster::start();
+    let crd = crd::open_crd("kit.rudder.dev", "v1", "Twice");
+    let first = cluster.install_crd(&crd);
+    let second = cluster.install_crd(&crd);
+    assert_eq!(first.plural, second.plural);
+    let ns = cluster.namespace("kit-crd");
+    let api: Api<DynamicObject> = Api::namespaced_with(ns.client(), ns.name(), &first);
+    assert!(api
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .is_empty());
+}
+
+/// The helper that stands in for a kubelet, run against the embedded server with the
+/// server's own simulation off.
+#[tokio::test]
+async fn the_readiness_helper_settles_workloads_jobs_and_claims() {
+    let cluster = Cluster::builder().readiness_helper().start();
+    if cluster.is_external() {
+        testkit::skip!("the helper runs by itself on external clusters; this test drives it on the embedded server");
+    }
+    let ns = cluster.namespace("kit-ready");
+    let client = ns.client();
+    let deps: Api<Deployment> = Api::default_namespaced(client.clone());
+    let jobs: Api<Job> = Api::default_namespaced(client.clone());
+    let pvcs: Api<PersistentVolumeClaim> = Api::default_namespaced(client.clone());
+    let dep = serde_json::from_value(json!({
+        "metadata": {"name": "web"},
+        "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
+                 "template": {"metadata": {"labels": {"app": "web"}},
+                              "spec": {"containers": [{"name": "web", "image": "nginx"}]}}},
+    }))
+    .unwrap();
+    deps.create(&PostParams::default(), &dep).await.unwrap();
+    let job = serde_json::from_value(json!({
+        "metadata": {"name": "once"},
+        "spec": {"template": {"spec": {"restartPolicy": "Never",
+                 "containers": [{"name": "once", "image": "busybox"}]}}},
+    }))
+    .unwrap();
+    jobs.create(&PostParams::default(), &job).await.unwrap();
+    let pvc = serde_json::from_value(json!({
+        "metadata": {"name": "data"},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
+    }))
+    .unwrap();
+    pvcs.create(&PostParams::default(), &pvc).await.unwrap();
+
+    eventually(SETTLE, || async {
+        let d = deps.get("web").await.ok()?;
+        let s = d.status?;
+        (s.available_replicas == Some(2) && s.observed_generation == d.metadata.generation)
+            .then_some(())
+    })
+    .await;
+    eventually(SETTLE, || async {
+        let j = jobs.get("once").await.ok()?;
+        j.status?
+            .conditions?
+            .iter()
+            .any(|c| c.type_ == "Complete" && c.status == "True")
+            .then_some(())
+    })
+    .await;
+    eventually(SETTLE, || async {
+        let p = pvcs.get("data").await.ok()?;
+        (p.status?.phase.as_deref() == Some("Bound")).then_some(())
+    })
+    .await;
+}
+
+#[test]
+fn a_cluster_works_from_a_synchronous_test() {
+    let cluster = Cluster::start();
+    let ns = cluster.namespace("kit-sync");
+    let Some(kubectl) = ns.kubectl() else {
+        return;
+    };
+    kubectl.apply_yaml("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: sync}\ndata: {a: b}\n");
+    let cm = kubectl.get(&["configmap", "sync"]).expect("exists");
+    assert_eq!(cm["metadata"]["namespace"], ns.name());
+    assert!(kubectl.get(&["configmap", "absent"]).is_none());
+}

@@ -69,6 +69,7 @@ fn meta(obj: &RawObject) -> ObjectMeta {
         labels: Some(obj.labels.clone()),
         annotations: (!obj.annotations.is_empty()).then(|| obj.annotations.clone()),
         resource_version: obj.resource_version.clone(),
+        owner_references: (!obj.owner_references.is_empty()).then(|| obj.owner_references.clone()),
         ..ObjectMeta::default()
     }
 }
@@ -79,6 +80,7 @@ fn raw_from_meta(m: &ObjectMeta) -> RawObject {
         labels: m.labels.clone().unwrap_or_default(),
         annotations: m.annotations.clone().unwrap_or_default(),
         resource_version: m.resource_version.clone(),
+        owner_references: m.owner_references.clone().unwrap_or_default(),
         ..RawObject::default()
     }
 }

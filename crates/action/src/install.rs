@@ -137,7 +137,7 @@ impl<'a> Install<'a> {
         held: Held,
     ) -> Result<Option<Installed>> {
         let opts = &self.opts;
-        let store = self.cfg.release_storage(opts);
+        let store = self.cfg.release_storage(opts, &held);
         let name = &opts.name;
         store::recover_leftover(&store, name).await?;
         let last = store
@@ -205,10 +205,10 @@ impl<'a> Install<'a> {
         };
         let mut rel = new_release(draft, Status::PendingInstall, "Initial install underway");
         rel.labels = merge_labels(&BTreeMap::new(), &opts.labels);
-        store
-            .create(&rel)
-            .await
-            .map_err(|e| Error::storage(name, e))?;
+        store.create(&rel).await.map_err(|e| match e {
+            release::Error::AlreadyExists(_) => crate::lock::raced(name),
+            e => Error::storage(name, e),
+        })?;
 
         let steps = Steps {
             kube: &kube,

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::DynamicObject;
 use release::storage::DEFAULT_MAX_HISTORY;
 
@@ -48,6 +49,9 @@ pub struct ActionOptions {
     pub labels: BTreeMap<String, String>,
     /// Called on every object before anything is written; an error refuses the action.
     pub transform: Option<Transform>,
+    /// An owner reference every release record this action writes carries (the
+    /// operator's CR, so its records are garbage-collected with it).
+    pub record_owner: Option<OwnerReference>,
 }
 
 /// Changes (or refuses) each object of a release before it is applied: the operator
@@ -109,6 +113,7 @@ impl ActionOptions {
             rollback_on_failure: false,
             labels: BTreeMap::new(),
             transform: None,
+            record_owner: None,
         }
     }
 
@@ -145,6 +150,8 @@ pub struct UninstallOptions {
     pub wait: bool,
     /// The record's description instead of the default one (`--description`).
     pub description: Option<String>,
+    /// An owner reference the records this uninstall rewrites carry.
+    pub record_owner: Option<OwnerReference>,
 }
 
 impl UninstallOptions {
@@ -157,6 +164,7 @@ impl UninstallOptions {
             disable_hooks: false,
             wait: false,
             description: None,
+            record_owner: None,
         }
     }
 }

@@ -10,6 +10,7 @@ use release::record::Release;
 use crate::config::ActionConfig;
 use crate::error::Result;
 use crate::kube::{check_live_ownership, ObjectRef};
+use crate::lock::Held;
 use crate::options::ActionOptions;
 use crate::plan;
 use crate::record::install_ordered_documents;
@@ -51,13 +52,13 @@ impl<'a> Repair<'a> {
     pub async fn run(&self) -> Result<(Release, RepairReport)> {
         let opts = &self.opts;
         self.cfg
-            .with_lock(&opts.namespace, &opts.name, |_held| self.repair_locked())
+            .with_lock(&opts.namespace, &opts.name, |held| self.repair_locked(held))
             .await
     }
 
-    async fn repair_locked(&self) -> Result<(Release, RepairReport)> {
+    async fn repair_locked(&self, held: Held) -> Result<(Release, RepairReport)> {
         let opts = &self.opts;
-        let store = self.cfg.release_storage(opts);
+        let store = self.cfg.release_storage(opts, &held);
         let mut rel = store::deployed(&store, &opts.name).await?;
         let kube = self.cfg.kube();
         let owner = opts.owner();

@@ -3,8 +3,8 @@
 //! `wait`), run post-delete hooks, and delete the records, or keep them marked
 //! `uninstalled` with `keep_history`.
 //!
-//! In a namespace that is being deleted no Lease can be created; uninstall then runs
-//! without the lock, so the release's finalizer never blocks the namespace deletion.
+//! The lock is an annotation on an existing record, which a namespace being deleted
+//! still accepts, so the release's finalizer never blocks the namespace deletion.
 
 use chart::manifest::UNINSTALL_ORDER;
 use release::record::{Release, Status};
@@ -13,7 +13,7 @@ use release::Time;
 use crate::config::ActionConfig;
 use crate::error::{Error, Result};
 use crate::kube::{wait, KubeClient, Object, Owner};
-use crate::lock::{namespace_unusable, Held};
+use crate::lock::Held;
 use crate::options::UninstallOptions;
 use crate::plan;
 use crate::record::sort_by_kind;
@@ -33,28 +33,19 @@ impl<'a> Uninstall<'a> {
     /// Uninstalls the release; returns its last record as uninstalled.
     pub async fn run(&self) -> Result<Release> {
         let opts = &self.opts;
-        let lock = match self.cfg.lock(&opts.namespace, &opts.name).await {
-            Ok(l) => Some(l),
-            Err(e) if namespace_unusable(&e) => {
-                tracing::warn!(release = %opts.name, namespace = %opts.namespace, error = %e, "uninstalling without the release lock: the namespace refuses new objects");
-                None
-            }
-            Err(e) => return Err(e),
-        };
-        let held = match &lock {
-            Some(l) => l.held(),
-            None => Held::unlocked(&opts.name),
-        };
-        let result = self.uninstall_locked(held).await;
-        if let Some(lock) = lock {
-            lock.release().await;
-        }
-        result
+        self.cfg
+            .with_lock(&opts.namespace, &opts.name, |held| {
+                self.uninstall_locked(held)
+            })
+            .await
     }
 
     async fn uninstall_locked(&self, held: Held) -> Result<Release> {
         let opts = &self.opts;
-        let store = self.cfg.storage(&opts.namespace).with_max_history(0);
+        let store = self
+            .cfg
+            .locked_storage(&opts.namespace, opts.record_owner.clone(), &held)
+            .with_max_history(0);
         let name = &opts.name;
         store::recover_leftover(&store, name).await?;
         let mut rel = store

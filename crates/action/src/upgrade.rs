@@ -188,7 +188,7 @@ impl<'a> Upgrade<'a> {
 
     async fn upgrade_locked(&self, chart: &Chart, values: Values, held: Held) -> Result<Release> {
         let opts = &self.opts;
-        let store = self.cfg.release_storage(opts);
+        let store = self.cfg.release_storage(opts, &held);
         let name = &opts.name;
         store::recover_leftover(&store, name).await?;
         let last = store::current(&store, name).await?;

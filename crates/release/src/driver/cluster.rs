@@ -7,8 +7,9 @@ use async_trait::async_trait;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::ByteString;
-use kube::api::{DeleteParams, ListParams, PostParams};
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
+use serde_json::json;
 
 use super::objects::{ObjectBackend, ObjectDriver, RawObject};
 use super::SECRET_TYPE;
@@ -63,6 +64,20 @@ fn map_err(kind: &str, namespace: &str, op: &str, name: &str, e: kube::Error) ->
     Error::api(format!("{op} {kind} {namespace}/{name}"), e)
 }
 
+/// The merge patch that sets or removes one annotation, conditional on
+/// `resource_version` when given.
+fn annotation_patch(
+    resource_version: Option<&str>,
+    annotation: &str,
+    value: Option<&str>,
+) -> serde_json::Value {
+    let mut meta = json!({"annotations": {annotation: value}});
+    if let Some(rv) = resource_version {
+        meta["resourceVersion"] = json!(rv);
+    }
+    json!({ "metadata": meta })
+}
+
 fn meta(obj: &RawObject) -> ObjectMeta {
     ObjectMeta {
         name: Some(obj.name.clone()),
@@ -81,6 +96,7 @@ fn raw_from_meta(m: &ObjectMeta) -> RawObject {
         annotations: m.annotations.clone().unwrap_or_default(),
         resource_version: m.resource_version.clone(),
         owner_references: m.owner_references.clone().unwrap_or_default(),
+        finalizers: m.finalizers.clone().unwrap_or_default(),
         ..RawObject::default()
     }
 }
@@ -181,6 +197,21 @@ impl ObjectBackend for SecretBackend {
             .map(|_| ())
             .map_err(|e| self.err("delete", name, e))
     }
+
+    async fn annotate(
+        &self,
+        name: &str,
+        resource_version: Option<&str>,
+        annotation: &str,
+        value: Option<&str>,
+    ) -> Result<()> {
+        let patch = annotation_patch(resource_version, annotation, value);
+        self.api
+            .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .map(|_| ())
+            .map_err(|e| self.err("annotate", name, e))
+    }
 }
 
 /// ConfigMaps in one namespace.
@@ -277,5 +308,20 @@ impl ObjectBackend for ConfigMapBackend {
             .await
             .map(|_| ())
             .map_err(|e| self.err("delete", name, e))
+    }
+
+    async fn annotate(
+        &self,
+        name: &str,
+        resource_version: Option<&str>,
+        annotation: &str,
+        value: Option<&str>,
+    ) -> Result<()> {
+        let patch = annotation_patch(resource_version, annotation, value);
+        self.api
+            .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .map(|_| ())
+            .map_err(|e| self.err("annotate", name, e))
     }
 }

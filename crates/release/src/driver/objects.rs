@@ -88,6 +88,8 @@ pub struct RawObject {
     /// object has changed since.
     pub resource_version: Option<String>,
     pub owner_references: Vec<OwnerReference>,
+    /// Kept across updates: a record held by someone's finalizer stays held.
+    pub finalizers: Vec<String>,
 }
 
 impl RawObject {
@@ -128,6 +130,15 @@ pub trait ObjectBackend: Send + Sync {
     async fn replace(&self, obj: &RawObject) -> Result<()>;
     /// [`Error::NotFound`] if missing.
     async fn delete(&self, name: &str) -> Result<()>;
+    /// Sets (`Some`) or removes (`None`) one annotation, touching nothing else;
+    /// [`Error::Conflict`] when `resource_version` is given and stale.
+    async fn annotate(
+        &self,
+        name: &str,
+        resource_version: Option<&str>,
+        annotation: &str,
+        value: Option<&str>,
+    ) -> Result<()>;
 }
 
 /// When and how records are split.
@@ -499,6 +510,7 @@ impl<B: ObjectBackend> Driver for ObjectDriver<B> {
         loop {
             crate::lock::check_not_held_by_other(key, &existing.annotations, meta)?;
             main.resource_version = existing.resource_version.clone();
+            main.finalizers = existing.finalizers.clone();
             match self.backend.replace(&main).await {
                 Ok(()) => break,
                 // Only the holder's own lock renewals race with its writes; anything
@@ -529,21 +541,9 @@ impl<B: ObjectBackend> Driver for ObjectDriver<B> {
         annotation: &str,
         value: Option<&str>,
     ) -> Result<()> {
-        let mut obj = self
-            .backend
-            .get(key)
-            .await?
-            .ok_or_else(|| Error::NotFound(key.to_string()))?;
-        if resource_version.is_some() && obj.resource_version.as_deref() != resource_version {
-            return Err(Error::Conflict(key.to_string()));
-        }
-        match value {
-            Some(v) => obj
-                .annotations
-                .insert(annotation.to_string(), v.to_string()),
-            None => obj.annotations.remove(annotation),
-        };
-        self.backend.replace(&obj).await
+        self.backend
+            .annotate(key, resource_version, annotation, value)
+            .await
     }
 
     async fn delete(&self, key: &str) -> Result<Release> {
@@ -686,6 +686,33 @@ impl ObjectBackend for MemoryObjects {
             .remove(name)
             .map(|_| ())
             .ok_or_else(|| Error::NotFound(name.to_string()))
+    }
+
+    async fn annotate(
+        &self,
+        name: &str,
+        resource_version: Option<&str>,
+        annotation: &str,
+        value: Option<&str>,
+    ) -> Result<()> {
+        let mut inner = self.lock();
+        inner.0 += 1;
+        let next = inner.0.to_string();
+        let obj = inner
+            .1
+            .get_mut(name)
+            .ok_or_else(|| Error::NotFound(name.to_string()))?;
+        if resource_version.is_some() && obj.resource_version.as_deref() != resource_version {
+            return Err(Error::Conflict(name.to_string()));
+        }
+        match value {
+            Some(v) => obj
+                .annotations
+                .insert(annotation.to_string(), v.to_string()),
+            None => obj.annotations.remove(annotation),
+        };
+        obj.resource_version = Some(next);
+        Ok(())
     }
 }
 

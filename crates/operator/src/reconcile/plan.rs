@@ -208,6 +208,7 @@ mod tests {
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
+            ..RecordMeta::default()
         }
     }
 

@@ -53,6 +53,7 @@ fn meta(version: i64, status: Status, labels: BTreeMap<String, String>) -> Recor
         version,
         status,
         labels,
+        ..RecordMeta::default()
     }
 }
 

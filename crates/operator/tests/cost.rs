@@ -120,6 +120,10 @@ async fn a_first_install_renders_once_and_a_no_op_reconcile_decodes_one_record()
         noop.lock_writes <= 2,
         "besides taking and giving back the lock: {noop:?}"
     );
-    assert_eq!(install.lease_writes + noop.lease_writes, 0, "no Lease: {noop:?}");
+    assert_eq!(
+        install.lease_writes + noop.lease_writes,
+        0,
+        "no Lease: {noop:?}"
+    );
     server.stop().await;
 }

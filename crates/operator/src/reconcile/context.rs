@@ -1,5 +1,5 @@
 //! [`Context`]: what every reconcile of one watch shares, fixed when the watch starts
-//! (the chart and its digest, the parsed overrides, the actions, the reporter).
+//! (the chart and its digest, the parsed overrides, the actions, the Event recorder).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,6 +11,7 @@ use kube::Client;
 
 use super::digest::ChartDigest;
 use crate::action_client::{ActionClient, Actions};
+use crate::events::EventRecorder;
 use crate::metrics::Metrics;
 use crate::watches::{Watch, WatchesError};
 
@@ -32,7 +33,8 @@ pub struct Context {
     /// The API resource of the CR kind.
     pub(super) resource: ApiResource,
     metrics: Metrics,
-    pub(super) reporter: Reporter,
+    /// Events of this watch's CRs, correlated across reconciles.
+    pub(super) recorder: Arc<EventRecorder>,
     /// The watch's `reconcilePeriod` or `--reconcile-period`.
     pub(super) reconcile_period: Option<Duration>,
     /// `--suppress-override-values`: mask override values in Events.
@@ -54,16 +56,19 @@ impl Context {
         Ok(Context {
             actions: Arc::new(Actions::new(client.clone(), discovery)),
             chart_digest: ChartDigest::new(&chart),
-            client,
             watch,
             chart,
             overrides,
             resource,
             metrics: Metrics::new(),
-            reporter: Reporter {
-                controller: "rudder".into(),
-                instance: None,
-            },
+            recorder: Arc::new(EventRecorder::new(
+                client.clone(),
+                Reporter {
+                    controller: "rudder".into(),
+                    instance: None,
+                },
+            )),
+            client,
             reconcile_period: None,
             suppress_override_values: false,
         })
@@ -80,8 +85,9 @@ impl Context {
         self
     }
 
+    /// Records Events as `reporter` (the Go operator's `<kind>-controller`).
     pub fn with_reporter(mut self, reporter: Reporter) -> Context {
-        self.reporter = reporter;
+        self.recorder = Arc::new(EventRecorder::new(self.client.clone(), reporter));
         self
     }
 

@@ -96,7 +96,6 @@ impl Run {
                 self.events
                     .normal(
                         st::UNINSTALL_SUCCESSFUL,
-                        "Uninstall",
                         format!(
                             "Uninstalled release {} (revision {})",
                             self.name, rel.version

@@ -82,11 +82,7 @@ pub async fn reconcile(
     };
     let api: Api<DynamicObject> =
         Api::namespaced_with(ctx.client.clone(), &namespace, &ctx.resource);
-    let events = EventSink::new(
-        ctx.client.clone(),
-        ctx.reporter.clone(),
-        cr.object_ref(&ctx.resource),
-    );
+    let events = EventSink::new(ctx.recorder.clone(), cr.object_ref(&ctx.resource));
     let status = HelmAppStatus::of(&cr);
     let mut run = Run {
         original: status.clone(),
@@ -169,7 +165,6 @@ impl Run {
             self.events
                 .normal(
                     events::MIGRATED,
-                    "Migrate",
                     format!(
                         "Moved the records of release {} to Secrets: {report:?}",
                         self.name
@@ -441,7 +436,7 @@ impl Run {
             if let Err(rollback) = self.rollback(deployed.version, ropts).await {
                 msg = format!("failed upgrade ({source}) and failed rollback: {rollback}");
                 self.events
-                    .warning(events::ROLLBACK_ERROR, "Rollback", msg.clone())
+                    .warning(events::ROLLBACK_ERROR, msg.clone())
                     .await;
             }
         }
@@ -457,10 +452,7 @@ impl Run {
         match self.ctx.actions.rollback(to, opts).await {
             Ok(rel) => {
                 self.events
-                    .normal(
-                        events::ROLLED_BACK,
-                        "Rollback",
-                        format!(
+                    .normal(events::ROLLED_BACK, format!(
                             "Rolled release {} back to revision {to} (as revision {}) after the failed upgrade",
                             self.name, rel.version
                         ),

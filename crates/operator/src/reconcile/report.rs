@@ -51,16 +51,6 @@ impl Step {
             Step::Uninstall => (st::RELEASE_FAILED, st::UNINSTALL_ERROR),
         }
     }
-
-    /// The Event's action.
-    fn event_action(self) -> &'static str {
-        match self {
-            Step::Install => "Install",
-            Step::Upgrade => "Upgrade",
-            Step::Reconcile => "Reconcile",
-            Step::Uninstall => "Uninstall",
-        }
-    }
 }
 
 /// The release's notes, as the `Deployed` condition's message.
@@ -115,9 +105,7 @@ impl Run {
         tracing::error!(cr = %self.cr_id, reason, error = %message, "reconcile failed");
         self.status
             .set(condition, st::TRUE, reason, message.clone());
-        self.events
-            .warning(reason, step.event_action(), message)
-            .await;
+        self.events.warning(reason, message).await;
         if let Err(e) = self.write_status().await {
             tracing::warn!(cr = %self.cr_id, error = %e, "cannot record the failure in the status");
         }
@@ -166,9 +154,7 @@ impl Run {
     pub(super) async fn succeeded(&mut self, rel: &Release, step: Step, note: String) {
         self.status
             .set(st::DEPLOYED, st::TRUE, step.success(), notes(rel));
-        self.events
-            .normal(step.success(), step.event_action(), note)
-            .await;
+        self.events.normal(step.success(), note).await;
     }
 
     /// A release without records was recorded over its `found` live objects.
@@ -177,7 +163,6 @@ impl Run {
         self.events
             .normal(
                 events::ADOPTED,
-                "Adopt",
                 format!(
                     "Recorded release {} revision {} over its existing objects",
                     self.name, rel.version
@@ -196,7 +181,6 @@ impl Run {
             self.events
                 .normal(
                     events::REPAIRED,
-                    "Reconcile",
                     format!(
                         "Re-applied {} object(s) of release {} revision {}: {}",
                         objects.len(),
@@ -269,7 +253,7 @@ impl Run {
             let note =
                 format!("Chart value {key:?} overridden to {shown:?} by operator's watches.yaml");
             self.events
-                .warning(events::OVERRIDE_VALUES_IN_USE, "Reconcile", note)
+                .warning(events::OVERRIDE_VALUES_IN_USE, note)
                 .await;
         }
     }

@@ -332,7 +332,7 @@ impl FakeApi {
             .filter(|(m, p, _)| m == Method::POST && p.ends_with("/events"))
             .map(|(_, _, e)| {
                 let s = |k: &str| e[k].as_str().unwrap_or_default().to_string();
-                (s("type"), s("reason"), s("note"))
+                (s("type"), s("reason"), s("message"))
             })
             .collect()
     }

@@ -128,14 +128,15 @@ impl ActionConfig {
         KubeClient::with_discovery(self.client.clone(), self.discovery.clone())
     }
 
-    /// Renders as Helm's install and upgrade do: against this cluster.
+    /// Renders as Helm's install and upgrade do: against this cluster. Also returns
+    /// the digest of what the render's `lookup` calls returned (`None`: none made).
     pub(crate) async fn render_in_cluster(
         &self,
         chart: Chart,
         values: Values,
         opts: &ActionOptions,
         revision: Revision,
-    ) -> Result<Rendered> {
+    ) -> Result<(Rendered, Option<String>)> {
         let discovery = self.discovery.as_deref();
         render::render_in_cluster(&self.client, discovery, chart, values, opts, revision).await
     }

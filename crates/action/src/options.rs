@@ -52,6 +52,10 @@ pub struct ActionOptions {
     /// An owner reference every release record this action writes carries (the
     /// operator's CR, so its records are garbage-collected with it).
     pub record_owner: Option<OwnerReference>,
+    /// Install and upgrade record, under this label, a digest of what the render's
+    /// `lookup` calls returned (removing the label when it made none), so a caller can
+    /// tell later whether a looked-up object changed ([`crate::UpgradeDiff::lookups`]).
+    pub lookups_label: Option<String>,
 }
 
 /// Changes (or refuses) each object of a release before it is applied: the operator
@@ -114,6 +118,7 @@ impl ActionOptions {
             labels: BTreeMap::new(),
             transform: None,
             record_owner: None,
+            lookups_label: None,
         }
     }
 

@@ -9,6 +9,7 @@ use release::record::Release;
 
 use crate::config::ActionConfig;
 use crate::error::Result;
+use crate::kube::wait::{readiness, Readiness};
 use crate::kube::{check_live_ownership, ObjectRef};
 use crate::lock::Held;
 use crate::options::ActionOptions;
@@ -16,11 +17,14 @@ use crate::plan;
 use crate::record::install_ordered_documents;
 use crate::store;
 
-/// What [`Repair::run`] re-applied.
+/// What [`Repair::run`] re-applied, and what it found not ready.
 #[derive(Debug, Clone, Default)]
 pub struct RepairReport {
     /// Objects that were missing or differed from the deployed manifest.
     pub repaired: Vec<ObjectRef>,
+    /// Objects not ready (as `wait` judges them) as the apply left them, each as
+    /// `Kind namespace/name: why`.
+    pub not_ready: Vec<String>,
 }
 
 /// The `repair` verb.
@@ -80,6 +84,13 @@ impl<'a> Repair<'a> {
             if before.is_none() || before != after.metadata.resource_version {
                 tracing::info!(release = %opts.name, object = %o.reference, "repaired");
                 report.repaired.push(o.reference.clone());
+            }
+            let r = &o.reference;
+            match readiness(r.group(), &r.kind, &after, false) {
+                Readiness::Ready => {}
+                Readiness::Pending(why) | Readiness::Failed(why) => {
+                    report.not_ready.push(format!("{r}: {why}"))
+                }
             }
         }
         let missing = self

@@ -12,7 +12,7 @@ use release::Time;
 
 use crate::config::ActionConfig;
 use crate::error::{Error, Result};
-use crate::kube::{wait, KubeClient, Object, Owner};
+use crate::kube::{is_kept, owned_by, wait, KubeClient, Object, ObjectRef, Owner};
 use crate::lock::Held;
 use crate::options::UninstallOptions;
 use crate::plan;
@@ -38,6 +38,40 @@ impl<'a> Uninstall<'a> {
                 self.uninstall_locked(held)
             })
             .await
+    }
+
+    /// After an uninstall: deletes again whatever of `manifest` still exists and still
+    /// belongs to this release (objects kept by `helm.sh/resource-policy: keep` and
+    /// objects now owned by someone else are left alone), and returns what still
+    /// exists. Empty once everything is gone. Needs no records: the manifest is the
+    /// caller's (the operator keeps it in the CR's status). Deletes without waiting,
+    /// as the Go helm-operator's `CleanupRelease`.
+    pub async fn leftovers(&self, manifest: &str) -> Result<Vec<ObjectRef>> {
+        let opts = &self.opts;
+        let kube = KubeClient::new(self.cfg.client().clone());
+        let owner = Owner {
+            name: opts.name.clone(),
+            namespace: opts.namespace.clone(),
+        };
+        let mut objects = plan::stored_objects(&kube, &owner, manifest).await?;
+        sort_by_kind(&mut objects, UNINSTALL_ORDER, |o| o.reference.kind.as_str());
+        let mut left = Vec::new();
+        for o in &objects {
+            if is_kept(&o.object) {
+                continue;
+            }
+            let Some(live) = kube.get(&owner, o).await? else {
+                continue;
+            };
+            if is_kept(&live) || !owned_by(&live, &owner) {
+                continue;
+            }
+            if live.metadata.deletion_timestamp.is_none() {
+                kube.delete(&owner, o).await?;
+            }
+            left.push(o.reference.clone());
+        }
+        Ok(left)
     }
 
     async fn uninstall_locked(&self, held: Held) -> Result<Release> {

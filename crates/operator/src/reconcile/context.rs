@@ -28,6 +28,8 @@ pub struct Context {
     pub(super) chart: Arc<Chart>,
     /// The chart's half of the inputs digest, hashed once.
     pub(super) chart_digest: ChartDigest,
+    /// The chart label's value: the chart's name, when Kubernetes accepts it as one.
+    pub(super) chart_label: Option<String>,
     /// The watch's `overrideValues`, parsed once.
     pub(super) overrides: Values,
     /// The API resource of the CR kind.
@@ -39,6 +41,19 @@ pub struct Context {
     pub(super) reconcile_period: Option<Duration>,
     /// `--suppress-override-values`: mask override values in Events.
     pub(super) suppress_override_values: bool,
+}
+
+/// The chart's name as a label value; `None` (no label) for a name Kubernetes would
+/// refuse there, so a long chart name never fails every write.
+fn chart_label(chart: &Chart) -> Option<String> {
+    let name = &chart.metadata.name;
+    match release::driver::validate_label_value(crate::annotations::CHART_LABEL, name) {
+        Ok(()) if !name.is_empty() => Some(name.clone()),
+        _ => {
+            tracing::warn!(chart = %name, "the chart's name is not a valid label value; objects get no chart label");
+            None
+        }
+    }
 }
 
 impl Context {
@@ -56,6 +71,7 @@ impl Context {
         Ok(Context {
             actions: Arc::new(Actions::new(client.clone(), discovery)),
             chart_digest: ChartDigest::new(&chart),
+            chart_label: chart_label(&chart),
             watch,
             chart,
             overrides,

@@ -43,7 +43,7 @@ impl Step {
     }
 
     /// The condition the step sets when it fails, and that condition's reason.
-    fn failure(self) -> (&'static str, &'static str) {
+    pub(super) fn failure(self) -> (&'static str, &'static str) {
         match self {
             Step::Install => (st::RELEASE_FAILED, st::INSTALL_ERROR),
             Step::Upgrade => (st::RELEASE_FAILED, st::UPGRADE_ERROR),
@@ -54,7 +54,7 @@ impl Step {
 }
 
 /// The release's notes, as the `Deployed` condition's message.
-fn notes(rel: &Release) -> String {
+pub(super) fn notes(rel: &Release) -> String {
     rel.info
         .as_ref()
         .map(|i| i.notes.clone())
@@ -63,7 +63,7 @@ fn notes(rel: &Release) -> String {
 
 /// The `Deployed` reason of a release that was not changed now: as Go says it, by
 /// whether the deployed revision is the first.
-fn reason_by_version(rel: &Release) -> &'static str {
+pub(super) fn reason_by_version(rel: &Release) -> &'static str {
     if rel.version == 1 {
         st::INSTALL_SUCCESSFUL
     } else {
@@ -150,10 +150,15 @@ impl Run {
         self.fail(step, message, err).await
     }
 
-    /// `step` changed the release to `rel`: `Deployed` and a Normal Event with `note`.
+    /// `step` changed the release to `rel`: `Deployed` (or, in readiness mode, waiting
+    /// for the workloads first) and a Normal Event with `note`.
     pub(super) async fn succeeded(&mut self, rel: &Release, step: Step, note: String) {
-        self.status
-            .set(st::DEPLOYED, st::TRUE, step.success(), notes(rel));
+        if self.waits_for_readiness(step) {
+            self.await_readiness(rel, &[]);
+        } else {
+            self.status
+                .set(st::DEPLOYED, st::TRUE, step.success(), notes(rel));
+        }
         self.events.normal(step.success(), note).await;
     }
 
@@ -169,8 +174,12 @@ impl Run {
                 ),
             )
             .await;
-        self.status
-            .set(st::DEPLOYED, st::TRUE, reason_by_version(rel), notes(rel));
+        if self.waits_for_readiness(Step::Install) {
+            self.await_readiness(rel, &[]);
+        } else {
+            self.status
+                .set(st::DEPLOYED, st::TRUE, reason_by_version(rel), notes(rel));
+        }
     }
 
     /// The unchanged release `rel` was applied again; `report` says what had drifted.
@@ -190,6 +199,10 @@ impl Run {
                     ),
                 )
                 .await;
+        }
+        if self.awaiting_readiness() {
+            self.check_readiness(rel, &report.not_ready);
+            return;
         }
         self.status
             .set(st::DEPLOYED, st::TRUE, reason_by_version(rel), notes(rel));
@@ -250,8 +263,12 @@ impl Run {
         let suppress = self.ctx.suppress_override_values;
         for (key, value) in &self.ctx.watch.override_values {
             let shown = if suppress { "****" } else { value.as_str() };
-            let note =
-                format!("Chart value {key:?} overridden to {shown:?} by operator's watches.yaml");
+            // Go's `%q`.
+            let note = format!(
+                "Chart value {} overridden to {} by operator's watches.yaml",
+                gotmpl::gofmt::quote(key),
+                gotmpl::gofmt::quote(shown)
+            );
             self.events
                 .warning(events::OVERRIDE_VALUES_IN_USE, note)
                 .await;

@@ -44,9 +44,26 @@ struct State {
     /// Another action holds the release: recovery finds nothing to do.
     locked: bool,
     repaired: Vec<ObjectRef>,
+    /// What repair finds not ready.
+    not_ready: Vec<String>,
+    /// The chart name decoding a record finds.
+    chart: Option<String>,
+    /// The lookups digest a diff reports.
+    lookups: Option<String>,
+    /// What each `leftovers` call finds, in turn (then nothing).
+    leftovers: Vec<Vec<ObjectRef>>,
 }
 
-fn meta(version: i64, status: Status, labels: BTreeMap<String, String>) -> RecordMeta {
+/// A record of the demo chart, as rudder labels them.
+fn meta(version: i64, status: Status, mut labels: BTreeMap<String, String>) -> RecordMeta {
+    labels
+        .entry(ann::CHART_LABEL.to_string())
+        .or_insert_with(|| "demo".to_string());
+    bare_meta(version, status, labels)
+}
+
+/// A record with exactly `labels` (Helm's, or an older rudder's).
+fn bare_meta(version: i64, status: Status, labels: BTreeMap<String, String>) -> RecordMeta {
     RecordMeta {
         key: format!("sh.helm.release.v1.app.v{version}"),
         name: "app".into(),
@@ -182,8 +199,10 @@ impl ActionClient for FakeActions {
         _: ActionOptions,
     ) -> action::Result<UpgradeDiff> {
         self.called("diff", None)?;
+        let s = self.lock();
         Ok(UpgradeDiff {
-            changed: self.lock().diff_changed,
+            changed: s.diff_changed,
+            lookups: s.lookups.clone(),
             ..UpgradeDiff::default()
         })
     }
@@ -201,6 +220,7 @@ impl ActionClient for FakeActions {
         self.called("repair", None)?;
         let mut s = self.lock();
         let repaired = s.repaired.clone();
+        let not_ready = s.not_ready.clone();
         let deployed = s
             .history
             .iter_mut()
@@ -210,7 +230,13 @@ impl ActionClient for FakeActions {
                 release: opts.name.clone(),
             })?;
         deployed.labels.extend(labels);
-        Ok((release_of(deployed), RepairReport { repaired }))
+        Ok((
+            release_of(deployed),
+            RepairReport {
+                repaired,
+                not_ready,
+            },
+        ))
     }
 
     async fn recover(&self, _opts: ActionOptions) -> action::Result<Option<Release>> {
@@ -238,6 +264,22 @@ impl ActionClient for FakeActions {
             })?;
         s.history.clear();
         Ok(release_of(&last))
+    }
+
+    async fn release_chart(&self, _ns: &str, _name: &str) -> Result<Option<String>, release::Error> {
+        let mut s = self.lock();
+        s.calls.push("release_chart");
+        Ok(s.chart.clone())
+    }
+
+    async fn leftovers(&self, _opts: UninstallOptions, _manifest: &str) -> action::Result<Vec<ObjectRef>> {
+        self.called("leftovers", None)?;
+        let mut s = self.lock();
+        Ok(if s.leftovers.is_empty() {
+            Vec::new()
+        } else {
+            s.leftovers.remove(0)
+        })
     }
 }
 
@@ -732,7 +774,7 @@ async fn deleting_the_cr_uninstalls_then_drops_the_finalizer() {
     )]);
     let (result, api) = reconcile_once(&actions, deleted.clone()).await;
     result.expect("uninstalled");
-    assert_eq!(actions.calls(), ["uninstall"]);
+    assert_eq!(actions.calls(), ["history", "uninstall"]);
     assert_eq!(api.finalizer_patches(), [json!(["other.example/keep"])]);
     let (status, reason, _) = api.condition(st::DEPLOYED).expect("Deployed");
     assert_eq!(

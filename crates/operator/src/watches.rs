@@ -443,9 +443,12 @@ fn parse_entry(entry: &Value, base_dir: &Path) -> Result<Watch, EntryErr> {
         ("upgradeWait", &mut w.upgrade_wait),
     ] {
         if let Some(v) = get(key) {
-            *field = v
-                .as_bool()
-                .ok_or_else(|| fail(format!("{key} must be true or false, found {}", json_kind(v))))?;
+            *field = v.as_bool().ok_or_else(|| {
+                fail(format!(
+                    "{key} must be true or false, found {}",
+                    json_kind(v)
+                ))
+            })?;
         }
     }
     if let Some(v) = get("waitTimeout") {

@@ -53,7 +53,10 @@ impl Run {
     }
 
     /// Refuses the reconcile when the release is another chart's (`Irreconcilable`).
-    pub(super) async fn check_owner(&mut self, history: &[RecordMeta]) -> Result<(), ReconcileError> {
+    pub(super) async fn check_owner(
+        &mut self,
+        history: &[RecordMeta],
+    ) -> Result<(), ReconcileError> {
         match self.release_owner(history).await? {
             Owner::Ours => Ok(()),
             Owner::Theirs(err) => {

@@ -169,7 +169,12 @@ pub enum Lookups {
 /// lookups digest `now_lookups` of a fresh render means an upgrade. A record without
 /// a lookups digest gets the current one (no upgrade: it was rendered against the
 /// cluster too), and failed upgrades of these inputs back off as any other.
-pub fn lookups(history: &[RecordMeta], digest: &str, now_lookups: Option<&str>, now: i64) -> Lookups {
+pub fn lookups(
+    history: &[RecordMeta],
+    digest: &str,
+    now_lookups: Option<&str>,
+    now: i64,
+) -> Lookups {
     let deployed = history
         .iter()
         .filter(|m| m.status == Status::Deployed)
@@ -188,7 +193,10 @@ pub fn lookups(history: &[RecordMeta], digest: &str, now_lookups: Option<&str>, 
         _ => {}
     }
     let failures = failures_with(history, digest);
-    if failures.as_ref().is_some_and(|f| f.remaining(now).is_some()) {
+    if failures
+        .as_ref()
+        .is_some_and(|f| f.remaining(now).is_some())
+    {
         return Lookups::Repair { stamp: None };
     }
     Lookups::Upgrade {
@@ -484,11 +492,19 @@ mod tests {
         ));
         // The upgrade failed and was rolled back: wait for its backoff.
         let failed = [
-            meta(1, Status::Superseded, &[(digest::LABEL, D), (LOOKUPS_LABEL, "l1")]),
+            meta(
+                1,
+                Status::Superseded,
+                &[(digest::LABEL, D), (LOOKUPS_LABEL, "l1")],
+            ),
             meta(
                 2,
                 Status::Failed,
-                &[(digest::LABEL, D), (ATTEMPT_LABEL, "1"), ("modifiedAt", "100")],
+                &[
+                    (digest::LABEL, D),
+                    (ATTEMPT_LABEL, "1"),
+                    ("modifiedAt", "100"),
+                ],
             ),
             meta(
                 3,

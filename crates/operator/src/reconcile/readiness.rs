@@ -82,7 +82,12 @@ impl Run {
             .as_ref()
             .and_then(|i| i.last_deployed.as_ref())
             .map(|t| t.unix_seconds());
-        match plan::readiness(not_ready.is_empty(), deployed_at, timeout, super::unix_now()) {
+        match plan::readiness(
+            not_ready.is_empty(),
+            deployed_at,
+            timeout,
+            super::unix_now(),
+        ) {
             Readiness::Ready => {
                 tracing::info!(cr = %self.cr_id, release = %rel.name, version = rel.version, "release workloads are ready");
                 self.status.remove(st::RELEASE_FAILED);

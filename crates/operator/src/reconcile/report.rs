@@ -154,6 +154,7 @@ impl Run {
     /// for the workloads first) and a Normal Event with `note`.
     pub(super) async fn succeeded(&mut self, rel: &Release, step: Step, note: String) {
         if self.waits_for_readiness(step) {
+            self.status.remove(st::RELEASE_FAILED);
             self.await_readiness(rel, &[]);
         } else {
             self.status
@@ -239,7 +240,10 @@ impl Run {
         requeue_after: Option<Duration>,
     ) -> Result<Outcome, ReconcileError> {
         self.status.remove(st::IRRECONCILABLE);
-        self.status.remove(st::RELEASE_FAILED);
+        // A readiness timeout stays until the workloads are ready.
+        if !self.awaiting_readiness() {
+            self.status.remove(st::RELEASE_FAILED);
+        }
         self.status.deployed_release = Some(DeployedRelease {
             name: rel.name.clone(),
             manifest: rel.manifest.clone(),

@@ -52,6 +52,12 @@ struct State {
     lookups: Option<String>,
     /// What each `leftovers` call finds, in turn (then nothing).
     leftovers: Vec<Vec<ObjectRef>>,
+    /// Upgrades fail rendering their candidate, writing nothing.
+    render_fails: bool,
+    /// When the revisions written were deployed.
+    deployed_at: Option<release::Time>,
+    /// The options of the last install, upgrade or rollback.
+    last_opts: Option<ActionOptions>,
 }
 
 /// A record of the demo chart, as rudder labels them.
@@ -74,7 +80,7 @@ fn bare_meta(version: i64, status: Status, labels: BTreeMap<String, String>) -> 
     }
 }
 
-fn release_of(m: &RecordMeta) -> Release {
+fn release_of(m: &RecordMeta, deployed_at: Option<release::Time>) -> Release {
     Release {
         name: m.name.clone(),
         namespace: NS.into(),
@@ -82,6 +88,7 @@ fn release_of(m: &RecordMeta) -> Release {
         info: Some(Info {
             status: Some(m.status.clone()),
             notes: "the notes".into(),
+            last_deployed: deployed_at,
             ..Info::default()
         }),
         labels: m.labels.clone(),
@@ -131,6 +138,9 @@ impl FakeActions {
     fn called(&self, verb: &'static str, opts: Option<&ActionOptions>) -> action::Result<()> {
         let mut s = self.lock();
         s.calls.push(verb);
+        if let Some(opts) = opts {
+            s.last_opts = Some(opts.clone());
+        }
         match s.fail.get(verb).copied() {
             None => Ok(()),
             Some(writes) => {
@@ -161,7 +171,7 @@ impl FakeActions {
         let version = s.history.last().map_or(1, |m| m.version + 1);
         let m = meta(version, Status::Deployed, written(&base, opts));
         s.history.push(m.clone());
-        release_of(&m)
+        release_of(&m, s.deployed_at)
     }
 }
 
@@ -188,8 +198,24 @@ impl ActionClient for FakeActions {
     }
 
     async fn upgrade(&self, _: &Chart, _: Values, opts: ActionOptions) -> action::Result<Release> {
+        if self.lock().render_fails {
+            self.called("upgrade", None)?;
+            return Err(action::Error::RenderAborted {
+                release: opts.name.clone(),
+                message: "template: demo/templates/cm.yaml:3:7: executing \"demo/templates/cm.yaml\" at <.Values.x.y>: nil pointer evaluating interface {}.y".into(),
+            });
+        }
         self.called("upgrade", Some(&opts))?;
-        Ok(self.deploy(&opts, true))
+        let mut rel = self.deploy(&opts, true);
+        let lookups = self.lock().lookups.clone();
+        if let (Some(l), Some(label)) = (lookups, &opts.lookups_label) {
+            let mut s = self.lock();
+            if let Some(m) = s.history.last_mut() {
+                m.labels.insert(label.clone(), l);
+                rel.labels = m.labels.clone();
+            }
+        }
+        Ok(rel)
     }
 
     async fn diff_upgrade(
@@ -221,6 +247,7 @@ impl ActionClient for FakeActions {
         let mut s = self.lock();
         let repaired = s.repaired.clone();
         let not_ready = s.not_ready.clone();
+        let deployed_at = s.deployed_at;
         let deployed = s
             .history
             .iter_mut()
@@ -231,7 +258,7 @@ impl ActionClient for FakeActions {
             })?;
         deployed.labels.extend(labels);
         Ok((
-            release_of(deployed),
+            release_of(deployed, deployed_at),
             RepairReport {
                 repaired,
                 not_ready,
@@ -249,7 +276,7 @@ impl ActionClient for FakeActions {
             return Ok(None);
         };
         newest.status = Status::Failed;
-        Ok(Some(release_of(newest)))
+        Ok(Some(release_of(newest, None)))
     }
 
     async fn uninstall(&self, opts: UninstallOptions) -> action::Result<Release> {
@@ -263,16 +290,24 @@ impl ActionClient for FakeActions {
                 release: opts.name.clone(),
             })?;
         s.history.clear();
-        Ok(release_of(&last))
+        Ok(release_of(&last, None))
     }
 
-    async fn release_chart(&self, _ns: &str, _name: &str) -> Result<Option<String>, release::Error> {
+    async fn release_chart(
+        &self,
+        _ns: &str,
+        _name: &str,
+    ) -> Result<Option<String>, release::Error> {
         let mut s = self.lock();
         s.calls.push("release_chart");
         Ok(s.chart.clone())
     }
 
-    async fn leftovers(&self, _opts: UninstallOptions, _manifest: &str) -> action::Result<Vec<ObjectRef>> {
+    async fn leftovers(
+        &self,
+        _opts: UninstallOptions,
+        _manifest: &str,
+    ) -> action::Result<Vec<ObjectRef>> {
         self.called("leftovers", None)?;
         let mut s = self.lock();
         Ok(if s.leftovers.is_empty() {
@@ -432,6 +467,7 @@ fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
 struct Setup {
     watch: Watch,
     suppress: bool,
+    chart: Chart,
 }
 
 impl Default for Setup {
@@ -444,6 +480,7 @@ impl Default for Setup {
                 ..Watch::default()
             },
             suppress: false,
+            chart: demo_chart(),
         }
     }
 }
@@ -458,7 +495,7 @@ impl Setup {
         let ctx = Context::new(
             api.client(),
             Arc::new(self.watch),
-            Arc::new(demo_chart()),
+            Arc::new(self.chart),
             resource(),
         )
         .expect("context")
@@ -475,6 +512,8 @@ async fn reconcile_once(
 ) -> (Result<Outcome, ReconcileError>, Arc<FakeApi>) {
     Setup::default().reconcile(actions, cr).await
 }
+
+mod go_parity;
 
 #[tokio::test]
 async fn a_new_cr_is_installed_with_its_digest() {

@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod cluster;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -34,6 +36,24 @@ pub async fn start() -> (Server, Client) {
     let client = server.client().expect("client");
     install_crd(&client).await;
     (server, client)
+}
+
+/// Installs the demo CRD unless the cluster has it already (a real cluster shared by
+/// several tests).
+pub async fn install_crd_if_missing(client: &Client) {
+    let ar = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
+        "customresourcedefinitions",
+    );
+    let api: Api<DynamicObject> = Api::all_with(client.clone(), &ar);
+    if api
+        .get_opt(&format!("demos.{GROUP}"))
+        .await
+        .expect("read CRD")
+        .is_none()
+    {
+        install_crd(client).await;
+    }
 }
 
 pub async fn install_crd(client: &Client) {

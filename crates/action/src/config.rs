@@ -41,10 +41,14 @@ struct ActionStamp {
 
 impl RecordStamp for ActionStamp {
     fn meta(&self, rel: &Release) -> WriteMeta {
+        let lock = self.lock.annotation(rel.version);
         WriteMeta {
             owner_references: self.owner.iter().cloned().collect(),
-            annotations: self.lock.annotation(rel.version).into_iter().collect(),
-            holder: Some(self.lock.holder().to_string()),
+            // Only the newest record holds the lock, so only there does another
+            // holder's live lock mean ours was lost; older records may keep a stale
+            // lock of an earlier action (the one that wrote a newer revision).
+            holder: lock.is_some().then(|| self.lock.holder().to_string()),
+            annotations: lock.into_iter().collect(),
         }
     }
 

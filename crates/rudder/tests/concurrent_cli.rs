@@ -56,7 +56,10 @@ async fn assert_whole(storage: &Storage, name: &str) -> usize {
     let versions: Vec<i64> = metas.iter().map(|m| m.version).collect();
     let expected: Vec<i64> = (1..=metas.len() as i64).collect();
     assert_eq!(versions, expected, "contiguous revisions");
-    let deployed = metas.iter().filter(|m| m.status == Status::Deployed).count();
+    let deployed = metas
+        .iter()
+        .filter(|m| m.status == Status::Deployed)
+        .count();
     assert_eq!(deployed, 1, "{metas:?}");
     assert!(metas.iter().all(|m| !m.status.is_pending()), "{metas:?}");
     assert!(
@@ -106,7 +109,11 @@ async fn concurrent_processes_never_interleave_on_a_release() {
         .await;
         assert!(ok >= 1, "round {round}: at least one upgrade goes through");
         revisions += ok;
-        assert_eq!(assert_whole(&storage, "web").await, revisions, "round {round}");
+        assert_eq!(
+            assert_whole(&storage, "web").await,
+            revisions,
+            "round {round}"
+        );
     }
     server.stop().await;
 }

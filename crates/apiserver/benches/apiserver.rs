@@ -144,9 +144,7 @@ async fn memory() {
     let cms = api(&server);
     create_many(&cms, "mem", N, 8).await;
     let sample = server
-        .app()
-        .store
-        .get("/configmaps/default/mem-0")
+        .stored("/configmaps/default/mem-0")
         .map(|v| v.to_string().len())
         .unwrap_or(0);
     drop(cms);

@@ -6,7 +6,7 @@ use crate::error::ApiError;
 use crate::registry::{Registry, ResourceType};
 use serde_json::{json, Value};
 
-pub fn version() -> Value {
+pub(crate) fn version() -> Value {
     json!({
         "major": crate::KUBE_MAJOR,
         "minor": crate::KUBE_MINOR,
@@ -24,7 +24,7 @@ pub fn version() -> Value {
     })
 }
 
-pub fn api_versions() -> Value {
+pub(crate) fn api_versions() -> Value {
     json!({
         "kind": "APIVersions",
         "versions": ["v1"],
@@ -44,7 +44,7 @@ fn group_doc(name: &str, versions: &[String]) -> Value {
     })
 }
 
-pub fn api_groups(reg: &Registry) -> Value {
+pub(crate) fn api_groups(reg: &Registry) -> Value {
     let groups: Vec<Value> = reg
         .groups()
         .into_iter()
@@ -54,7 +54,7 @@ pub fn api_groups(reg: &Registry) -> Value {
     json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
 }
 
-pub fn api_group(reg: &Registry, name: &str) -> Result<Value, ApiError> {
+pub(crate) fn api_group(reg: &Registry, name: &str) -> Result<Value, ApiError> {
     let g = reg
         .groups()
         .into_iter()
@@ -100,7 +100,7 @@ fn resource_entry(t: &ResourceType) -> Value {
     e
 }
 
-pub fn resource_list(reg: &Registry, group: &str, version: &str) -> Result<Value, ApiError> {
+pub(crate) fn resource_list(reg: &Registry, group: &str, version: &str) -> Result<Value, ApiError> {
     let types: Vec<_> = reg
         .all()
         .into_iter()

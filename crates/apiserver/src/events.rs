@@ -7,7 +7,7 @@
 use serde_json::{json, Map, Value};
 
 /// Whether a resource type is the `events.k8s.io` view of core Events.
-pub fn is_events_api(group: &str, plural: &str) -> bool {
+pub(crate) fn is_events_api(group: &str, plural: &str) -> bool {
     group == "events.k8s.io" && plural == "events"
 }
 
@@ -41,7 +41,7 @@ const RENAMED_FIELDS: [(&str, &str); 5] = [
 
 /// `events.k8s.io/v1` shape to core `v1` shape. Works on partial objects
 /// (patches, apply configurations): only fields present are converted.
-pub fn to_core(obj: Value) -> Value {
+pub(crate) fn to_core(obj: Value) -> Value {
     let Value::Object(mut src) = obj else {
         return obj;
     };
@@ -79,7 +79,7 @@ pub fn to_core(obj: Value) -> Value {
 }
 
 /// Core `v1` shape to `events.k8s.io/v1` shape.
-pub fn from_core(obj: Value) -> Value {
+pub(crate) fn from_core(obj: Value) -> Value {
     let Value::Object(mut src) = obj else {
         return obj;
     };
@@ -114,7 +114,7 @@ pub fn from_core(obj: Value) -> Value {
 }
 
 /// Renames `events.k8s.io` field-selector keys to the stored core fields.
-pub fn core_field(key: &str) -> String {
+pub(crate) fn core_field(key: &str) -> String {
     if let Some(rest) = key.strip_prefix("regarding.") {
         return format!("involvedObject.{rest}");
     }
@@ -126,7 +126,7 @@ pub fn core_field(key: &str) -> String {
 }
 
 /// Core Event selector keys that name a nested field.
-pub fn core_only_field(key: &str) -> String {
+pub(crate) fn core_only_field(key: &str) -> String {
     match key {
         "source" => "source.component".into(),
         other => other.to_string(),

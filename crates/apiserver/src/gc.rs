@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// Runs until shutdown, sweeping after deletions and every 5 seconds.
-pub async fn run(app: Arc<App>) {
+pub(crate) async fn run(app: Arc<App>) {
     let mut shutdown = app.shutdown.clone();
     loop {
         tokio::select! {
@@ -54,7 +54,7 @@ fn gc_opts() -> WriteOpts {
     WriteOpts {
         dry_run: false,
         manager: "garbage-collector".into(),
-        force: false,
+        ..Default::default()
     }
 }
 
@@ -76,7 +76,7 @@ fn remove_finalizer(app: &App, rt: &ResourceType, key: &str, finalizer: &str) {
 }
 
 /// One pass over all objects.
-pub fn sweep(app: &App) {
+pub(crate) fn sweep(app: &App) {
     let all = app.store.entries("");
     let uids: HashSet<String> = all
         .iter()
@@ -152,12 +152,18 @@ pub fn sweep(app: &App) {
         if rt.group.is_empty() && rt.kind == "Namespace" {
             purge_namespace(app, &name);
         }
+        if rt.group == "apiextensions.k8s.io"
+            && rt.kind == "CustomResourceDefinition"
+            && fins.iter().any(|f| f == objects::CRD_CLEANUP)
+        {
+            cleanup_crd(app, &rt, key, &name);
+        }
     }
 }
 
 /// Deletes a terminating namespace's contents; removes the namespace once
 /// nothing is left in it.
-pub fn purge_namespace(app: &App, ns: &str) {
+pub(crate) fn purge_namespace(app: &App, ns: &str) {
     let mut remaining = 0;
     for (key, obj) in app.store.entries("") {
         let Some((_, _, ons, name)) = split_key(&key) else {
@@ -199,5 +205,33 @@ pub fn purge_namespace(app: &App, ns: &str) {
             Some(n) => Ok(Mutation::Keep(n.clone())),
             None => Ok(Mutation::Keep(Value::Null)),
         });
+    }
+}
+
+/// A deleted CRD deletes its custom resources, each through its own
+/// finalizers, and goes once none is left.
+fn cleanup_crd(app: &App, crd_rt: &ResourceType, key: &str, name: &str) {
+    let Some(t) = app
+        .registry
+        .all()
+        .into_iter()
+        .find(|t| t.crd.as_deref() == Some(name))
+    else {
+        remove_finalizer(app, crd_rt, key, objects::CRD_CLEANUP);
+        return;
+    };
+    let remaining = app.store.entries(&t.key_prefix());
+    if remaining.is_empty() {
+        remove_finalizer(app, crd_rt, key, objects::CRD_CLEANUP);
+        return;
+    }
+    for (k, cr) in remaining {
+        let deleting = cr
+            .pointer("/metadata/deletionTimestamp")
+            .is_some_and(|v| !v.is_null());
+        if !deleting {
+            let n = objects::name_of(&cr).to_string();
+            let _ = objects::delete(app, &t, &k, &n, &DeleteOpts::default());
+        }
     }
 }

@@ -6,6 +6,7 @@ use crate::meta::{FieldSelector, LabelSelector};
 use crate::objects::{self, DeleteOpts, Propagation, Target, WriteOpts};
 use crate::registry::ResourceType;
 use crate::table::{Printer, TableOpts};
+use crate::validation::FieldValidation;
 use crate::{discovery, events, openapi, patch, watch, App};
 use axum::body::{Body, Bytes};
 use axum::extract::{DefaultBodyLimit, Request, State};
@@ -14,20 +15,26 @@ use axum::response::{IntoResponse, Response};
 use axum::Router;
 use serde_json::{json, Value};
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
-/// Request bodies above this are refused before parsing.
-const MAX_BODY: usize = 8 * 1024 * 1024;
+/// Request bodies above this are refused before parsing
+/// (kube-apiserver's `--max-request-body-bytes` default).
+const MAX_BODY: usize = 3 * 1024 * 1024;
 
-pub fn router(app: Arc<App>) -> Router {
+pub(crate) fn router(app: Arc<App>) -> Router {
     Router::new()
         .fallback(dispatch)
         .layer(DefaultBodyLimit::disable())
         .with_state(app)
 }
 
-pub fn json_response(code: StatusCode, v: &Value) -> Response {
-    (code, [("content-type", "application/json")], v.to_string()).into_response()
+pub(crate) fn json_response(code: StatusCode, v: &Value) -> Response {
+    (
+        code,
+        [("content-type", "application/json")],
+        crate::body::to_string(v),
+    )
+        .into_response()
 }
 
 fn ok(v: &Value) -> Response {
@@ -35,31 +42,87 @@ fn ok(v: &Value) -> Response {
 }
 
 /// Query parameters of a resource request.
-pub struct Params(pub HashMap<String, String>);
+pub(crate) struct Params(pub HashMap<String, String>);
 
 impl Params {
-    pub fn get(&self, k: &str) -> Option<&str> {
+    pub(crate) fn get(&self, k: &str) -> Option<&str> {
         self.0.get(k).map(String::as_str)
     }
-    pub fn flag(&self, k: &str) -> bool {
+    pub(crate) fn flag(&self, k: &str) -> bool {
         matches!(self.get(k), Some("true" | "1"))
     }
-    pub fn dry_run(&self) -> bool {
+    pub(crate) fn dry_run(&self) -> bool {
         self.get("dryRun") == Some("All")
     }
     /// Label and field selectors; field keys are those of `rt`'s API, mapped
     /// to the stored fields.
-    pub fn selectors(&self, rt: &ResourceType) -> Result<(LabelSelector, FieldSelector), ApiError> {
+    pub(crate) fn selectors(
+        &self,
+        rt: &ResourceType,
+    ) -> Result<(LabelSelector, FieldSelector), ApiError> {
         let l = LabelSelector::parse(self.get("labelSelector").unwrap_or(""))
             .map_err(|e| ApiError::bad_request(format!("unable to parse requirement: {e}")))?;
         let mut f = FieldSelector::parse(self.get("fieldSelector").unwrap_or(""))
             .map_err(ApiError::bad_request)?;
+        let events = events::is_events_api(&rt.group, &rt.plural)
+            || (rt.group.is_empty() && rt.plural == "events");
+        if let Some(k) = f.keys().find(|k| !events && !field_label_supported(rt, k)) {
+            return Err(ApiError::bad_request(format!(
+                "field label not supported: {k}"
+            )));
+        }
         if events::is_events_api(&rt.group, &rt.plural) {
             f = f.map_keys(events::core_field);
         } else if rt.group.is_empty() && rt.plural == "events" {
             f = f.map_keys(events::core_only_field);
         }
         Ok((l, f))
+    }
+}
+
+/// The field labels a kind can be selected by (its field label
+/// conversion functions on a real server; CRDs: name and namespace).
+fn field_label_supported(rt: &ResourceType, key: &str) -> bool {
+    if matches!(key, "metadata.name" | "metadata.namespace") {
+        return true;
+    }
+    let extra: &[&str] = match (rt.group.as_str(), rt.plural.as_str()) {
+        ("", "pods") => &[
+            "spec.nodeName",
+            "spec.restartPolicy",
+            "spec.schedulerName",
+            "spec.serviceAccountName",
+            "spec.hostNetwork",
+            "status.phase",
+            "status.podIP",
+            "status.podIPs",
+            "status.nominatedNodeName",
+        ],
+        ("", "secrets") => &["type"],
+        ("", "namespaces") => &["status.phase"],
+        ("", "nodes") => &["spec.unschedulable"],
+        ("", "replicationcontrollers") => &["status.replicas"],
+        ("apps", "replicasets") => &["status.replicas"],
+        ("batch", "jobs") => &["status.successful"],
+        _ => &[],
+    };
+    extra.contains(&key)
+}
+
+/// `path.IsValidPathSegmentName`: what a name in a URL may not be.
+fn check_path_name(name: &str) -> Result<(), ApiError> {
+    let msg = match name {
+        "." => Some("may not be '.'".to_string()),
+        ".." => Some("may not be '..'".to_string()),
+        n if n.contains('/') => Some("may not contain '/'".to_string()),
+        n if n.contains('%') => Some("may not contain '%'".to_string()),
+        _ => None,
+    };
+    match msg {
+        Some(m) => Err(ApiError::bad_request(format!(
+            "invalid resource name {name:?}: [{m}]"
+        ))),
+        None => Ok(()),
     }
 }
 
@@ -86,16 +149,61 @@ async fn dispatch(State(app): State<Arc<App>>, req: Request) -> Response {
             return ApiError::new(
                 413,
                 "RequestEntityTooLarge",
-                "request entity too large: limit is 8388608",
+                "Request entity too large: limit is 3145728",
             )
             .into_response()
         }
     };
+    if crate::body::depth_bound(&body) > crate::body::SHALLOW {
+        return deep(app, parts.method, path, params, parts.headers, body).await;
+    }
     let result = route(&app, &parts.method, &path, &params, &parts.headers, body).await;
     match result {
         Ok(r) => r,
         Err(e) => e.into_response(),
     }
+}
+
+/// Stack for requests whose bodies nest deeply (up to Go's 10,000 levels).
+const DEEP_STACK: usize = 512 * 1024 * 1024;
+
+/// Handles a deeply nested body on a thread of its own with a large stack:
+/// decoding, validation and merging recurse once per level.
+async fn deep(
+    app: Arc<App>,
+    method: Method,
+    path: String,
+    params: Params,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let spawned = std::thread::Builder::new()
+        .name("apiserver-deep-request".into())
+        .stack_size(DEEP_STACK)
+        .spawn(move || {
+            let rt = match tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(rt) => rt,
+                Err(e) => {
+                    let _ = tx.send(ApiError::internal(e.to_string()).into_response());
+                    return;
+                }
+            };
+            let res = rt.block_on(route(&app, &method, &path, &params, &headers, body));
+            let _ = tx.send(match res {
+                Ok(r) => r,
+                Err(e) => e.into_response(),
+            });
+        });
+    if let Err(e) = spawned {
+        return ApiError::internal(format!("cannot start a request thread: {e}")).into_response();
+    }
+    rx.await.unwrap_or_else(|_| {
+        ApiError::internal("the request thread ended without an answer").into_response()
+    })
 }
 
 async fn route(
@@ -111,6 +219,17 @@ async fn route(
         .split('/')
         .filter(|s| !s.is_empty())
         .collect();
+    // Resource requests are authorized once their resource is known;
+    // everything else (discovery, health, OpenAPI) by path.
+    let resource_request = match segs.first() {
+        Some(&"api") => segs.len() > 2,
+        Some(&"apis") => segs.len() > 3,
+        _ => false,
+    };
+    if !resource_request {
+        let attrs = crate::auth::Attributes::non_resource(method.as_str(), path);
+        app.auth.authorize(app, headers, &attrs)?;
+    }
     match segs.as_slice() {
         ["version"] => return Ok(ok(&discovery::version())),
         ["healthz" | "livez" | "readyz", ..] => {
@@ -141,6 +260,17 @@ async fn route(
     };
     let rr = parse_resource(app, group, version, rest)?;
     let watch = rr.watch_path || params.flag("watch");
+    if let Some(verb) = crate::faults::Verb::of(method, rr.name.is_some(), watch) {
+        let attrs = crate::auth::Attributes::resource(
+            verb,
+            &rr.rt.group,
+            &rr.rt.plural,
+            rr.sub.as_deref(),
+            rr.ns.as_deref(),
+            rr.name.as_deref(),
+        );
+        app.auth.authorize(app, headers, &attrs)?;
+    }
     let fault = app.faults.on_request(
         method,
         &rr.rt.group,
@@ -194,13 +324,17 @@ fn parse_resource(
         .registry
         .find(group, version, resource)
         .ok_or_else(not_found)?;
+    if let Some(n) = name {
+        check_path_name(n)?;
+    }
     if ns.is_some() && !rt.namespaced {
         return Err(not_found());
     }
     if let Some(s) = sub {
         let allowed = (s == "status" && rt.status_subresource)
             || (s == "scale" && rt.scale_subresource)
-            || (s == "finalize" && rt.kind == "Namespace");
+            || (s == "finalize" && rt.kind == "Namespace")
+            || (s == "token" && rt.kind == "ServiceAccount" && rt.group.is_empty());
         if !allowed {
             return Err(not_found());
         }
@@ -214,27 +348,9 @@ fn parse_resource(
     })
 }
 
-/// Decodes a JSON or YAML body; protobuf is declined.
-pub fn decode_body(headers: &HeaderMap, body: &[u8]) -> Result<Value, ApiError> {
-    let ct = headers
-        .get("content-type")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("application/json");
-    if ct.contains("protobuf") {
-        return crate::protobuf::decode(body)
-            .map_err(|e| ApiError::new(415, "UnsupportedMediaType", e));
-    }
-    if body.is_empty() {
-        return Err(ApiError::bad_request("the request body is empty"));
-    }
-    if ct.contains("yaml") {
-        let text = std::str::from_utf8(body)
-            .map_err(|e| ApiError::bad_request(format!("the body is not valid UTF-8: {e}")))?;
-        return serde_saphyr::from_str::<Value>(text)
-            .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")));
-    }
-    serde_json::from_slice(body)
-        .map_err(|e| ApiError::bad_request(format!("error decoding JSON body: {e}")))
+/// Decodes a create or update body for `rt`.
+fn decode_object(rt: &ResourceType, headers: &HeaderMap, body: &[u8]) -> Result<Value, ApiError> {
+    crate::body::decode(headers, body, rt.crd.is_some())
 }
 
 fn manager(params: &Params, headers: &HeaderMap) -> String {
@@ -252,7 +368,7 @@ fn manager(params: &Params, headers: &HeaderMap) -> String {
 
 /// Rewrites apiVersion to the requested version (CRDs serve several) and
 /// converts stored core Events to the `events.k8s.io` shape when asked.
-pub fn present(rt: &ResourceType, mut obj: Value) -> Value {
+pub(crate) fn present(rt: &ResourceType, mut obj: Value) -> Value {
     if events::is_events_api(&rt.group, &rt.plural) {
         obj = events::from_core(obj);
     }
@@ -260,6 +376,21 @@ pub fn present(rt: &ResourceType, mut obj: Value) -> Value {
         o.insert("apiVersion".into(), json!(rt.api_version()));
     }
     obj
+}
+
+/// Warnings a write collected, as `Warning` headers (`299 - "…"`).
+fn with_warnings(mut resp: Response, warnings: &Mutex<Vec<String>>) -> Response {
+    let list = match warnings.lock() {
+        Ok(g) => g.clone(),
+        Err(p) => p.into_inner().clone(),
+    };
+    for w in list {
+        let quoted = Value::String(w).to_string();
+        if let Ok(v) = axum::http::HeaderValue::from_str(&format!("299 - {quoted}")) {
+            resp.headers_mut().append("warning", v);
+        }
+    }
+    resp
 }
 
 async fn resource(
@@ -276,6 +407,8 @@ async fn resource(
         dry_run: params.dry_run(),
         manager: manager(params, headers),
         force: false,
+        field_validation: FieldValidation::parse(params.get("fieldValidation"))?,
+        warnings: Default::default(),
     };
     let is_watch = rr.watch_path || params.flag("watch");
     let table = TableOpts::from_request(headers, params.get("includeObject"));
@@ -291,7 +424,7 @@ async fn resource(
         let body = if body.is_empty() || *method == Method::DELETE {
             body
         } else {
-            let v = decode_body(headers, &body)?;
+            let v = decode_object(&rt, headers, &body)?;
             Bytes::from(events::to_core(v).to_string())
         };
         let mut h = headers.clone();
@@ -311,7 +444,8 @@ async fn resource(
         let resp = Box::pin(resource(app, method, inner, params, &h, body)).await?;
         return represent_events(resp, &rt).await;
     }
-    match (method.clone(), rr.name.as_deref()) {
+    let warnings = wopts.warnings.clone();
+    let res = match (method.clone(), rr.name.as_deref()) {
         (Method::GET, None) if is_watch => {
             watch::serve(app.clone(), rt, rr.ns, params, table).await
         }
@@ -365,25 +499,58 @@ async fn resource(
                     "the server does not allow this method on the requested resource",
                 ));
             }
-            let mut obj = decode_body(headers, &body)?;
-            if rt.group == "authorization.k8s.io" {
+            let mut obj = decode_object(&rt, headers, &body)?;
+            if matches!(
+                rt.group.as_str(),
+                "authorization.k8s.io" | "authentication.k8s.io"
+            ) {
                 if !obj.is_object() {
                     return Err(ApiError::bad_request("the request body must be an object"));
                 }
-                // There is no authorization here: everything is allowed.
-                obj["status"] = if rt.kind == "SelfSubjectRulesReview" {
-                    json!({"resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
-                        "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}], "incomplete": false})
-                } else {
-                    json!({"allowed": true, "reason": "rudder-apiserver allows every request"})
-                };
+                obj["status"] = review(app, &rt, &obj, headers);
                 return Ok(json_response(StatusCode::CREATED, &present(&rt, obj)));
             }
             let created = objects::create(app, &rt, &ns, obj, &wopts)?;
             Ok(json_response(StatusCode::CREATED, &present(&rt, created)))
         }
+        (Method::POST, Some(name)) if rr.sub.as_deref() == Some("token") => {
+            let mut req = decode_object(&rt, headers, &body)?;
+            let sa = app
+                .store
+                .get(&rt.key(&ns, name))
+                .ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, name))?;
+            let uid = sa
+                .pointer("/metadata/uid")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let token = app.auth.issue(&ns, name, uid);
+            let secs = req
+                .pointer("/spec/expirationSeconds")
+                .and_then(Value::as_u64)
+                .unwrap_or(3600);
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0);
+            if !req.is_object() {
+                req = json!({});
+            }
+            req["apiVersion"] = json!("authentication.k8s.io/v1");
+            req["kind"] = json!("TokenRequest");
+            req["metadata"] = json!({"name": name, "namespace": ns});
+            req["status"] = json!({"token": token,
+                "expirationTimestamp": crate::meta::format_rfc3339(now + secs)});
+            Ok(json_response(StatusCode::CREATED, &req))
+        }
         (Method::PUT, Some(name)) => {
-            let obj = decode_body(headers, &body)?;
+            let obj = decode_object(&rt, headers, &body)?;
+            if let Some(n) = obj.pointer("/metadata/name").and_then(Value::as_str) {
+                if n != name && rr.sub.as_deref() != Some("scale") {
+                    return Err(ApiError::bad_request(format!(
+                        "the name of the object ({n}) does not match the name on the URL ({name})"
+                    )));
+                }
+            }
             let key = rt.key(&ns, name);
             let target = if rr.sub.as_deref() == Some("status") {
                 Target::Status
@@ -446,6 +613,34 @@ async fn resource(
         _ => Err(ApiError::method_not_allowed(
             "the server does not allow this method on the requested resource",
         )),
+    };
+    res.map(|r| with_warnings(r, &warnings))
+}
+
+/// Answers TokenReview, SubjectAccessReview and the self reviews.
+fn review(app: &App, rt: &ResourceType, obj: &Value, headers: &HeaderMap) -> Value {
+    let spec = obj.get("spec").cloned().unwrap_or_else(|| json!({}));
+    match rt.kind.as_str() {
+        "TokenReview" => {
+            let token = spec
+                .get("token")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            match app.auth.authenticate_token(app, token) {
+                Some(u) => json!({"authenticated": true, "user": u.to_json(),
+                    "audiences": spec.get("audiences").cloned().unwrap_or_else(|| json!([]))}),
+                None => json!({"authenticated": false, "error": "invalid bearer token"}),
+            }
+        }
+        "SelfSubjectRulesReview" => {
+            json!({"resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
+                "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}], "incomplete": false})
+        }
+        "SelfSubjectAccessReview" => {
+            let me = app.auth.whoami(app, headers);
+            crate::auth::review(app, &me, &spec)
+        }
+        _ => crate::auth::review(app, &crate::auth::spec_user(&spec), &spec),
     }
 }
 
@@ -551,22 +746,25 @@ fn patch_object(
     body: &[u8],
     wopts: &WriteOpts,
 ) -> Result<Response, ApiError> {
-    let ct = headers
-        .get("content-type")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .split(';')
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_string();
+    let ct = crate::body::media_type(headers);
+    let accepted = if rt.crd.is_some() {
+        "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"
+    } else {
+        "application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json, application/apply-patch+yaml"
+    };
+    let format = match ct.as_str() {
+        "application/json-patch+json" | "application/merge-patch+json" => crate::body::Format::Json,
+        "application/strategic-merge-patch+json" if rt.crd.is_none() => crate::body::Format::Json,
+        "application/apply-patch+yaml" => crate::body::Format::Yaml,
+        _ => return Err(crate::body::unsupported(accepted)),
+    };
     let target = if sub == Some("status") {
         Target::Status
     } else {
         Target::Main
     };
     let key = rt.key(ns, name);
-    let patch_body = decode_body(headers, body)?;
+    let patch_body = crate::body::decode_as(format, body)?;
     let scale = sub == Some("scale");
     let apply_to = |cur: &Value| -> Result<Value, ApiError> {
         let mut doc = if scale {
@@ -588,18 +786,9 @@ fn patch_object(
             }
             "application/merge-patch+json" => json_patch::merge(&mut doc, &patch_body),
             "application/strategic-merge-patch+json" => {
-                if rt.crd.is_some() {
-                    return Err(ApiError::new(415, "UnsupportedMediaType", "strategic merge patch is not supported for custom resources; use a JSON merge patch or JSON patch"));
-                }
                 patch::strategic_merge(&mut doc, &patch_body).map_err(ApiError::bad_request)?;
             }
-            other => {
-                return Err(ApiError::new(
-                    415,
-                    "UnsupportedMediaType",
-                    format!("the patch content type {other:?} is not supported"),
-                ))
-            }
+            _ => return Err(crate::body::unsupported(accepted)),
         }
         if scale {
             let replicas = doc.pointer("/spec/replicas").cloned().unwrap_or(json!(0));
@@ -609,7 +798,7 @@ fn patch_object(
         }
         Ok(doc)
     };
-    if ct == "application/apply-patch+yaml" || ct == "application/apply-patch+cbor" {
+    if ct == "application/apply-patch+yaml" {
         if params.get("fieldManager").is_none_or(str::is_empty) {
             return Err(ApiError::bad_request(
                 "PATCH, application/apply-patch+yaml requires fieldManager to be set",
@@ -619,8 +808,13 @@ fn patch_object(
             force: params.flag("force"),
             ..wopts.clone()
         };
-        let res = objects::apply(app, rt, ns, name, patch_body, &opts, target)?;
-        return Ok(ok(&present(rt, res)));
+        let (res, created) = objects::apply(app, rt, ns, name, patch_body, &opts, target)?;
+        let code = if created {
+            StatusCode::CREATED
+        } else {
+            StatusCode::OK
+        };
+        return Ok(json_response(code, &present(rt, res)));
     }
     let target = if scale { Target::Main } else { target };
     let updated = objects::modify(app, rt, &key, target, wopts, true, apply_to)?;
@@ -637,7 +831,7 @@ fn delete_opts(params: &Params, headers: &HeaderMap, body: &[u8]) -> Result<Dele
         crate::protobuf::decode_delete_options(body)
             .map_err(|e| ApiError::bad_request(format!("invalid DeleteOptions: {e}")))?
     } else {
-        decode_body(headers, body)
+        crate::body::decode(headers, body, false)
             .map_err(|e| ApiError::bad_request(format!("invalid DeleteOptions: {}", e.message)))?
     };
     let policy = b
@@ -676,7 +870,7 @@ fn delete_opts(params: &Params, headers: &HeaderMap, body: &[u8]) -> Result<Dele
     })
 }
 
-pub fn list_prefix(rt: &ResourceType, ns: Option<&str>) -> String {
+pub(crate) fn list_prefix(rt: &ResourceType, ns: Option<&str>) -> String {
     match ns {
         Some(ns) if rt.namespaced => format!("{}{ns}/", rt.key_prefix()),
         _ => rt.key_prefix(),
@@ -755,7 +949,7 @@ fn list(
 }
 
 /// Used by watch streams to stop when the client goes away.
-pub fn stream_body(rx: tokio::sync::mpsc::Receiver<Bytes>) -> Body {
+pub(crate) fn stream_body(rx: tokio::sync::mpsc::Receiver<Bytes>) -> Body {
     let stream = futures::stream::unfold(rx, |mut rx| async move {
         rx.recv()
             .await

@@ -6,27 +6,45 @@
 //! serves HTTP, or HTTPS with its own CA when `tls` is set. Nothing
 //! schedules Pods: it is not a cluster, only its API. With
 //! `simulate_readiness` workloads report ready.
+//!
+//! The public surface is [`Server`], [`Config`], [`Authorization`], the
+//! errors and the test-facing [`faults`] injector; everything else is
+//! internal.
 
-pub mod discovery;
-pub mod error;
-pub mod events;
+#![warn(unreachable_pub)]
+
+mod auth;
+mod discovery;
+mod error;
+mod events;
 pub mod faults;
-pub mod gc;
-pub mod handlers;
-pub mod meta;
-pub mod objects;
-pub mod openapi;
-pub mod patch;
-pub mod protobuf;
-pub mod readiness;
-pub mod registry;
-pub mod store;
-pub mod table;
-pub mod tls;
-pub mod watch;
-pub mod workloads;
+mod fieldset;
+#[doc(hidden)]
+pub mod fuzzing;
+mod gc;
+mod handlers;
+mod managed;
+mod meta;
+mod objects;
+mod openapi;
+mod patch;
+mod protobuf;
+mod readiness;
+mod registry;
+mod schema;
+mod store;
+mod table;
+mod tls;
+mod typed;
+mod validation;
+mod watch;
+mod workloads;
 
+mod body;
+
+pub use auth::Authorization;
 pub use error::{ApiError, ServerError};
+pub use tls::TlsError;
 
 use serde_json::json;
 use std::net::SocketAddr;
@@ -39,23 +57,31 @@ pub const KUBE_MAJOR: &str = "1";
 pub const KUBE_MINOR: &str = "33";
 
 /// Shared state of a running server.
-pub struct App {
-    pub store: store::Store,
-    pub registry: registry::Registry,
-    pub simulate_readiness: bool,
-    pub shutdown: tokio::sync::watch::Receiver<bool>,
+pub(crate) struct App {
+    pub(crate) store: store::Store,
+    pub(crate) registry: registry::Registry,
+    pub(crate) simulate_readiness: bool,
+    pub(crate) shutdown: tokio::sync::watch::Receiver<bool>,
     /// Injected API errors for tests; inactive unless a rule is added.
-    pub faults: faults::Faults,
+    pub(crate) faults: faults::Faults,
+    /// Authentication and (optional) RBAC.
+    pub(crate) auth: auth::Auth,
+    /// The CA clients trust, for ServiceAccount token Secrets.
+    pub(crate) ca_pem: Option<String>,
     ip_counter: AtomicU32,
     readiness_tx: tokio::sync::mpsc::UnboundedSender<String>,
     readiness_rx: std::sync::Mutex<Option<tokio::sync::mpsc::UnboundedReceiver<String>>>,
 }
 
 impl App {
-    pub fn new(
+    /// State over `backend`, authorizing as `authorization` says; `ca_pem`
+    /// is the CA that ServiceAccount token Secrets hand out.
+    pub(crate) fn new(
         backend: Box<dyn store::Backend>,
         simulate_readiness: bool,
         shutdown: tokio::sync::watch::Receiver<bool>,
+        authorization: Authorization,
+        ca_pem: Option<String>,
     ) -> Result<Arc<Self>, String> {
         let (readiness_tx, readiness_rx) = tokio::sync::mpsc::unbounded_channel();
         let app = Arc::new(App {
@@ -64,6 +90,8 @@ impl App {
             simulate_readiness,
             shutdown,
             faults: faults::Faults::default(),
+            auth: auth::Auth::new(authorization),
+            ca_pem,
             ip_counter: AtomicU32::new(10),
             readiness_tx,
             readiness_rx: std::sync::Mutex::new(Some(readiness_rx)),
@@ -84,9 +112,8 @@ impl App {
                     let obj =
                         json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
                     let opts = objects::WriteOpts {
-                        dry_run: false,
                         manager: "rudder-apiserver".into(),
-                        force: false,
+                        ..Default::default()
                     };
                     if let Err(e) = objects::create(&app, &rt, "", obj, &opts) {
                         tracing::warn!("cannot create namespace {ns}: {e}");
@@ -98,12 +125,12 @@ impl App {
     }
 
     /// Queues a key for the readiness simulator.
-    pub fn readiness_queue(&self, key: String) {
+    pub(crate) fn readiness_queue(&self, key: String) {
         let _ = self.readiness_tx.send(key);
     }
 
     /// Starts the background tasks (GC, readiness) once.
-    pub fn spawn_tasks(self: &Arc<Self>) {
+    pub(crate) fn spawn_tasks(self: &Arc<Self>) {
         tokio::spawn(gc::run(self.clone()));
         let rx = match self.readiness_rx.lock() {
             Ok(mut g) => g.take(),
@@ -115,7 +142,7 @@ impl App {
     }
 
     /// Next service cluster IP suffix.
-    pub fn next_ip(&self) -> u32 {
+    pub(crate) fn next_ip(&self) -> u32 {
         self.ip_counter.fetch_add(1, Ordering::Relaxed)
     }
 }
@@ -134,6 +161,9 @@ pub struct Config {
     /// Serve HTTPS with a CA generated at start (kept in `data_dir` when
     /// set); the kubeconfig then carries that CA.
     pub tls: bool,
+    /// `Rbac` authenticates bearer tokens (the kubeconfig's admin token,
+    /// ServiceAccount tokens) and authorizes with RBAC objects.
+    pub authorization: Authorization,
 }
 
 impl Default for Config {
@@ -144,6 +174,7 @@ impl Default for Config {
             kubeconfig_out: None,
             simulate_readiness: false,
             tls: false,
+            authorization: Authorization::AlwaysAllow,
         }
     }
 }
@@ -186,16 +217,21 @@ impl Server {
                 None => Box::new(store::MemoryBackend),
             };
         let (shutdown_tx, shutdown_rx) = tokio::sync::watch::channel(false);
-        let app = App::new(backend, config.simulate_readiness, shutdown_rx.clone()).map_err(
-            |message| ServerError::Storage {
-                path: config
-                    .data_dir
-                    .as_ref()
-                    .map(|d| d.display().to_string())
-                    .unwrap_or_default(),
-                message,
-            },
-        )?;
+        let app = App::new(
+            backend,
+            config.simulate_readiness,
+            shutdown_rx.clone(),
+            config.authorization,
+            tls.as_ref().map(|t| t.ca_pem.clone()),
+        )
+        .map_err(|message| ServerError::Storage {
+            path: config
+                .data_dir
+                .as_ref()
+                .map(|d| d.display().to_string())
+                .unwrap_or_default(),
+            message,
+        })?;
         let listener = tokio::net::TcpListener::bind(config.listen)
             .await
             .map_err(|source| ServerError::Bind {
@@ -219,9 +255,11 @@ impl Server {
             (None, None) => std::env::temp_dir().join("kubeconfig"),
         };
         let ca = tls.as_ref().map(|t| (t.ca_pem.clone(), t.ca_der.clone()));
+        let token =
+            (config.authorization == Authorization::Rbac).then(|| app.auth.admin_token.clone());
         write_kubeconfig(
             &kubeconfig_path,
-            &kubeconfig_yaml(addr, ca.as_ref().map(|c| c.0.as_str())),
+            &kubeconfig_yaml(addr, ca.as_ref().map(|c| c.0.as_str()), token.as_deref()),
         )?;
         app.spawn_tasks();
         let router = handlers::router(app.clone());
@@ -287,7 +325,12 @@ impl Server {
     }
 
     pub fn kubeconfig_yaml(&self) -> String {
-        kubeconfig_yaml(self.addr, self.ca_pem())
+        kubeconfig_yaml(self.addr, self.ca_pem(), self.admin_token())
+    }
+
+    /// The admin bearer token, when RBAC is on.
+    pub fn admin_token(&self) -> Option<&str> {
+        (self.app.auth.mode == Authorization::Rbac).then_some(self.app.auth.admin_token.as_str())
     }
 
     /// The fault injector: tests add rules to make chosen requests fail.
@@ -295,13 +338,38 @@ impl Server {
         self.app.faults.clone()
     }
 
-    /// Shared state, for tests that want to look inside.
-    pub fn app(&self) -> &Arc<App> {
-        &self.app
+    /// Writes an object straight into the store, bypassing admission and
+    /// the HTTP layer (for tests that need many events fast); `key` is
+    /// `group/plural/namespace/name`.
+    #[doc(hidden)]
+    pub fn put_raw(&self, key: &str, obj: serde_json::Value) -> Result<(), ApiError> {
+        self.app
+            .store
+            .transact(key, |_| Ok(store::Mutation::Put(obj)))
+            .map(|_| ())
     }
 
-    /// A kube-rs client talking to this server (namespace `default`).
+    /// The stored JSON of an object (for benchmarks and tests).
+    #[doc(hidden)]
+    pub fn stored(&self, key: &str) -> Option<serde_json::Value> {
+        self.app.store.get(key)
+    }
+
+    /// How many events the watch log keeps.
+    pub const WATCH_LOG_CAP: usize = store::LOG_CAP;
+
+    /// A kube-rs client talking to this server (namespace `default`), as
+    /// the admin when RBAC is on.
     pub fn client(&self) -> Result<kube::Client, ServerError> {
+        self.client_as(self.admin_token())
+    }
+
+    /// A kube-rs client authenticating with `token` (e.g. a ServiceAccount's).
+    pub fn client_with_token(&self, token: &str) -> Result<kube::Client, ServerError> {
+        self.client_as(Some(token))
+    }
+
+    fn client_as(&self, token: Option<&str>) -> Result<kube::Client, ServerError> {
         let url = self
             .url()
             .parse()
@@ -309,6 +377,9 @@ impl Server {
         let mut config = kube::Config::new(url);
         if let Some((_, der)) = &self.ca {
             config.root_cert = Some(vec![der.clone()]);
+        }
+        if let Some(t) = token {
+            config.auth_info.token = Some(t.to_string().into());
         }
         kube::Client::try_from(config).map_err(|e| ServerError::Client(e.to_string()))
     }
@@ -344,7 +415,7 @@ fn server_url(addr: SocketAddr, tls: bool) -> String {
     format!("{scheme}://{addr}")
 }
 
-fn kubeconfig_yaml(addr: SocketAddr, ca_pem: Option<&str>) -> String {
+fn kubeconfig_yaml(addr: SocketAddr, ca_pem: Option<&str>, token: Option<&str>) -> String {
     use base64::Engine as _;
     let server = server_url(addr, ca_pem.is_some());
     let ca = ca_pem
@@ -357,10 +428,10 @@ fn kubeconfig_yaml(addr: SocketAddr, ca_pem: Option<&str>) -> String {
         .unwrap_or_default();
     // kubectl asks for a username on a terminal when an HTTPS cluster's
     // user has no credentials at all; the server accepts any token.
-    let user = if ca_pem.is_some() {
-        "{token: rudder}"
-    } else {
-        "{}"
+    let user = match (token, ca_pem) {
+        (Some(t), _) => format!("{{token: {t}}}"),
+        (None, Some(_)) => "{token: rudder}".to_string(),
+        (None, None) => "{}".to_string(),
     };
     format!(
         "apiVersion: v1\nkind: Config\nclusters:\n- name: rudder\n  cluster:\n    server: {server}{ca}\ncontexts:\n- name: rudder\n  context:\n    cluster: rudder\n    user: rudder\n    namespace: default\ncurrent-context: rudder\nusers:\n- name: rudder\n  user: {user}\npreferences: {{}}\n"

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// RFC 3339 UTC timestamp with second precision, as Kubernetes writes them.
-pub fn now_rfc3339() -> String {
+pub(crate) fn now_rfc3339() -> String {
     let secs = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
@@ -15,7 +15,7 @@ pub fn now_rfc3339() -> String {
 }
 
 /// Microsecond-precision timestamp (`MicroTime`, used by leases/events).
-pub fn format_rfc3339(secs: u64) -> String {
+pub(crate) fn format_rfc3339(secs: u64) -> String {
     let days = (secs / 86400) as i64;
     let rem = secs % 86400;
     let (y, m, d) = civil_from_days(days);
@@ -44,7 +44,7 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
 static RNG: AtomicU64 = AtomicU64::new(0);
 
 /// Cheap non-cryptographic randomness (splitmix64), seeded from the clock.
-pub fn random_u64() -> u64 {
+pub(crate) fn random_u64() -> u64 {
     let mut s = RNG.load(Ordering::Relaxed);
     if s == 0 {
         let seed = SystemTime::now()
@@ -62,7 +62,7 @@ pub fn random_u64() -> u64 {
 }
 
 /// A random version-4 UUID string.
-pub fn new_uid() -> String {
+pub(crate) fn new_uid() -> String {
     let a = random_u64();
     let b = random_u64();
     let bytes: Vec<u8> = a.to_be_bytes().into_iter().chain(b.to_be_bytes()).collect();
@@ -79,7 +79,7 @@ pub fn new_uid() -> String {
 }
 
 /// The 5-character suffix Kubernetes appends for `generateName`.
-pub fn random_suffix() -> String {
+pub(crate) fn random_suffix() -> String {
     const ALPHA: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
     let mut r = random_u64();
     (0..5)
@@ -92,7 +92,7 @@ pub fn random_suffix() -> String {
 }
 
 /// Checks a DNS-1123 subdomain (most object names); returns the reason on failure.
-pub fn validate_subdomain(name: &str) -> Result<(), String> {
+pub(crate) fn validate_subdomain(name: &str) -> Result<(), String> {
     if name.len() > 253 {
         return Err("must be no more than 253 characters".into());
     }
@@ -108,23 +108,36 @@ pub fn validate_subdomain(name: &str) -> Result<(), String> {
     if ok {
         Ok(())
     } else {
-        Err(format!("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*'); got {name:?}"))
+        Err(("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')").to_string())
     }
 }
 
 /// Checks a DNS-1123 label (namespaces, services).
-pub fn validate_label(name: &str) -> Result<(), String> {
+pub(crate) fn validate_label(name: &str) -> Result<(), String> {
     if name.len() > 63 {
         return Err("must be no more than 63 characters".into());
     }
     if name.contains('.') {
-        return Err(format!("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?'); got {name:?}"));
+        return Err(("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')").to_string());
     }
     validate_subdomain(name)
 }
 
+/// The strings of a JSON list (`finalizers`, `required`, list-map keys);
+/// anything else is no strings.
+pub(crate) fn strings(v: Option<&Value>) -> Vec<String> {
+    v.and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// Looks a dotted path (`metadata.name`) up in an object, as a string.
-pub fn field_str(obj: &Value, path: &str) -> Option<String> {
+pub(crate) fn field_str(obj: &Value, path: &str) -> Option<String> {
     let mut cur = obj;
     for part in path.split('.') {
         cur = cur.get(part)?;
@@ -150,12 +163,12 @@ enum LabelOp {
 
 /// A parsed label selector (`app=x,tier in (a,b),!legacy`).
 #[derive(Debug, Clone, Default)]
-pub struct LabelSelector {
+pub(crate) struct LabelSelector {
     reqs: Vec<(String, LabelOp)>,
 }
 
 impl LabelSelector {
-    pub fn parse(s: &str) -> Result<Self, String> {
+    pub(crate) fn parse(s: &str) -> Result<Self, String> {
         let mut reqs = Vec::new();
         for part in split_top_level(s) {
             let part = part.trim();
@@ -190,11 +203,7 @@ impl LabelSelector {
         Ok(LabelSelector { reqs })
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.reqs.is_empty()
-    }
-
-    pub fn matches(&self, obj: &Value) -> bool {
+    pub(crate) fn matches(&self, obj: &Value) -> bool {
         let labels = obj.pointer("/metadata/labels");
         let get = |k: &str| labels.and_then(|l| l.get(k)).and_then(Value::as_str);
         self.reqs.iter().all(|(k, op)| match op {
@@ -253,12 +262,12 @@ fn split_top_level(s: &str) -> Vec<&str> {
 
 /// A parsed field selector (`metadata.name=x,type!=y`).
 #[derive(Debug, Clone, Default)]
-pub struct FieldSelector {
+pub(crate) struct FieldSelector {
     reqs: Vec<(String, bool, String)>,
 }
 
 impl FieldSelector {
-    pub fn parse(s: &str) -> Result<Self, String> {
+    pub(crate) fn parse(s: &str) -> Result<Self, String> {
         let mut reqs = Vec::new();
         for part in s.split(',') {
             let part = part.trim();
@@ -281,23 +290,20 @@ impl FieldSelector {
         Ok(FieldSelector { reqs })
     }
 
+    /// The field labels the selector uses.
+    pub(crate) fn keys(&self) -> impl Iterator<Item = &str> {
+        self.reqs.iter().map(|(k, _, _)| k.as_str())
+    }
+
     /// Renames selector keys (API views whose fields are stored elsewhere).
-    pub fn map_keys(mut self, f: impl Fn(&str) -> String) -> Self {
+    pub(crate) fn map_keys(mut self, f: impl Fn(&str) -> String) -> Self {
         for r in &mut self.reqs {
             r.0 = f(&r.0);
         }
         self
     }
 
-    /// The single `metadata.name=x` value, which lets lists skip a scan.
-    pub fn exact_name(&self) -> Option<&str> {
-        self.reqs
-            .iter()
-            .find(|(k, eq, _)| *eq && k == "metadata.name")
-            .map(|(_, _, v)| v.as_str())
-    }
-
-    pub fn matches(&self, obj: &Value) -> bool {
+    pub(crate) fn matches(&self, obj: &Value) -> bool {
         self.reqs.iter().all(|(k, eq, v)| {
             let actual = field_str(obj, k).unwrap_or_default();
             (actual == *v) == *eq
@@ -330,7 +336,7 @@ mod tests {
         let o = json!({"metadata": {"name": "a", "namespace": "ns"}, "type": "Opaque"});
         let f = FieldSelector::parse("metadata.name=a,type!=kubernetes.io/tls").unwrap();
         assert!(f.matches(&o));
-        assert_eq!(f.exact_name(), Some("a"));
+        assert_eq!(f.keys().collect::<Vec<_>>(), ["metadata.name", "type"]);
         assert!(!FieldSelector::parse("metadata.namespace=x")
             .unwrap()
             .matches(&o));

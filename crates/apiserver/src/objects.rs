@@ -3,18 +3,21 @@
 //! managedFields), server-side apply and deletion with finalizers.
 
 use crate::error::ApiError;
+use crate::managed;
 use crate::meta;
-use crate::patch;
 use crate::registry::ResourceType;
+use crate::schema::Schema;
 use crate::store::Mutation;
+use crate::typed;
+use crate::validation::{self, FieldValidation};
 use crate::App;
 use serde_json::{json, Map, Value};
-use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
 
 /// etcd's default request limit; larger objects are refused like etcd does.
-pub const MAX_OBJECT_BYTES: usize = 1_572_864;
+pub(crate) const MAX_OBJECT_BYTES: usize = 1_572_864;
 
-pub fn name_of(obj: &Value) -> &str {
+pub(crate) fn name_of(obj: &Value) -> &str {
     obj.pointer("/metadata/name")
         .and_then(Value::as_str)
         .unwrap_or_default()
@@ -35,16 +38,8 @@ fn meta_mut(obj: &mut Value) -> &mut Map<String, Value> {
     }
 }
 
-pub fn finalizers(obj: &Value) -> Vec<String> {
-    obj.pointer("/metadata/finalizers")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default()
+pub(crate) fn finalizers(obj: &Value) -> Vec<String> {
+    meta::strings(obj.pointer("/metadata/finalizers"))
 }
 
 fn is_deleting(obj: &Value) -> bool {
@@ -67,17 +62,16 @@ fn spec_part(obj: &Value) -> Value {
     }
 }
 
-fn without_volatile(obj: &Value) -> Value {
+fn without_rv(obj: &Value) -> Value {
     let mut o = obj.clone();
     if let Some(m) = o.get_mut("metadata").and_then(Value::as_object_mut) {
-        m.remove("managedFields");
         m.remove("resourceVersion");
     }
     o
 }
 
-pub fn check_size(obj: &Value) -> Result<(), ApiError> {
-    let n = serde_json::to_vec(obj).map(|v| v.len()).unwrap_or(0);
+pub(crate) fn check_size(obj: &Value) -> Result<(), ApiError> {
+    let n = crate::body::to_string(obj).len();
     if n > MAX_OBJECT_BYTES {
         return Err(ApiError::new(
             413,
@@ -91,7 +85,7 @@ pub fn check_size(obj: &Value) -> Result<(), ApiError> {
 }
 
 /// Checks apiVersion/kind against the endpoint and the name's syntax.
-pub fn validate(rt: &ResourceType, obj: &mut Value) -> Result<(), ApiError> {
+pub(crate) fn validate(rt: &ResourceType, obj: &mut Value) -> Result<(), ApiError> {
     if !obj.is_object() {
         return Err(ApiError::bad_request(
             "the request body must be a JSON or YAML object",
@@ -259,6 +253,16 @@ fn default_fields(app: &App, rt: &ResourceType, obj: &mut Value) {
                 }
             }
         }
+        ("apiextensions.k8s.io", "CustomResourceDefinition") => {
+            let fins = meta_mut(obj)
+                .entry("finalizers")
+                .or_insert_with(|| json!([]));
+            if let Some(a) = fins.as_array_mut() {
+                if !a.iter().any(|f| f == CRD_CLEANUP) {
+                    a.push(json!(CRD_CLEANUP));
+                }
+            }
+        }
         ("", "Pod") if obj.get("status").is_none() => {
             obj["status"] = json!({"phase": "Pending"});
         }
@@ -311,110 +315,74 @@ fn crd_status(obj: &mut Value) {
 
 /// Options common to writes.
 #[derive(Debug, Clone, Default)]
-pub struct WriteOpts {
-    pub dry_run: bool,
-    pub manager: String,
+pub(crate) struct WriteOpts {
+    pub(crate) dry_run: bool,
+    pub(crate) manager: String,
     /// Server-side apply takes over conflicting fields.
-    pub force: bool,
+    pub(crate) force: bool,
+    /// What to do with unknown fields.
+    pub(crate) field_validation: FieldValidation,
+    /// Warnings for the response's `Warning` header.
+    pub(crate) warnings: Arc<Mutex<Vec<String>>>,
 }
 
-fn managed_entry(
-    manager: &str,
-    operation: &str,
-    api_version: &str,
-    paths: &BTreeSet<patch::FieldPath>,
-    sub: Option<&str>,
-) -> Value {
-    let mut e = json!({
-        "manager": manager,
-        "operation": operation,
-        "apiVersion": api_version,
-        "time": meta::now_rfc3339(),
-        "fieldsType": "FieldsV1",
-        "fieldsV1": patch::to_fields_v1(paths),
-    });
-    if let Some(s) = sub {
-        e["subresource"] = json!(s);
-    }
-    e
-}
-
-fn managed_fields(obj: &Value) -> Vec<Value> {
-    obj.pointer("/metadata/managedFields")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default()
-}
-
-fn entry_paths(e: &Value) -> BTreeSet<patch::FieldPath> {
-    e.get("fieldsV1")
-        .map(patch::from_fields_v1)
-        .unwrap_or_default()
-}
-
-fn set_managed(obj: &mut Value, entries: Vec<Value>) {
-    let entries: Vec<Value> = entries
-        .into_iter()
-        .filter(|e| {
-            e.get("fieldsV1")
-                .is_some_and(|f| f.as_object().is_some_and(|m| !m.is_empty()))
-        })
-        .collect();
-    meta_mut(obj).insert("managedFields".into(), Value::Array(entries));
-}
-
-/// Records an Update-operation manager owning the fields it changed.
-fn track_update(
-    rt: &ResourceType,
-    old: Option<&Value>,
-    new: &mut Value,
-    manager: &str,
-    sub: Option<&str>,
-) {
-    let builtin = rt.crd.is_none();
-    let new_paths = patch::field_paths(new, builtin);
-    let changed: BTreeSet<patch::FieldPath> = new_paths
-        .iter()
-        .filter(|p| match old {
-            None => true,
-            Some(o) => patch::value_at(o, p) != patch::value_at(new, p),
-        })
-        .cloned()
-        .collect();
-    let mut entries = old
-        .map(managed_fields)
-        .unwrap_or_else(|| managed_fields(new));
-    if old.is_none() {
-        entries.clear();
-    }
-    if changed.is_empty() && old.is_some() {
-        set_managed(new, entries);
-        return;
-    }
-    let mut mine: BTreeSet<patch::FieldPath> = BTreeSet::new();
-    let mut rest = Vec::new();
-    for mut e in entries {
-        let mut paths = entry_paths(&e);
-        let same = e.get("manager").and_then(Value::as_str) == Some(manager)
-            && e.get("operation").and_then(Value::as_str) == Some("Update")
-            && e.get("subresource").and_then(Value::as_str) == sub;
-        if same {
-            mine = paths.intersection(&new_paths).cloned().collect();
-            continue;
+impl WriteOpts {
+    fn warn(&self, w: Vec<String>) {
+        if w.is_empty() {
+            return;
         }
-        paths.retain(|p| !changed.contains(p) && new_paths.contains(p));
-        e["fieldsV1"] = patch::to_fields_v1(&paths);
-        rest.push(e);
+        match self.warnings.lock() {
+            Ok(mut g) => g.extend(w),
+            Err(p) => p.into_inner().extend(w),
+        }
     }
-    mine.extend(changed);
-    rest.push(managed_entry(
-        manager,
-        "Update",
-        &rt.api_version(),
-        &mine,
-        sub,
-    ));
-    set_managed(new, rest);
+}
+
+/// The schema a kind's objects are typed with.
+pub(crate) fn schema_of(rt: &ResourceType) -> Arc<Schema> {
+    rt.schema
+        .clone()
+        .or_else(|| crate::schema::builtin(&rt.api_version(), &rt.kind))
+        .unwrap_or_default()
+}
+
+fn scope<'a>(
+    rt: &ResourceType,
+    schema: &'a Schema,
+    api_version: &'a str,
+    target: Target,
+) -> managed::Scope<'a> {
+    managed::Scope {
+        schema,
+        api_version,
+        subresource: (target == Target::Status).then_some("status"),
+        status_subresource: rt.status_subresource,
+    }
+}
+
+/// Validates, normalises and shapes an incoming object as the server
+/// stores it (the Go round trip for built-in kinds).
+fn admit(
+    app: &App,
+    rt: &ResourceType,
+    schema: &Schema,
+    obj: &mut Value,
+    old: Option<&Value>,
+    opts: &WriteOpts,
+) -> Result<(), ApiError> {
+    let mut warnings = Vec::new();
+    validation::check_decode(rt, schema, obj, opts.field_validation, &mut warnings)?;
+    opts.warn(warnings);
+    normalize(rt, obj);
+    // Go validation sees the decoded (round-tripped) object, defaulted.
+    if rt.crd.is_none() && schema.root.is_some() {
+        typed::as_stored(schema, obj);
+    }
+    if old.is_none() {
+        default_fields(app, rt, obj);
+    }
+    validation::check_rules(rt, schema, obj, old)?;
+    Ok(())
 }
 
 /// Fills server-set metadata and defaults for a new object.
@@ -466,8 +434,8 @@ fn prepare_create(
     m.insert("creationTimestamp".into(), json!(meta::now_rfc3339()));
     m.insert("generation".into(), json!(1));
     validate(rt, obj)?;
-    normalize(rt, obj);
-    default_fields(app, rt, obj);
+    let schema = schema_of(rt);
+    admit(app, rt, &schema, obj, None, opts)?;
     if rt.group == "apiextensions.k8s.io" && rt.kind == "CustomResourceDefinition" {
         crd_status(obj);
     } else if rt.status_subresource && rt.crd.is_some() {
@@ -477,13 +445,33 @@ fn prepare_create(
         }
     }
     if obj.pointer("/metadata/managedFields").is_none() {
-        track_update(rt, None, obj, &opts.manager, None);
+        let av = rt.api_version();
+        let sc = scope(rt, &schema, &av, Target::Main);
+        managed::update(&sc, None, obj, &opts.manager, &meta::now_rfc3339());
     }
     check_size(obj)?;
     Ok(name_of(obj).to_string())
 }
 
+/// The finalizer through which a deleted CRD removes its custom resources.
+pub(crate) const CRD_CLEANUP: &str = "customresourcecleanup.apiextensions.k8s.io";
+
+fn crd_key(name: &str) -> String {
+    format!("apiextensions.k8s.io/customresourcedefinitions//{name}")
+}
+
 fn namespace_check(app: &App, rt: &ResourceType, ns: &str) -> Result<(), ApiError> {
+    if let Some(crd) = &rt.crd {
+        if app
+            .store
+            .get(&crd_key(crd))
+            .is_some_and(|c| is_deleting(&c))
+        {
+            return Err(ApiError::method_not_allowed(
+                "create not allowed while custom resource definition is terminating",
+            ));
+        }
+    }
     if !rt.namespaced {
         return Ok(());
     }
@@ -500,7 +488,7 @@ fn namespace_check(app: &App, rt: &ResourceType, ns: &str) -> Result<(), ApiErro
 }
 
 /// Creates an object; returns it as stored.
-pub fn create(
+pub(crate) fn create(
     app: &App,
     rt: &ResourceType,
     ns: &str,
@@ -526,6 +514,25 @@ pub fn create(
 }
 
 fn after_write(app: &App, rt: &ResourceType, obj: &Value) {
+    if rt.group.is_empty() && rt.kind == "Secret" {
+        if let Some(filled) = crate::auth::populate_token_secret(app, obj) {
+            let key = rt.key(
+                obj.pointer("/metadata/namespace")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default(),
+                name_of(obj),
+            );
+            let opts = WriteOpts {
+                manager: "kube-controller-manager".into(),
+                ..Default::default()
+            };
+            if let Err(e) = modify(app, rt, &key, Target::Main, &opts, true, move |_| {
+                Ok(filled)
+            }) {
+                tracing::warn!("cannot fill the token of Secret {key}: {e}");
+            }
+        }
+    }
     if rt.group == "apiextensions.k8s.io" && rt.kind == "CustomResourceDefinition" {
         if let Err(e) = app.registry.install_crd(obj) {
             tracing::warn!("stored CRD could not be served: {e}");
@@ -536,14 +543,14 @@ fn after_write(app: &App, rt: &ResourceType, obj: &Value) {
 
 /// How an update treats the status stanza.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Target {
+pub(crate) enum Target {
     Main,
     Status,
 }
 
 /// Read-modify-write of one object. `f` computes the desired object from
 /// the current one; the common update rules are applied to its result.
-pub fn modify<F>(
+pub(crate) fn modify<F>(
     app: &App,
     rt: &ResourceType,
     key: &str,
@@ -557,6 +564,8 @@ where
 {
     let name = key.rsplit('/').next().unwrap_or_default();
     let mut deleted = false;
+    let schema = schema_of(rt);
+    let api_version = rt.api_version();
     let result = app.store.transact(key, |cur| {
         let Some(cur) = cur else {
             return Err(ApiError::not_found(&rt.group, &rt.plural, name));
@@ -587,10 +596,16 @@ where
             }
         }
         validate(rt, &mut new)?;
-        normalize(rt, &mut new);
+        admit(app, rt, &schema, &mut new, Some(cur), opts)?;
         if target == Target::Status {
             let status = new.get("status").cloned();
             let mut merged = cur.clone();
+            if !track {
+                // Apply computed the entries, the status manager's included.
+                if let Some(mf) = new.pointer("/metadata/managedFields").cloned() {
+                    meta_mut(&mut merged).insert("managedFields".into(), mf);
+                }
+            }
             match status {
                 Some(s) => merged["status"] = s,
                 None => {
@@ -632,32 +647,30 @@ where
                 gen += 1;
             }
             m.insert("generation".into(), json!(gen));
-            if target == Target::Status || !track {
-                if !track {
-                    // Apply computed managedFields already.
-                } else if let Some(mf) = cm.get("managedFields") {
-                    m.insert("managedFields".into(), mf.clone());
-                }
+            // Writers other than apply own what they change; the entries
+            // they send are the live ones, not theirs to rewrite.
+            if track {
+                match cm.get("managedFields") {
+                    Some(mf) => m.insert("managedFields".into(), mf.clone()),
+                    None => m.remove("managedFields"),
+                };
             }
         }
         if rt.kind == "CustomResourceDefinition" && rt.group == "apiextensions.k8s.io" {
             crd_status(&mut new);
         }
         if track {
-            let sub = (target == Target::Status).then_some("status");
-            let before = without_volatile(cur);
-            let mut probe = new.clone();
-            if let Some(mf) = cur.pointer("/metadata/managedFields") {
-                meta_mut(&mut probe).insert("managedFields".into(), mf.clone());
-            }
-            if without_volatile(&probe) != before {
-                track_update(rt, Some(cur), &mut new, &opts.manager, sub);
-            } else {
-                new = probe;
-            }
+            let sc = scope(rt, &schema, &api_version, target);
+            managed::update(
+                &sc,
+                Some(cur),
+                &mut new,
+                &opts.manager,
+                &meta::now_rfc3339(),
+            );
         }
         check_size(&new)?;
-        if without_volatile(&new) == without_volatile(cur) {
+        if without_rv(&new) == without_rv(cur) {
             return Ok(Mutation::Keep(cur.clone()));
         }
         if is_deleting(&new) && finalizers(&new).is_empty() {
@@ -683,7 +696,7 @@ where
 }
 
 /// Server-side apply: create-or-merge, field ownership and conflicts.
-pub fn apply(
+pub(crate) fn apply(
     app: &App,
     rt: &ResourceType,
     ns: &str,
@@ -691,7 +704,7 @@ pub fn apply(
     mut applied: Value,
     opts: &WriteOpts,
     target: Target,
-) -> Result<Value, ApiError> {
+) -> Result<(Value, bool), ApiError> {
     if opts.manager.is_empty() {
         return Err(ApiError::bad_request(
             "PATCH, application/apply-patch+yaml requires a non-empty fieldManager query parameter",
@@ -704,125 +717,40 @@ pub fn apply(
             name_of(&applied)
         )));
     }
+    let schema = schema_of(rt);
+    validation::check_applied(rt, &schema, ns, &applied)?;
     let key = rt.key(if rt.namespaced { ns } else { "" }, name);
-    let builtin = rt.crd.is_none();
-    let applied_paths = patch::field_paths(&applied, builtin);
+    let api_version = rt.api_version();
+    let sc = scope(rt, &schema, &api_version, target);
     if app.store.get(&key).is_none() {
-        let mut obj = applied.clone();
-        set_managed(
-            &mut obj,
-            vec![managed_entry(
-                &opts.manager,
-                "Apply",
-                &rt.api_version(),
-                &applied_paths,
-                None,
-            )],
-        );
+        let obj = managed::apply(
+            &sc,
+            None,
+            &applied,
+            &opts.manager,
+            opts.force,
+            &meta::now_rfc3339(),
+        )?;
         match create(app, rt, ns, obj, opts) {
             Err(e) if e.reason == "AlreadyExists" => {}
-            other => return other,
+            other => return other.map(|o| (o, true)),
         }
     }
-    let sub = (target == Target::Status).then_some("status");
     modify(app, rt, &key, target, opts, false, |cur| {
-        let mut entries = managed_fields(cur);
-        let mut previous: BTreeSet<patch::FieldPath> = BTreeSet::new();
-        let mut conflicts = Vec::new();
-        let mut others_owned: BTreeSet<patch::FieldPath> = BTreeSet::new();
-        for e in entries.iter_mut() {
-            let mgr = e
-                .get("manager")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string();
-            let op = e
-                .get("operation")
-                .and_then(Value::as_str)
-                .unwrap_or_default();
-            let esub = e.get("subresource").and_then(Value::as_str);
-            if mgr == opts.manager && op == "Apply" && esub == sub {
-                previous = entry_paths(e);
-                continue;
-            }
-            let mut paths = entry_paths(e);
-            let clashing: Vec<patch::FieldPath> = paths
-                .iter()
-                .filter(|p| applied_paths.contains(*p) && p.last().map(String::as_str) != Some("."))
-                .filter(|p| patch::value_at(cur, p) != patch::value_at(&applied, p))
-                .cloned()
-                .collect();
-            if !clashing.is_empty() {
-                if opts.force {
-                    paths.retain(|p| !clashing.contains(p));
-                    e["fieldsV1"] = patch::to_fields_v1(&paths);
-                } else {
-                    for p in clashing {
-                        conflicts.push(format!(
-                            "conflict with \"{mgr}\"{}: {}",
-                            if op == "Update" {
-                                format!(
-                                    " using {}",
-                                    e.get("apiVersion")
-                                        .and_then(Value::as_str)
-                                        .unwrap_or_default()
-                                )
-                            } else {
-                                String::new()
-                            },
-                            patch::display_path(&p)
-                        ));
-                    }
-                }
-            }
-            others_owned.extend(paths);
-        }
-        if !conflicts.is_empty() {
-            let n = conflicts.len();
-            let mut err = ApiError::new(
-                409,
-                "Conflict",
-                format!(
-                    "Apply failed with {n} conflict{}: {}",
-                    if n == 1 { "" } else { "s" },
-                    conflicts.join("\n")
-                ),
-            );
-            err.details = Some(json!({"name": name, "group": rt.group, "kind": rt.plural,
-                "causes": conflicts.iter().map(|c| json!({"reason": "FieldManagerConflict", "message": c})).collect::<Vec<_>>()}));
-            return Err(err);
-        }
-        let mut live = cur.clone();
-        for p in previous.difference(&applied_paths) {
-            if !others_owned.contains(p) {
-                patch::remove_at(&mut live, p);
-            }
-        }
-        let mut to_merge = applied.clone();
-        if let Some(m) = to_merge.get_mut("metadata").and_then(Value::as_object_mut) {
-            m.remove("managedFields");
-            m.remove("resourceVersion");
-        }
-        patch::apply_merge(&mut live, &to_merge, builtin);
-        entries.retain(|e| {
-            !(e.get("manager").and_then(Value::as_str) == Some(opts.manager.as_str())
-                && e.get("operation").and_then(Value::as_str) == Some("Apply")
-                && e.get("subresource").and_then(Value::as_str) == sub)
-        });
-        entries.push(managed_entry(
+        managed::apply(
+            &sc,
+            Some(cur),
+            &applied,
             &opts.manager,
-            "Apply",
-            &rt.api_version(),
-            &applied_paths,
-            sub,
-        ));
-        set_managed(&mut live, entries);
-        Ok(live)
+            opts.force,
+            &meta::now_rfc3339(),
+        )
     })
+    .map(|o| (o, false))
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Propagation {
+pub(crate) enum Propagation {
     #[default]
     Background,
     Foreground,
@@ -830,15 +758,15 @@ pub enum Propagation {
 }
 
 #[derive(Debug, Clone, Default)]
-pub struct DeleteOpts {
-    pub dry_run: bool,
-    pub propagation: Propagation,
-    pub precondition_uid: Option<String>,
-    pub precondition_rv: Option<String>,
+pub(crate) struct DeleteOpts {
+    pub(crate) dry_run: bool,
+    pub(crate) propagation: Propagation,
+    pub(crate) precondition_uid: Option<String>,
+    pub(crate) precondition_rv: Option<String>,
 }
 
 /// Deletes (or, with finalizers, marks for deletion) one object.
-pub fn delete(
+pub(crate) fn delete(
     app: &App,
     rt: &ResourceType,
     key: &str,

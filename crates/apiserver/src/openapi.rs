@@ -17,7 +17,7 @@ fn info() -> Value {
 }
 
 /// `/openapi/v2`, as protobuf when asked for (client-go only reads that).
-pub fn v2(headers: &HeaderMap) -> Response {
+pub(crate) fn v2(headers: &HeaderMap) -> Response {
     let accept = headers
         .get("accept")
         .and_then(|v| v.to_str().ok())
@@ -44,7 +44,7 @@ fn gv_path(group: &str, version: &str) -> String {
     }
 }
 
-pub fn v3_root(reg: &Registry) -> Value {
+pub(crate) fn v3_root(reg: &Registry) -> Value {
     let mut paths = Map::new();
     let hash = format!("{:016X}", reg.generation());
     for g in reg.groups() {
@@ -59,7 +59,7 @@ pub fn v3_root(reg: &Registry) -> Value {
     json!({"paths": paths})
 }
 
-pub fn v3_group_version(reg: &Registry, path: &str) -> Result<Value, ApiError> {
+pub(crate) fn v3_group_version(reg: &Registry, path: &str) -> Result<Value, ApiError> {
     let types: Vec<_> = reg
         .all()
         .into_iter()

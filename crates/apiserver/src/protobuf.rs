@@ -145,7 +145,7 @@ fn name_ref(b: &[u8]) -> Result<Value, String> {
 }
 
 /// Decodes a `k8s\0`-prefixed protobuf body of a supported kind to JSON.
-pub fn decode(body: &[u8]) -> Result<Value, String> {
+pub(crate) fn decode(body: &[u8]) -> Result<Value, String> {
     let rest = body
         .strip_prefix(MAGIC)
         .ok_or("missing the k8s protobuf magic prefix")?;
@@ -253,7 +253,7 @@ pub fn decode(body: &[u8]) -> Result<Value, String> {
 
 /// Decodes a protobuf `DeleteOptions` (client-go's typed clients send it
 /// that way) into its JSON form.
-pub fn decode_delete_options(body: &[u8]) -> Result<Value, String> {
+pub(crate) fn decode_delete_options(body: &[u8]) -> Result<Value, String> {
     let rest = body
         .strip_prefix(MAGIC)
         .ok_or("missing the k8s protobuf magic prefix")?;

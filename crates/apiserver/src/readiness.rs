@@ -137,7 +137,7 @@ fn desired_status(rt: &ResourceType, obj: &Value) -> Value {
 }
 
 /// Schedules a simulated status update if this object is not settled yet.
-pub fn maybe_simulate(app: &App, rt: &ResourceType, obj: &Value) {
+pub(crate) fn maybe_simulate(app: &App, rt: &ResourceType, obj: &Value) {
     if !app.simulate_readiness || !simulated(rt) || settled(rt, obj) {
         return;
     }
@@ -155,7 +155,7 @@ pub fn maybe_simulate(app: &App, rt: &ResourceType, obj: &Value) {
 }
 
 /// Consumes queued keys and writes their simulated status.
-pub async fn run(app: Arc<App>, mut rx: tokio::sync::mpsc::UnboundedReceiver<String>) {
+pub(crate) async fn run(app: Arc<App>, mut rx: tokio::sync::mpsc::UnboundedReceiver<String>) {
     let mut shutdown = app.shutdown.clone();
     loop {
         let key = tokio::select! {
@@ -177,7 +177,7 @@ pub async fn run(app: Arc<App>, mut rx: tokio::sync::mpsc::UnboundedReceiver<Str
             let opts = WriteOpts {
                 dry_run: false,
                 manager: "rudder-readiness".into(),
-                force: false,
+                ..Default::default()
             };
 
             let res = objects::modify(&app, &rt, &key, Target::Status, &opts, true, |cur| {

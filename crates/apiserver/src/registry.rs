@@ -7,23 +7,26 @@ use std::sync::{Arc, RwLock};
 
 /// One served resource at one group/version.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ResourceType {
-    pub group: String,
-    pub version: String,
-    pub kind: String,
-    pub plural: String,
-    pub singular: String,
-    pub short_names: Vec<String>,
-    pub categories: Vec<String>,
-    pub namespaced: bool,
-    pub status_subresource: bool,
-    pub scale_subresource: bool,
+pub(crate) struct ResourceType {
+    pub(crate) group: String,
+    pub(crate) version: String,
+    pub(crate) kind: String,
+    pub(crate) plural: String,
+    pub(crate) singular: String,
+    pub(crate) short_names: Vec<String>,
+    pub(crate) categories: Vec<String>,
+    pub(crate) namespaced: bool,
+    pub(crate) status_subresource: bool,
+    pub(crate) scale_subresource: bool,
     /// Set for kinds served because of a CRD (by the CRD's name).
-    pub crd: Option<String>,
+    pub(crate) crd: Option<String>,
+    /// The CRD version's structural schema (built-in kinds use the
+    /// generated table).
+    pub(crate) schema: Option<Arc<crate::schema::Schema>>,
 }
 
 impl ResourceType {
-    pub fn api_version(&self) -> String {
+    pub(crate) fn api_version(&self) -> String {
         if self.group.is_empty() {
             self.version.clone()
         } else {
@@ -32,7 +35,7 @@ impl ResourceType {
     }
 
     /// `plural.group`, the name used in error messages and CRD names.
-    pub fn qualified(&self) -> String {
+    pub(crate) fn qualified(&self) -> String {
         if self.group.is_empty() {
             self.plural.clone()
         } else {
@@ -42,11 +45,11 @@ impl ResourceType {
 
     /// Stable prefix of storage keys; shared by all versions of a kind.
     /// `events.k8s.io` Events are stored with the core ones (see `events`).
-    pub fn key_prefix(&self) -> String {
+    pub(crate) fn key_prefix(&self) -> String {
         format!("{}/{}/", self.storage_group(), self.plural)
     }
 
-    pub fn key(&self, namespace: &str, name: &str) -> String {
+    pub(crate) fn key(&self, namespace: &str, name: &str) -> String {
         format!(
             "{}/{}/{}/{}",
             self.storage_group(),
@@ -407,7 +410,17 @@ const BUILTINS: &[Row] = &[
         false,
         NONE,
     ),
-    // Reviews are answered (always allowed), never stored.
+    // Reviews are answered, never stored.
+    (
+        "authentication.k8s.io",
+        "v1",
+        "TokenReview",
+        "tokenreviews",
+        NONE,
+        false,
+        false,
+        NONE,
+    ),
     (
         "authorization.k8s.io",
         "v1",
@@ -457,6 +470,7 @@ fn builtins() -> Vec<Arc<ResourceType>> {
                     status_subresource: status,
                     scale_subresource: matches!(kind, "Deployment" | "StatefulSet" | "ReplicaSet"),
                     crd: None,
+                    schema: None,
                 })
             },
         )
@@ -465,13 +479,13 @@ fn builtins() -> Vec<Arc<ResourceType>> {
 
 /// A group and its served versions, preferred first.
 #[derive(Debug, Clone)]
-pub struct GroupInfo {
-    pub name: String,
-    pub versions: Vec<String>,
+pub(crate) struct GroupInfo {
+    pub(crate) name: String,
+    pub(crate) versions: Vec<String>,
 }
 
 /// Thread-safe set of served types; `generation` changes whenever CRDs do.
-pub struct Registry {
+pub(crate) struct Registry {
     types: RwLock<Vec<Arc<ResourceType>>>,
     generation: AtomicU64,
 }
@@ -486,38 +500,36 @@ impl Default for Registry {
 }
 
 impl Registry {
-    pub fn all(&self) -> Vec<Arc<ResourceType>> {
+    pub(crate) fn all(&self) -> Vec<Arc<ResourceType>> {
         match self.types.read() {
             Ok(t) => t.clone(),
             Err(p) => p.into_inner().clone(),
         }
     }
 
-    pub fn generation(&self) -> u64 {
+    pub(crate) fn generation(&self) -> u64 {
         self.generation.load(Ordering::Relaxed)
     }
 
-    pub fn find(&self, group: &str, version: &str, plural: &str) -> Option<Arc<ResourceType>> {
+    pub(crate) fn find(
+        &self,
+        group: &str,
+        version: &str,
+        plural: &str,
+    ) -> Option<Arc<ResourceType>> {
         self.all()
             .into_iter()
             .find(|t| t.group == group && t.version == version && t.plural == plural)
     }
 
     /// Any served version of a group/plural (for GC and namespace cleanup).
-    pub fn find_any_version(&self, group: &str, plural: &str) -> Option<Arc<ResourceType>> {
+    pub(crate) fn find_any_version(&self, group: &str, plural: &str) -> Option<Arc<ResourceType>> {
         self.all()
             .into_iter()
             .find(|t| t.group == group && t.plural == plural)
     }
 
-    pub fn find_kind(&self, api_version: &str, kind: &str) -> Option<Arc<ResourceType>> {
-        let (group, version) = split_api_version(api_version);
-        self.all()
-            .into_iter()
-            .find(|t| t.group == group && t.version == version && t.kind == kind)
-    }
-
-    pub fn groups(&self) -> Vec<GroupInfo> {
+    pub(crate) fn groups(&self) -> Vec<GroupInfo> {
         let mut out: Vec<GroupInfo> = Vec::new();
         for t in self.all() {
             match out.iter_mut().find(|g| g.name == t.group) {
@@ -536,7 +548,7 @@ impl Registry {
     }
 
     /// Serves the kinds a CRD declares (replacing what it served before).
-    pub fn install_crd(&self, crd: &Value) -> Result<(), String> {
+    pub(crate) fn install_crd(&self, crd: &Value) -> Result<(), String> {
         let types = crd_types(crd)?;
         let name = crd
             .pointer("/metadata/name")
@@ -553,7 +565,7 @@ impl Registry {
         Ok(())
     }
 
-    pub fn remove_crd(&self, name: &str) {
+    pub(crate) fn remove_crd(&self, name: &str) {
         let mut guard = match self.types.write() {
             Ok(g) => g,
             Err(p) => p.into_inner(),
@@ -563,26 +575,8 @@ impl Registry {
     }
 }
 
-pub fn split_api_version(api_version: &str) -> (&str, &str) {
-    match api_version.split_once('/') {
-        Some((g, v)) => (g, v),
-        None => ("", api_version),
-    }
-}
-
-fn strs(v: Option<&Value>) -> Vec<String> {
-    v.and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 /// Validates a CRD and derives the served types; the error is user-facing.
-pub fn crd_types(crd: &Value) -> Result<Vec<ResourceType>, String> {
+pub(crate) fn crd_types(crd: &Value) -> Result<Vec<ResourceType>, String> {
     let spec = crd.get("spec").ok_or("spec: Required value")?;
     let group = spec
         .get("group")
@@ -657,12 +651,15 @@ pub fn crd_types(crd: &Value) -> Result<Vec<ResourceType>, String> {
             kind: kind.into(),
             plural: plural.into(),
             singular: singular.clone(),
-            short_names: strs(names.get("shortNames")),
-            categories: strs(names.get("categories")),
+            short_names: crate::meta::strings(names.get("shortNames")),
+            categories: crate::meta::strings(names.get("categories")),
             namespaced,
             status_subresource: sub.and_then(|s| s.get("status")).is_some(),
             scale_subresource: sub.and_then(|s| s.get("scale")).is_some(),
             crd: Some(name.to_string()),
+            schema: v
+                .pointer("/schema/openAPIV3Schema")
+                .map(|s| Arc::new(crate::schema::compile_crd(s, kind))),
         });
     }
     Ok(out)
@@ -696,6 +693,23 @@ mod tests {
         assert_eq!(r.groups().last().unwrap().versions, vec!["v1", "v1beta1"]);
         r.remove_crd("widgets.example.com");
         assert!(r.find("example.com", "v1", "widgets").is_none());
+    }
+
+    #[test]
+    fn every_stored_builtin_kind_has_a_schema() {
+        for t in Registry::default().all() {
+            let review =
+                t.group.starts_with("authorization.") || t.group.starts_with("authentication.");
+            if review {
+                continue;
+            }
+            assert!(
+                crate::schema::builtin(&t.api_version(), &t.kind).is_some(),
+                "{} {} has no schema",
+                t.api_version(),
+                t.kind
+            );
+        }
     }
 
     #[test]

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::{broadcast, Notify};
 
 /// Where committed state goes; a write returns only after it is durable.
-pub trait Backend: Send {
+pub(crate) trait Backend: Send {
     /// Returns the last resourceVersion and every stored object.
     fn load(&mut self) -> Result<(u64, Vec<(String, Value)>), String>;
     /// Stores (or, with `None`, removes) one object and the new counter.
@@ -18,7 +18,7 @@ pub trait Backend: Send {
 }
 
 /// Keeps nothing: state lives only in the in-memory index.
-pub struct MemoryBackend;
+pub(crate) struct MemoryBackend;
 
 impl Backend for MemoryBackend {
     fn load(&mut self) -> Result<(u64, Vec<(String, Value)>), String> {
@@ -33,12 +33,12 @@ const OBJECTS: redb::TableDefinition<&str, &[u8]> = redb::TableDefinition::new("
 const META: redb::TableDefinition<&str, u64> = redb::TableDefinition::new("meta");
 
 /// Durable backend: one redb transaction committed per write.
-pub struct RedbBackend {
+pub(crate) struct RedbBackend {
     db: redb::Database,
 }
 
 impl RedbBackend {
-    pub fn open(dir: &Path) -> Result<Self, String> {
+    pub(crate) fn open(dir: &Path) -> Result<Self, String> {
         std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
         let db = redb::Database::create(dir.join("state.redb")).map_err(|e| e.to_string())?;
         Ok(RedbBackend { db })
@@ -66,7 +66,7 @@ impl Backend for RedbBackend {
         let mut out = Vec::new();
         for item in objs.iter().map_err(|e| e.to_string())? {
             let (k, v) = item.map_err(|e| e.to_string())?;
-            let obj: Value = serde_json::from_slice(v.value())
+            let obj: Value = crate::body::json(v.value())
                 .map_err(|e| format!("corrupt object {}: {e}", k.value()))?;
             out.push((k.value().to_string(), obj));
         }
@@ -79,8 +79,8 @@ impl Backend for RedbBackend {
             let mut objs = w.open_table(OBJECTS).map_err(|e| e.to_string())?;
             match obj {
                 Some(o) => {
-                    let bytes = serde_json::to_vec(o).map_err(|e| e.to_string())?;
-                    objs.insert(key, bytes.as_slice())
+                    let bytes = crate::body::to_string(o);
+                    objs.insert(key, bytes.as_bytes())
                         .map_err(|e| e.to_string())?;
                 }
                 None => {
@@ -95,43 +95,35 @@ impl Backend for RedbBackend {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EventType {
+pub(crate) enum EventType {
     Added,
     Modified,
     Deleted,
 }
 
-impl EventType {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EventType::Added => "ADDED",
-            EventType::Modified => "MODIFIED",
-            EventType::Deleted => "DELETED",
-        }
-    }
-}
+impl EventType {}
 
 /// One committed change, as watches see it.
 #[derive(Debug, Clone)]
-pub struct Event {
-    pub rv: u64,
-    pub kind: EventType,
-    pub key: String,
-    pub object: Value,
-    pub old: Option<Value>,
+pub(crate) struct Event {
+    pub(crate) rv: u64,
+    pub(crate) kind: EventType,
+    pub(crate) key: String,
+    pub(crate) object: Value,
+    pub(crate) old: Option<Value>,
     /// Approximate memory held by this event.
-    pub bytes: usize,
+    pub(crate) bytes: usize,
 }
 
 impl Event {
     /// `group/plural/` prefix of the key.
-    pub fn in_prefix(&self, prefix: &str) -> bool {
+    pub(crate) fn in_prefix(&self, prefix: &str) -> bool {
         self.key.starts_with(prefix)
     }
 }
 
 /// What a transaction decided to do with one key.
-pub enum Mutation {
+pub(crate) enum Mutation {
     Put(Value),
     Delete,
     /// Leave the object as it is and answer with this value.
@@ -148,23 +140,23 @@ struct Inner {
     backend: Box<dyn Backend>,
 }
 
-pub struct Store {
+pub(crate) struct Store {
     inner: Mutex<Inner>,
     events: broadcast::Sender<Arc<Event>>,
     log_cap: usize,
     /// Woken after deletions so garbage collection can run.
-    pub gc_wake: Notify,
+    pub(crate) gc_wake: Notify,
 }
 
-pub const LOG_CAP: usize = 20_000;
+pub(crate) const LOG_CAP: usize = 20_000;
 /// The event log also stays under this many bytes of (serialized) objects.
-pub const LOG_BYTES: usize = 256 * 1024 * 1024;
+pub(crate) const LOG_BYTES: usize = 256 * 1024 * 1024;
 
 /// The backlog after a resourceVersion plus a live receiver.
-pub type WatchStart = (Vec<Arc<Event>>, broadcast::Receiver<Arc<Event>>);
+pub(crate) type WatchStart = (Vec<Arc<Event>>, broadcast::Receiver<Arc<Event>>);
 
 impl Store {
-    pub fn new(mut backend: Box<dyn Backend>) -> Result<Self, String> {
+    pub(crate) fn new(mut backend: Box<dyn Backend>) -> Result<Self, String> {
         let (rv, objs) = backend.load()?;
         let (tx, _) = broadcast::channel(8192);
         Ok(Store {
@@ -189,16 +181,16 @@ impl Store {
         }
     }
 
-    pub fn current_rv(&self) -> u64 {
+    pub(crate) fn current_rv(&self) -> u64 {
         self.lock().rv
     }
 
-    pub fn get(&self, key: &str) -> Option<Value> {
+    pub(crate) fn get(&self, key: &str) -> Option<Value> {
         self.lock().objects.get(key).cloned()
     }
 
     /// Objects whose key starts with `prefix` and sorts after `after`.
-    pub fn list(&self, prefix: &str, after: Option<&str>) -> (Vec<Value>, u64) {
+    pub(crate) fn list(&self, prefix: &str, after: Option<&str>) -> (Vec<Value>, u64) {
         let g = self.lock();
         let start = match after {
             Some(a) if a.starts_with(prefix) => std::ops::Bound::Excluded(a.to_string()),
@@ -214,7 +206,7 @@ impl Store {
     }
 
     /// Keys (with values) under a prefix, for cleanup passes.
-    pub fn entries(&self, prefix: &str) -> Vec<(String, Value)> {
+    pub(crate) fn entries(&self, prefix: &str) -> Vec<(String, Value)> {
         let g = self.lock();
         g.objects
             .range(prefix.to_string()..)
@@ -225,7 +217,7 @@ impl Store {
 
     /// Runs `f` on the current value of `key` atomically and commits what it
     /// decides. Put values get their resourceVersion set here.
-    pub fn transact<F>(&self, key: &str, f: F) -> Result<Value, ApiError>
+    pub(crate) fn transact<F>(&self, key: &str, f: F) -> Result<Value, ApiError>
     where
         F: FnOnce(Option<&Value>) -> Result<Mutation, ApiError>,
     {
@@ -279,7 +271,7 @@ impl Store {
         object: Value,
         old: Option<Value>,
     ) {
-        let size = |v: &Value| serde_json::to_vec(v).map(|b| b.len()).unwrap_or(0);
+        let size = |v: &Value| crate::body::to_string(v).len();
         let bytes = size(&object) + old.as_ref().map(size).unwrap_or(0);
         let ev = Arc::new(Event {
             rv: g.rv,
@@ -303,7 +295,7 @@ impl Store {
 
     /// Starts a watch after `from_rv`: the backlog plus a live receiver,
     /// taken under one lock so no event is missed or duplicated.
-    pub fn watch_from(&self, from_rv: u64) -> Result<WatchStart, u64> {
+    pub(crate) fn watch_from(&self, from_rv: u64) -> Result<WatchStart, u64> {
         let g = self.lock();
         if from_rv < g.log_floor {
             return Err(g.log_floor);
@@ -313,7 +305,7 @@ impl Store {
     }
 
     /// Snapshot of a prefix plus a live receiver from that snapshot on.
-    pub fn snapshot_and_watch(
+    pub(crate) fn snapshot_and_watch(
         &self,
         prefix: &str,
     ) -> (Vec<Value>, u64, broadcast::Receiver<Arc<Event>>) {

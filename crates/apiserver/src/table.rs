@@ -12,7 +12,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 /// What a client asked the rows to carry (`includeObject`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Include {
+pub(crate) enum Include {
     None,
     Metadata,
     Object,
@@ -20,16 +20,19 @@ pub enum Include {
 
 /// A request for Table output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TableOpts {
+pub(crate) struct TableOpts {
     /// `meta.k8s.io` version the client accepts (v1 preferred).
-    pub v1: bool,
-    pub include: Include,
+    pub(crate) v1: bool,
+    pub(crate) include: Include,
 }
 
 impl TableOpts {
     /// Table output when the Accept header asks for it before any plain
     /// JSON alternative.
-    pub fn from_request(headers: &HeaderMap, include_object: Option<&str>) -> Option<TableOpts> {
+    pub(crate) fn from_request(
+        headers: &HeaderMap,
+        include_object: Option<&str>,
+    ) -> Option<TableOpts> {
         let accept = headers.get("accept").and_then(|v| v.to_str().ok())?;
         let mut v1beta1 = false;
         for part in accept.split(',') {
@@ -108,7 +111,7 @@ fn col_json(name: &str, kind: &str, format: &str, priority: u64, description: &s
 }
 
 /// Column definitions for a resource type, and the function computing cells.
-pub struct Printer {
+pub(crate) struct Printer {
     columns: Vec<Value>,
     cells: CellFn,
 }
@@ -122,7 +125,7 @@ enum CellFn {
 }
 
 impl Printer {
-    pub fn for_type(app: &App, rt: &ResourceType) -> Printer {
+    pub(crate) fn for_type(app: &App, rt: &ResourceType) -> Printer {
         if let Some(crd) = &rt.crd {
             return custom_printer(app, crd, &rt.version);
         }
@@ -369,7 +372,13 @@ impl Printer {
     }
 
     /// A Table of `objs` (already presented in the requested version).
-    pub fn table(&self, objs: &[Value], list_meta: Value, opts: TableOpts, headers: bool) -> Value {
+    pub(crate) fn table(
+        &self,
+        objs: &[Value],
+        list_meta: Value,
+        opts: TableOpts,
+        headers: bool,
+    ) -> Value {
         let now = now_secs();
         let rows: Vec<Value> = objs
             .iter()
@@ -494,7 +503,7 @@ fn custom_cell(obj: &Value, path: &str, kind: &str, now: u64) -> Value {
 
 /// Evaluates the JSONPath subset CRD printer columns use: `.a.b`, `.a[0]`,
 /// `.a[*].b` and `.a[?(@.k=="v")].b`. Unsupported syntax yields nothing.
-pub fn jsonpath<'a>(obj: &'a Value, path: &str) -> Vec<&'a Value> {
+pub(crate) fn jsonpath<'a>(obj: &'a Value, path: &str) -> Vec<&'a Value> {
     let path = path.trim();
     let path = path
         .strip_prefix('{')
@@ -580,7 +589,7 @@ fn now_secs() -> u64 {
 }
 
 /// Parses `YYYY-MM-DDTHH:MM:SS[.frac](Z|±HH:MM)` to Unix seconds.
-pub fn parse_rfc3339(t: &str) -> Option<u64> {
+pub(crate) fn parse_rfc3339(t: &str) -> Option<u64> {
     let b = t.as_bytes();
     if b.len() < 20 {
         return None;
@@ -613,7 +622,7 @@ pub fn parse_rfc3339(t: &str) -> Option<u64> {
 }
 
 /// Kubernetes' `duration.HumanDuration`, which kubectl shows as AGE.
-pub fn human_duration(secs: i64) -> String {
+pub(crate) fn human_duration(secs: i64) -> String {
     if secs < -1 {
         return "<invalid>".into();
     }

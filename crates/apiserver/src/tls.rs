@@ -18,8 +18,8 @@ use tokio_rustls::server::TlsStream;
 use tokio_rustls::TlsAcceptor;
 
 /// File names of the persisted CA inside the data directory.
-pub const CA_CERT_FILE: &str = "ca.crt";
-pub const CA_KEY_FILE: &str = "ca.key";
+pub(crate) const CA_CERT_FILE: &str = "ca.crt";
+pub(crate) const CA_KEY_FILE: &str = "ca.key";
 
 /// A client that has not finished its handshake by then is dropped.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -45,12 +45,12 @@ pub enum TlsError {
 }
 
 /// What a TLS server needs: its rustls config, plus the CA clients trust.
-pub struct TlsMaterial {
+pub(crate) struct TlsMaterial {
     /// The CA certificate in PEM form (what kubeconfigs embed).
-    pub ca_pem: String,
+    pub(crate) ca_pem: String,
     /// The CA certificate in DER form (what kube-rs `root_cert` wants).
-    pub ca_der: Vec<u8>,
-    pub server_config: Arc<rustls::ServerConfig>,
+    pub(crate) ca_der: Vec<u8>,
+    pub(crate) server_config: Arc<rustls::ServerConfig>,
 }
 
 /// The subject every CA generated here carries; it must stay stable because
@@ -168,7 +168,7 @@ fn write_private(path: &Path, text: &str) -> Result<(), TlsError> {
 
 /// Builds the CA (persisted under `data_dir` when given) and a server
 /// certificate valid for loopback and `listen`.
-pub fn material(data_dir: Option<&Path>, listen: IpAddr) -> Result<TlsMaterial, TlsError> {
+pub(crate) fn material(data_dir: Option<&Path>, listen: IpAddr) -> Result<TlsMaterial, TlsError> {
     let (ca_pem, ca_key) = load_or_create_ca(data_dir)?;
     let ca_der = CertificateDer::from_pem_slice(ca_pem.as_bytes())
         .map_err(|e| TlsError::BadCa {
@@ -216,7 +216,7 @@ pub fn material(data_dir: Option<&Path>, listen: IpAddr) -> Result<TlsMaterial, 
 }
 
 /// An axum listener yielding connections whose TLS handshake completed.
-pub struct TlsListener {
+pub(crate) struct TlsListener {
     rx: tokio::sync::mpsc::Receiver<(TlsStream<TcpStream>, SocketAddr)>,
     local: SocketAddr,
 }
@@ -224,7 +224,10 @@ pub struct TlsListener {
 impl TlsListener {
     /// Starts accepting on `tcp`; handshakes run concurrently and the
     /// accept task ends when the listener is dropped.
-    pub fn new(tcp: TcpListener, config: Arc<rustls::ServerConfig>) -> std::io::Result<Self> {
+    pub(crate) fn new(
+        tcp: TcpListener,
+        config: Arc<rustls::ServerConfig>,
+    ) -> std::io::Result<Self> {
         let local = tcp.local_addr()?;
         let (tx, rx) = tokio::sync::mpsc::channel(64);
         let acceptor = TlsAcceptor::from(config);

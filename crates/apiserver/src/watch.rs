@@ -74,7 +74,7 @@ impl Shaper {
 }
 
 fn line(v: &Value) -> Bytes {
-    let mut s = v.to_string();
+    let mut s = crate::body::to_string(v);
     s.push('\n');
     Bytes::from(s)
 }
@@ -89,7 +89,7 @@ fn bookmark(rt: &ResourceType, rv: u64, initial_end: bool) -> Value {
 
 /// Starts a watch; the response streams until timeout, shutdown or the
 /// client disconnects.
-pub async fn serve(
+pub(crate) async fn serve(
     app: Arc<App>,
     rt: Arc<ResourceType>,
     ns: Option<String>,

@@ -13,7 +13,7 @@ fn opts(manager: &str) -> WriteOpts {
     WriteOpts {
         dry_run: false,
         manager: manager.into(),
-        force: false,
+        ..Default::default()
     }
 }
 
@@ -23,7 +23,7 @@ fn str_at<'a>(obj: &'a Value, ptr: &str) -> &'a str {
 
 /// `pod-template-hash`: a stable digest of the template, encoded with the
 /// alphabet Kubernetes uses for generated names.
-pub fn template_hash(template: &Value) -> String {
+pub(crate) fn template_hash(template: &Value) -> String {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for b in template.to_string().bytes() {
         h ^= u64::from(b);
@@ -68,7 +68,7 @@ fn deleting(obj: &Value) -> bool {
 
 /// Makes the Deployment's current ReplicaSet exist with its replica count
 /// and scales older ones to zero.
-pub fn sync_deployment(app: &App, dep: &Value) {
+pub(crate) fn sync_deployment(app: &App, dep: &Value) {
     if deleting(dep) {
         return;
     }
@@ -139,7 +139,7 @@ pub fn sync_deployment(app: &App, dep: &Value) {
 }
 
 /// Creates or deletes the ReplicaSet's Pods to match its replica count.
-pub fn sync_replicaset(app: &App, rs: &Value) {
+pub(crate) fn sync_replicaset(app: &App, rs: &Value) {
     if deleting(rs) {
         return;
     }

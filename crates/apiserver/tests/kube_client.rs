@@ -552,11 +552,19 @@ async fn custom_resources() {
         .unwrap();
     assert!(discovery.groups().any(|g| g.name() == "example.com"));
 
+    // Deleting the CRD deletes its resources (through their finalizers;
+    // this one has none), then the CRD itself.
     crds.delete("widgets.example.com", &DeleteParams::default())
         .await
         .unwrap();
-    let err = api_err(widgets.get("w1").await.unwrap_err());
-    assert_eq!(err.code, 404);
+    eventually("the custom resource is deleted", || async {
+        matches!(widgets.get("w1").await, Err(kube::Error::Api(s)) if s.code == 404)
+    })
+    .await;
+    eventually("the CRD is deleted", || async {
+        crds.get_opt("widgets.example.com").await.unwrap().is_none()
+    })
+    .await;
     server.stop().await;
 }
 
@@ -603,7 +611,11 @@ async fn readiness_simulation_and_size_limit() {
     let mut big = cm("big", json!({}));
     big.data = Some([("k".to_string(), "x".repeat(2 * 1024 * 1024))].into());
     let err = api_err(cms.create(&PostParams::default(), &big).await.unwrap_err());
-    assert_eq!(err.code, 413);
+    assert_eq!(err.code, 422);
+    assert_eq!(
+        err.message,
+        "ConfigMap \"big\" is invalid: []: Too long: may not be more than 1048576 bytes"
+    );
     // Still serving after a bad request.
     cms.create(&PostParams::default(), &cm("ok", json!({})))
         .await

@@ -92,16 +92,11 @@ async fn raw_watch_events_selectors_and_gone() {
 async fn too_old_resource_version_is_gone() {
     let server = Server::start(Config::default()).await.unwrap();
     let cms: Api<ConfigMap> = Api::namespaced(server.client().unwrap(), "default");
-    let n = apiserver::store::LOG_CAP + 5;
+    let n = Server::WATCH_LOG_CAP + 5;
     // Writing more events than the log keeps makes rv 1 expire.
-    let app = server.app().clone();
-    let rt = app.registry.find("", "v1", "configmaps").unwrap();
     for i in 0..n {
-        let key = rt.key("default", "spin");
         let obj = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "spin", "namespace": "default"}, "data": {"i": i.to_string()}});
-        app.store
-            .transact(&key, |_| Ok(apiserver::store::Mutation::Put(obj)))
-            .unwrap();
+        server.put_raw("/configmaps/default/spin", obj).unwrap();
     }
     let mut stream = cms
         .watch(&WatchParams::default(), "1")

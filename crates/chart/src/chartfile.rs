@@ -419,9 +419,10 @@ fn parse_yaml(text: &str, file: &str) -> Result<Json, ChartfileError> {
             p
         }
     };
+    // The YAML error already says "error converting YAML to JSON".
     parsed.map_err(|e| ChartfileError::Decode {
         file: file.to_string(),
-        message: format!("error converting YAML to JSON: {e}"),
+        message: e.to_string(),
     })
 }
 

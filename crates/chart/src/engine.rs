@@ -309,6 +309,11 @@ fn exec_error(name: &str, msg: &str) -> String {
             return format!("execution error at ({location}): {}", &rest[..j]);
         }
     }
+    // A chain cut short (see gotmpl::limits) no longer parses link by
+    // link; shown as it is, it still has the outermost call and the cause.
+    if gotmpl::limits::was_capped(msg) {
+        return msg.to_string();
+    }
     match trace_chain(msg) {
         Some(trace) => trace,
         None => msg.to_string(),

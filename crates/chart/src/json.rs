@@ -213,7 +213,12 @@ fn push_json_string(out: &mut String, s: &str, escape_html: bool) {
 }
 
 impl Encoder {
+    /// One value; nested values recurse here, each level on enough stack.
     fn value(&mut self, v: &Value) -> Result<(), JsonError> {
+        crate::depth::guarded(|| self.value_here(v))
+    }
+
+    fn value_here(&mut self, v: &Value) -> Result<(), JsonError> {
         match v {
             Value::Invalid | Value::Nil => self.out.push_str("null"),
             Value::Bool(b) => self.out.push_str(if *b { "true" } else { "false" }),
@@ -290,6 +295,10 @@ impl Encoder {
     }
 
     fn json(&mut self, j: &serde_json::Value) -> Result<(), JsonError> {
+        crate::depth::guarded(|| self.json_here(j))
+    }
+
+    fn json_here(&mut self, j: &serde_json::Value) -> Result<(), JsonError> {
         use serde_json::Value as J;
         match j {
             J::Null => self.out.push_str("null"),
@@ -449,6 +458,8 @@ struct Dec<'a> {
     i: usize,
     /// The first type error: Go reports it after decoding everything else.
     deferred: Option<JsonError>,
+    /// Objects and arrays open around the current position.
+    depth: usize,
 }
 
 /// Go's `quoteChar`.
@@ -487,8 +498,23 @@ impl Dec<'_> {
         JsonError::Decode("unexpected end of JSON input".into())
     }
 
+    /// One value; a nested one recurses here, each level on enough stack,
+    /// and nesting past Go's `maxNestingDepth` is refused as Go refuses it.
     fn value(&mut self) -> Result<Value, JsonError> {
         self.ws();
+        if matches!(self.s.get(self.i), Some(b'{' | b'[')) {
+            if self.depth >= crate::depth::MAX_DEPTH {
+                return Err(self.invalid("exceeded max depth"));
+            }
+            self.depth += 1;
+            let v = crate::depth::guarded(|| self.value_here());
+            self.depth -= 1;
+            return v;
+        }
+        self.value_here()
+    }
+
+    fn value_here(&mut self) -> Result<Value, JsonError> {
         let Some(&c) = self.s.get(self.i) else {
             return Err(Self::eof());
         };
@@ -749,6 +775,7 @@ pub fn parse_partial(text: &str, target: Target) -> (Value, Option<JsonError>) {
         src: text,
         i: 0,
         deferred: None,
+        depth: 0,
     };
     let v = match d.value() {
         Ok(v) => v,

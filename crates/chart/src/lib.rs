@@ -3,6 +3,7 @@
 
 pub mod chartfile;
 pub mod dependencies;
+pub mod depth;
 pub mod engine;
 pub mod funcs;
 pub mod json;

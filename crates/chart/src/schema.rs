@@ -70,12 +70,31 @@ fn go_type(v: &Json) -> &'static str {
 /// '<pointer>': <message>` line per violation, ending with a newline.
 pub fn validate_single(values: &Values, schema: &[u8]) -> Result<(), String> {
     let validator = compile(schema)?;
-    let instance = Json::Object(values.clone());
-    if validator.is_valid(&instance) {
+    // Copying the values and validating them (as deep as the schema, or a
+    // `$ref` back into it, leads) recurse: give them the stack their depth
+    // may take.
+    let depth = 1 + values
+        .values()
+        .map(crate::depth::json_depth)
+        .max()
+        .unwrap_or(0);
+    crate::depth::with_stack_for(depth, SCHEMA_STACK_PER_LEVEL, || {
+        let instance = Json::Object(values.clone());
+        let result = validate_instance(&validator, &instance);
+        crate::depth::drop_json(instance);
+        result
+    })
+}
+
+/// Stack the schema validator takes per level of nesting, generously.
+const SCHEMA_STACK_PER_LEVEL: usize = 16 << 10;
+
+fn validate_instance(validator: &jsonschema::Validator, instance: &Json) -> Result<(), String> {
+    if validator.is_valid(instance) {
         return Ok(());
     }
     let mut lines: Vec<(String, String)> = validator
-        .iter_errors(&instance)
+        .iter_errors(instance)
         .map(|e| (e.instance_path().to_string(), message(&e)))
         .collect();
     if lines.is_empty() {
@@ -154,12 +173,18 @@ fn compile(schema: &[u8]) -> Result<Rc<jsonschema::Validator>, String> {
     if let Some(v) = MEMO.with(|m| m.borrow().get(schema)) {
         return v;
     }
-    let v = serde_json::from_slice::<Json>(schema)
+    let v = crate::depth::parse_json_text(schema)
         .map_err(|e| format!("{e}\n"))
         .and_then(|schema| {
-            jsonschema::validator_for(&schema).map_err(|e| {
-                format!("jsonschema: invalid schema 'file:///values.schema.json': {e}\n")
-            })
+            // Compiling walks the schema recursively.
+            let depth = crate::depth::json_depth(&schema);
+            let compiled = crate::depth::with_stack_for(depth, SCHEMA_STACK_PER_LEVEL, || {
+                jsonschema::validator_for(&schema).map_err(|e| {
+                    format!("jsonschema: invalid schema 'file:///values.schema.json': {e}\n")
+                })
+            });
+            crate::depth::drop_json(schema);
+            compiled
         })
         .map(Rc::new);
     MEMO.with(|m| m.borrow_mut().put(schema, v.clone()));

@@ -460,7 +460,9 @@ pub fn parse_toml_map(text: &str) -> Result<Map, TomlError> {
             let offset = e.span().map(|s| s.start).unwrap_or(0);
             let line = line_of(text, offset);
             let crate_msg = e.message().lines().next().unwrap_or("").trim();
-            let msg = burntsushi_message(text, line, offset, crate_msg);
+            // The message quotes the last key whole; a hostile one is long.
+            let msg =
+                gotmpl::limits::cap_message(burntsushi_message(text, line, offset, crate_msg));
             Err(TomlError::Parse { line, msg })
         }
     }

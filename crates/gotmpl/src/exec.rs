@@ -2,7 +2,7 @@
 //! the same truthiness, nil/missing-key semantics, argument conversion and
 //! error messages (`template: NAME:LINE:COL: executing "NAME" at <NODE>: ...`).
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 // Names are looked up on every parse and call: a fast hasher.
 use foldhash::HashMap;
 use std::rc::Rc;
@@ -31,7 +31,10 @@ pub struct Options {
     /// Maximum nesting of `template` calls (and host calls such as Helm's
     /// `include`) before execution fails instead of exhausting memory.
     pub max_depth: usize,
-    /// Maximum size of one execution's output in bytes.
+    /// Maximum bytes written by all executions of a template set together
+    /// (including those of `template`, `include` and `tpl`, whose output is
+    /// written again where it is used), so the memory a render takes to
+    /// reach a refused size stays a small multiple of this.
     pub max_output: usize,
 }
 
@@ -134,6 +137,8 @@ pub struct Templates {
     funcs: Rc<FuncMap>,
     options: Options,
     cache: Option<Rc<RefCell<ParseCache>>>,
+    /// Bytes written so far by executions of this set and its layers.
+    written: Rc<Cell<usize>>,
 }
 
 impl Templates {
@@ -145,6 +150,7 @@ impl Templates {
             funcs,
             options: Options::default(),
             cache: None,
+            written: Rc::default(),
         }
     }
 
@@ -163,6 +169,7 @@ impl Templates {
             funcs: base.funcs.clone(),
             options: base.options,
             cache: base.cache.clone(),
+            written: base.written.clone(),
             base: Some(base),
         }
     }
@@ -431,7 +438,13 @@ impl<'a> State<'a, '_> {
     fn errorf<T>(&self, msg: impl AsRef<str>) -> R<T> {
         let name = &self.tree.name;
         let (pos, ctx) = match self.at {
-            At::None => return Err(Error::Exec(format!("template: {}: {}", name, msg.as_ref()))),
+            At::None => {
+                return Err(Error::Exec(crate::limits::cap_message(format!(
+                    "template: {}: {}",
+                    name,
+                    msg.as_ref()
+                ))))
+            }
             At::Arg(a) => (a.pos(), a.to_string()),
             At::Cmd(c) => (c.pos, c.to_string()),
             At::Pipe(p) => (p.pos, p.to_string()),
@@ -443,13 +456,15 @@ impl<'a> State<'a, '_> {
                 },
             ),
         };
-        Err(Error::Exec(format!(
+        // Each level of a nested failure wraps the one below: capping here
+        // keeps the whole chain bounded.
+        Err(Error::Exec(crate::limits::cap_message(format!(
             "template: {}: executing {:?} at <{}>: {}",
             self.tree.location(pos),
             name,
             ctx,
             msg.as_ref()
-        )))
+        ))))
     }
 
     fn walk_list(&mut self, dot: &Cur, nodes: &'a [Node]) -> R<Flow> {
@@ -463,12 +478,14 @@ impl<'a> State<'a, '_> {
     }
 
     fn write(&mut self, s: &str) -> R<()> {
-        if self.out.len() + s.len() > self.tmpl.options.max_output {
+        let written = self.tmpl.written.get().saturating_add(s.len());
+        if written > self.tmpl.options.max_output {
             return self.errorf(format!(
                 "output exceeds the limit of {} bytes",
                 self.tmpl.options.max_output
             ));
         }
+        self.tmpl.written.set(written);
         self.out.push_str(s);
         Ok(())
     }

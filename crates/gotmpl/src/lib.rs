@@ -9,6 +9,7 @@ pub mod funcs;
 pub mod gofmt;
 pub mod gostr;
 pub mod lex;
+pub mod limits;
 pub mod parse;
 pub mod value;
 

@@ -516,12 +516,14 @@ impl Value {
             serde_json::Value::Bool(b) => Value::Bool(*b),
             serde_json::Value::Number(n) => Value::Float(n.as_f64().unwrap_or(0.0)),
             serde_json::Value::String(s) => Value::str(s),
-            serde_json::Value::Array(a) => Value::list(a.iter().map(Value::from_json).collect()),
-            serde_json::Value::Object(o) => Value::map(
+            serde_json::Value::Array(a) => {
+                Value::list(deep(|| a.iter().map(Value::from_json).collect()))
+            }
+            serde_json::Value::Object(o) => Value::map(deep(|| {
                 o.iter()
                     .map(|(k, v)| (k.clone(), Value::from_json(v)))
-                    .collect(),
-            ),
+                    .collect()
+            })),
         }
     }
 
@@ -543,14 +545,14 @@ impl Value {
                 use base64::Engine as _;
                 J::String(base64::engine::general_purpose::STANDARD.encode(b))
             }
-            Value::List(l) => J::Array(l.iter().map(|v| v.to_json()).collect()),
+            Value::List(l) => J::Array(deep(|| l.iter().map(|v| v.to_json()).collect())),
             Value::Map(m) if m.is_nil_map() => J::Null,
-            Value::Map(m) => J::Object(
+            Value::Map(m) => J::Object(deep(|| {
                 m.borrow()
                     .iter()
                     .map(|(k, v)| (k.clone(), v.to_json()))
-                    .collect(),
-            ),
+                    .collect()
+            })),
             Value::Object(o) => o.to_json().unwrap_or_else(|| J::Object(Default::default())),
             Value::Func(_) => J::Null,
         }
@@ -560,14 +562,16 @@ impl Value {
     pub fn deep_copy(&self) -> Value {
         match self {
             Value::List(l) => Value::List(List::with_kind(
-                l.iter().map(|v| v.deep_copy()).collect(),
+                deep(|| l.iter().map(|v| v.deep_copy()).collect()),
                 l.kind(),
             )),
             Value::Map(m) => Value::Map(MapRef::with_kind(
-                m.borrow()
-                    .iter()
-                    .map(|(k, v)| (k.clone(), v.deep_copy()))
-                    .collect(),
+                deep(|| {
+                    m.borrow()
+                        .iter()
+                        .map(|(k, v)| (k.clone(), v.deep_copy()))
+                        .collect()
+                }),
                 m.kind(),
             )),
             other => other.clone(),
@@ -756,4 +760,11 @@ impl fmt::Debug for Func {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.type_name())
     }
+}
+
+/// Runs one level of a recursive walk over nested data (JSON conversion,
+/// deep copies), moving to a fresh stack segment when this one runs low:
+/// values may nest as deep as Go's readers allow (10,000 levels).
+fn deep<R>(f: impl FnOnce() -> R) -> R {
+    stacker::maybe_grow(64 * 1024, 1024 * 1024, f)
 }

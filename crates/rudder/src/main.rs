@@ -54,6 +54,10 @@ struct ApiserverArgs {
     /// kubeconfig carries the CA so clients verify the server.
     #[arg(long)]
     tls: bool,
+    /// `rbac`: authenticate bearer tokens and authorize with RBAC objects
+    /// (the kubeconfig carries an admin token); default: allow everything.
+    #[arg(long, default_value = "always-allow")]
+    authorization: apiserver::Authorization,
 }
 
 fn run_apiserver(args: ApiserverArgs) -> anyhow::Result<()> {
@@ -65,6 +69,7 @@ fn run_apiserver(args: ApiserverArgs) -> anyhow::Result<()> {
             kubeconfig_out: args.kubeconfig_out,
             simulate_readiness: args.simulate_readiness,
             tls: args.tls,
+            authorization: args.authorization,
         })
         .await?;
         println!("apiserver listening on {}", server.url());

@@ -98,6 +98,29 @@ pub struct TemplateArgs {
     /// Output format.
     #[arg(short = 'o', long, value_enum, default_value = "yaml")]
     pub output: Output,
+    #[command(flatten)]
+    pub chart_size: ChartSizeArgs,
+}
+
+/// How large a chart may be once read (Helm's loader limits).
+#[derive(clap::Args, Debug, Clone, Copy)]
+pub struct ChartSizeArgs {
+    /// Most bytes a chart archive may decompress to, all files together.
+    #[arg(long, value_name = "BYTES", default_value_t = chart::loader::Budget::DEFAULT_MAX_CHART_SIZE)]
+    pub max_chart_size: u64,
+    /// Most bytes any one file of a chart may have (decompressed).
+    #[arg(long, value_name = "BYTES", default_value_t = chart::loader::Budget::DEFAULT_MAX_FILE_SIZE)]
+    pub max_file_size: u64,
+}
+
+impl ChartSizeArgs {
+    /// The loader budget these flags ask for.
+    pub fn budget(&self) -> chart::loader::Budget {
+        chart::loader::Budget {
+            max_chart_size: self.max_chart_size,
+            max_file_size: self.max_file_size,
+        }
+    }
 }
 
 fn show_only_matches(chart: &str, source: &str, patterns: &[String]) -> bool {
@@ -108,8 +131,14 @@ fn show_only_matches(chart: &str, source: &str, patterns: &[String]) -> bool {
         })
 }
 
-/// Runs `rudder template`; returns the process exit code.
+/// Runs `rudder template`; returns the process exit code. The work runs on
+/// a thread with a deep stack, so values and output nested as deep as Helm
+/// accepts never overflow it.
 pub fn run(args: TemplateArgs) -> anyhow::Result<i32> {
+    chart::depth::on_deep_stack(move || run_here(args)).context("starting the rendering thread")?
+}
+
+fn run_here(args: TemplateArgs) -> anyhow::Result<i32> {
     let (name, chart_path) = match args.args.as_slice() {
         [chart] => (
             args.name.clone().unwrap_or_else(|| "release-name".into()),
@@ -131,7 +160,7 @@ pub fn run(args: TemplateArgs) -> anyhow::Result<i32> {
         skip_schema_validation: args.skip_schema_validation,
         ..RenderOptions::default()
     };
-    let result = render(&chart_path, &args.values, &opts);
+    let result = render(&chart_path, &args.values, &opts, &args.chart_size.budget());
     if args.output == Output::Json {
         let json = to_oracle_json(
             &result.as_ref().map_err(|e| format!("{e:#}")).cloned(),
@@ -190,8 +219,9 @@ fn render(
     chart_path: &str,
     values: &ValueArgs,
     opts: &RenderOptions,
+    budget: &chart::loader::Budget,
 ) -> anyhow::Result<chart::render::RenderedFiles> {
-    let chart = chart::loader::load(Path::new(chart_path))
+    let chart = chart::loader::load_with(Path::new(chart_path), budget)
         .with_context(|| format!("loading chart {chart_path}"))?;
     let vals = values.merged()?;
     Ok(render_templates(chart, vals, opts)?)

@@ -153,6 +153,7 @@ async fn up(args: UpArgs) -> anyhow::Result<()> {
         kubeconfig_out: Some(kubeconfig_out.clone()),
         simulate_readiness: true,
         tls: false,
+        authorization: apiserver::Authorization::AlwaysAllow,
     })
     .await
     .map_err(|e| start_error(e, listen, args.data_dir.as_deref()))?;

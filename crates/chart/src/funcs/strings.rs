@@ -310,8 +310,10 @@ fn indent(spaces: i64, st: &str) -> Result<String, FuncError> {
     Ok(format!("{pad}{}", st.replace('\n', &format!("\n{pad}"))))
 }
 
-/// The biggest string `repeat` builds; Go would try and run out of memory.
-const MAX_REPEAT_BYTES: usize = 1 << 30;
+/// The biggest string `repeat` (and `indent`'s padding) builds; Go would
+/// try and run out of memory. It is the default output budget of a render,
+/// which no longer string could ever be written into.
+const MAX_REPEAT_BYTES: usize = 256 << 20;
 
 pub fn register(m: &mut FuncMap) {
     m.insert("hello", Func::new(&[], |_, _| Ok(Value::str("Hello!"))));

@@ -4,9 +4,12 @@
 //! directories and archives), `.helmignore` is honoured for directories, and
 //! paths are `/`-separated and relative to the chart root.
 
+pub mod budget;
 pub mod ignore;
 
-use crate::chartfile::{ChartfileError, Lock, Metadata, API_VERSION_V1};
+pub use budget::{Budget, TooLarge};
+
+use crate::chartfile::{ChartfileError, Lock, Metadata, API_VERSION_V1, API_VERSION_V2};
 use serde_json::{Map, Value as Json};
 use std::io::Read;
 use std::path::Path;
@@ -65,6 +68,14 @@ pub enum LoadError {
     },
     #[error("{0}")]
     Ignore(#[from] ignore::IgnoreError),
+    /// `Chart.yaml` names an API version other than v1 and v2. Helm v4
+    /// loads v3 charts (experimental) but refuses to render or install
+    /// them; any other version it cannot load at all.
+    #[error("{}", if .0 == "v3" { "invalid chart apiVersion" } else { "unsupported chart version" })]
+    ApiVersion(String),
+    /// Decompressing an archive would pass the chart or file size budget.
+    #[error(transparent)]
+    TooLarge(#[from] budget::TooLarge),
 }
 
 impl Chart {
@@ -116,15 +127,21 @@ pub struct BufferedFile {
     pub data: Vec<u8>,
 }
 
-/// Loads a chart from a directory or a `.tgz` file.
+/// Loads a chart from a directory or a `.tgz` file, within Helm's default
+/// size [`Budget`].
 pub fn load(path: impl AsRef<Path>) -> Result<Chart, LoadError> {
+    load_with(path, &Budget::default())
+}
+
+/// [`load`] within the given size budget.
+pub fn load_with(path: impl AsRef<Path>, budget: &Budget) -> Result<Chart, LoadError> {
     let path = path.as_ref();
     let meta = std::fs::metadata(path).map_err(|e| io_err(path, e))?;
     if meta.is_dir() {
-        load_dir(path)
+        load_dir_with(path, budget)
     } else {
         let data = std::fs::read(path).map_err(|e| io_err(path, e))?;
-        load_archive(&data)
+        load_archive_with(&data, budget)
     }
 }
 
@@ -146,6 +163,12 @@ fn strip_bom(mut data: Vec<u8>) -> Vec<u8> {
 
 /// Loads a chart from a directory, skipping what `.helmignore` ignores.
 pub fn load_dir(dir: impl AsRef<Path>) -> Result<Chart, LoadError> {
+    load_dir_with(dir, &Budget::default())
+}
+
+/// [`load_dir`] within the given size budget (a directory's files are held
+/// to the per-file limit, as Helm holds them).
+pub fn load_dir_with(dir: impl AsRef<Path>, budget: &Budget) -> Result<Chart, LoadError> {
     let dir = dir.as_ref();
     let mut rules = ignore::Rules::empty();
     let ifile = dir.join(".helmignore");
@@ -155,8 +178,8 @@ pub fn load_dir(dir: impl AsRef<Path>) -> Result<Chart, LoadError> {
     }
     rules.add_defaults();
     let mut files = Vec::new();
-    walk(dir, "", &rules, &mut files)?;
-    load_files(files)
+    walk(dir, "", &rules, budget, &mut files)?;
+    load_files_with(files, budget)
 }
 
 /// Walks like Go's `filepath.Walk` (entries sorted by name, symlinks
@@ -165,6 +188,7 @@ fn walk(
     dir: &Path,
     rel: &str,
     rules: &ignore::Rules,
+    budget: &Budget,
     out: &mut Vec<BufferedFile>,
 ) -> Result<(), LoadError> {
     // The directory listing already says what each entry is; only
@@ -199,7 +223,7 @@ fn walk(
             if rules.ignore(&n, true) {
                 continue;
             }
-            walk(&path, &n, rules, out)?;
+            walk(&path, &n, rules, budget, out)?;
             continue;
         }
         if rules.ignore(&n, false) {
@@ -214,9 +238,12 @@ fn walk(
                 ),
             });
         }
-        let data = std::fs::read(&path).map_err(|e| LoadError::Io {
-            path: n.clone(),
-            message: format!("error reading {n}: {e}"),
+        let data = read_within(&path, budget).map_err(|e| match e {
+            DirReadError::TooLarge(t) => LoadError::TooLarge(t),
+            DirReadError::Io(e) => LoadError::Io {
+                path: n.clone(),
+                message: format!("error reading {n}: {e}"),
+            },
         })?;
         out.push(BufferedFile {
             name: n,
@@ -226,17 +253,56 @@ fn walk(
     Ok(())
 }
 
+/// A directory's file, read only when its size is within the budget (and
+/// no further than that, should it grow meanwhile).
+fn read_within(path: &Path, budget: &Budget) -> Result<Vec<u8>, DirReadError> {
+    let file = std::fs::File::open(path).map_err(DirReadError::Io)?;
+    let size = file.metadata().map_err(DirReadError::Io)?.len();
+    budget::Remaining::check_dir_file(budget, path, size).map_err(DirReadError::TooLarge)?;
+    let mut data = Vec::with_capacity(size as usize);
+    file.take(budget.max_file_size + 1)
+        .read_to_end(&mut data)
+        .map_err(DirReadError::Io)?;
+    budget::Remaining::check_dir_file(budget, path, data.len() as u64)
+        .map_err(DirReadError::TooLarge)?;
+    Ok(data)
+}
+
+enum DirReadError {
+    TooLarge(TooLarge),
+    Io(std::io::Error),
+}
+
 /// Loads a chart from the bytes of a gzipped tar archive. The first path
 /// component of every entry (the chart's folder) is dropped; `.helmignore`
 /// is not applied, as in Helm.
 pub fn load_archive(data: &[u8]) -> Result<Chart, LoadError> {
-    load_files(archive_files(data)?)
+    load_archive_with(data, &Budget::default())
+}
+
+/// [`load_archive`] within the given size budget, which each archive
+/// (the chart's and every subchart's) has to itself, as in Helm.
+pub fn load_archive_with(data: &[u8], budget: &Budget) -> Result<Chart, LoadError> {
+    load_files_with(archive_files_with(data, budget)?, budget)
 }
 
 /// Reads the files of a chart archive with Helm's path safety checks.
 pub fn archive_files(data: &[u8]) -> Result<Vec<BufferedFile>, LoadError> {
-    let arch = |m: String| LoadError::Archive(m);
-    let gz = flate2::read::GzDecoder::new(data);
+    archive_files_with(data, &Budget::default())
+}
+
+/// [`archive_files`] within the given size budget: no file is read past it.
+pub fn archive_files_with(data: &[u8], budget: &Budget) -> Result<Vec<BufferedFile>, LoadError> {
+    let tripped = std::rc::Rc::new(std::cell::Cell::new(false));
+    let mut remaining = budget::Remaining::new(*budget);
+    let arch = |m: String| {
+        if tripped.get() {
+            LoadError::TooLarge(TooLarge::Chart(budget.max_chart_size))
+        } else {
+            LoadError::Archive(m)
+        }
+    };
+    let gz = remaining.stream(flate2::read::GzDecoder::new(data), tripped.clone());
     let mut tar = tar::Archive::new(gz);
     let mut files = Vec::new();
     let entries = tar.entries().map_err(|e| arch(e.to_string()))?;
@@ -272,10 +338,13 @@ pub fn archive_files(data: &[u8]) -> Result<Vec<BufferedFile>, LoadError> {
         if parts[0] == "Chart.yaml" {
             return Err(arch("chart yaml not in base directory".into()));
         }
-        let mut buf = Vec::new();
-        entry
-            .read_to_end(&mut buf)
-            .map_err(|e| arch(format!("{raw_name}: {e}")))?;
+        let declared = entry.header().size().unwrap_or(0);
+        let buf = remaining
+            .read_entry(&raw_name, declared, &mut entry)
+            .map_err(|e| match e {
+                budget::ReadError::TooLarge(t) => LoadError::TooLarge(t),
+                budget::ReadError::Io(e) => arch(format!("{raw_name}: {e}")),
+            })?;
         files.push(BufferedFile {
             name: n,
             data: strip_bom(buf),
@@ -332,11 +401,22 @@ pub(crate) fn utf8_lossy(data: &[u8]) -> std::borrow::Cow<'_, str> {
 
 /// Sorts in-memory files into a chart (Helm's `LoadFiles`).
 pub fn load_files(files: Vec<BufferedFile>) -> Result<Chart, LoadError> {
+    load_files_with(files, &Budget::default())
+}
+
+/// [`load_files`], reading subchart archives within `budget`.
+pub fn load_files_with(files: Vec<BufferedFile>, budget: &Budget) -> Result<Chart, LoadError> {
     let mut c = Chart::default();
     let mut have_metadata = false;
     for f in &files {
         if f.name == "Chart.yaml" {
             c.metadata = Metadata::parse(&utf8_lossy(&f.data))?;
+            if !matches!(
+                c.metadata.api_version.as_str(),
+                API_VERSION_V1 | API_VERSION_V2
+            ) {
+                return Err(LoadError::ApiVersion(c.metadata.api_version.clone()));
+            }
             have_metadata = true;
         }
     }
@@ -418,7 +498,7 @@ pub fn load_files(files: Vec<BufferedFile>) -> Result<Chart, LoadError> {
                     file.name
                 )));
             }
-            load_archive(&file.data)
+            load_archive_with(&file.data, budget)
         } else {
             let buff = files
                 .into_iter()
@@ -429,7 +509,7 @@ pub fn load_files(files: Vec<BufferedFile>) -> Result<Chart, LoadError> {
                     })
                 })
                 .collect();
-            load_files(buff)
+            load_files_with(buff, budget)
         };
         match sub {
             Ok(s) => c.dependencies.push(s),

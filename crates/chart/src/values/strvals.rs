@@ -531,12 +531,21 @@ impl<'a> Parser<'a> {
 
     fn json_value(&mut self) -> Result<Json, Err> {
         let rest: String = self.sc[self.pos..].iter().collect();
-        let mut stream = serde_json::Deserializer::from_str(&rest).into_iter::<Json>();
-        match stream.next() {
+        // As deep as Go's decoder reads, on the stack that takes (serde_json
+        // alone stops at 128 levels).
+        let depth = crate::depth::json_text_depth(rest.as_bytes());
+        if depth > crate::depth::MAX_DEPTH {
+            return err(format!("exceeded max depth of {}", crate::depth::MAX_DEPTH));
+        }
+        let mut de = serde_json::Deserializer::from_str(&rest);
+        de.disable_recursion_limit();
+        let mut stream = de.into_iter::<Json>();
+        let next = crate::depth::with_stack_for(depth, 2048, || stream.next());
+        match next {
             Some(Ok(v)) => {
                 let consumed = rest[..stream.byte_offset()].chars().count();
                 self.pos += consumed;
-                Ok(json_floats(v))
+                Ok(crate::depth::with_stack_for(depth, 1024, || json_floats(v)))
             }
             Some(Err(e)) => err(e.to_string()),
             None => err("unexpected EOF"),

@@ -484,7 +484,12 @@ impl Emitter {
         }))
     }
 
+    /// One value; nested values recurse here, each level on enough stack.
     fn node(&mut self, v: &Value, ctx: Ctx) -> Result<(), YamlError> {
+        crate::depth::guarded(|| self.node_here(v, ctx))
+    }
+
+    fn node_here(&mut self, v: &Value, ctx: Ctx) -> Result<(), YamlError> {
         if let Some(s) = self.scalar_of(v)? {
             return self.scalar(s, ctx);
         }

@@ -49,16 +49,42 @@ pub(crate) fn reader_rejects(c: char) -> bool {
 /// later duplicate keys winning, non-string keys turned into strings. An
 /// empty document gives `null`.
 pub fn parse_yaml_to_json(text: &str) -> Result<serde_json::Value, YamlError> {
-    parse::to_json(parse::first_document(text)?)
+    match parse::first_document(text) {
+        Ok(doc) => parse::to_json(doc),
+        Err(e) => deep_json(text, e),
+    }
 }
 
 /// Every non-empty document of a multi-document stream (manifests).
 pub fn parse_yaml_documents(text: &str) -> Result<Vec<serde_json::Value>, YamlError> {
-    parse::all_documents(text)?
-        .into_iter()
+    let docs = match parse::all_documents(text) {
+        Ok(docs) => docs,
+        Err(e) => return deep_json(text, e).map(|v| vec![v]),
+    };
+    docs.into_iter()
         .map(parse::to_json)
         .filter(|r| !matches!(r, Ok(serde_json::Value::Null)))
         .collect()
+}
+
+/// yaml-rust2 counts flow nesting in a byte and stops at 255 levels, where
+/// go-yaml goes to 10,000. Deep flow collections are in practice JSON (a
+/// `.json` values file, `toJson` output), which reads the same as JSON
+/// and as YAML: such text is read as JSON instead. Anything else keeps the
+/// YAML error.
+fn deep_json(text: &str, yaml_error: YamlError) -> Result<serde_json::Value, YamlError> {
+    if !parse::is_flow_depth_error(&yaml_error) {
+        return Err(yaml_error);
+    }
+    let body = text.strip_prefix('\u{feff}').unwrap_or(text).trim_start();
+    if !body.starts_with(['{', '[']) {
+        return Err(yaml_error);
+    }
+    match crate::depth::parse_json_text(body.as_bytes()) {
+        Ok(v) => Ok(v),
+        Err(e) if e.starts_with("exceeded max depth") => Err(YamlError::Unmarshal(e)),
+        Err(_) => Err(yaml_error),
+    }
 }
 
 /// Any YAML value, as `fromYaml` sees it after the JSON round trip

@@ -13,7 +13,7 @@ use super::resolve::{resolve_plain, Resolved};
 use super::YamlError;
 
 /// A decoded YAML node, as go-yaml v2 hands it to `interface{}`.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub(crate) enum Node {
     Null,
     Bool(bool),
@@ -25,15 +25,88 @@ pub(crate) enum Node {
     Map(Vec<(Node, Node)>),
 }
 
-/// Aliases may expand a document; refuse a billion-laughs blow-up.
-const MAX_NODES: usize = 10_000_000;
-
 struct Builder<'a> {
     text: &'a str,
     parser: Parser<std::str::Chars<'a>>,
-    anchors: HashMap<usize, Node>,
-    nodes: usize,
+    anchors: HashMap<usize, Anchored>,
+    /// The collections being read, innermost last: an explicit stack, so
+    /// nesting costs heap, not call stack, and a document nested past the
+    /// limit is refused before it is built.
+    open: Vec<Frame>,
+    aliasing: AliasBudget,
 }
+
+/// A finished anchored node, with what go-yaml would spend decoding it again
+/// at each alias and how deep it nests.
+struct Anchored {
+    node: Node,
+    cost: usize,
+    depth: usize,
+}
+
+/// A collection being read.
+struct Frame {
+    anchor: usize,
+    /// `decoded` when the collection started: its own decode cost is the
+    /// difference at its end.
+    cost_start: usize,
+    /// How deep the deepest finished child nests (0 for scalars).
+    child_depth: usize,
+    kind: FrameKind,
+}
+
+enum FrameKind {
+    Seq(Vec<Node>),
+    Map {
+        entries: Entries,
+        /// The key read, waiting for its value, and whether it is `<<`.
+        key: Option<(Node, bool, Marker)>,
+    },
+}
+
+/// go-yaml's defence against alias expansion (billion laughs), counted as
+/// its decoder counts: every node decoded, and those decoded again through
+/// an alias. Small documents may be almost all aliases, large ones only a
+/// tenth (`allowedAliasRatio` in yaml.v2 and yaml.v3).
+#[derive(Default)]
+struct AliasBudget {
+    decoded: usize,
+    aliased: usize,
+}
+
+impl AliasBudget {
+    fn allowed_ratio(decoded: usize) -> f64 {
+        const LOW: usize = 400_000;
+        const HIGH: usize = 4_000_000;
+        if decoded <= LOW {
+            0.99
+        } else if decoded >= HIGH {
+            0.10
+        } else {
+            0.99 - 0.89 * ((decoded - LOW) as f64 / (HIGH - LOW) as f64)
+        }
+    }
+
+    /// Counts decoding `cost` nodes again through an alias; refuses before
+    /// any of them is built when that makes the document mostly aliases.
+    fn alias(&mut self, cost: usize) -> Result<(), YamlError> {
+        self.decoded += 1 + cost;
+        self.aliased += cost;
+        // The ratio only grows while an alias is expanded and the allowance
+        // only shrinks, so checking once at its end is checking every node.
+        if self.aliased > 100
+            && self.decoded > 1000
+            && self.aliased as f64 / self.decoded as f64 > Self::allowed_ratio(self.decoded)
+        {
+            return Err(YamlError::Unmarshal(
+                "document contains excessive aliasing".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+use crate::depth::{guarded, MAX_DEPTH};
 
 /// Messages yaml-rust2's parser (not its scanner) produces; go-yaml numbers
 /// the lines of the two kinds of error differently.
@@ -99,6 +172,17 @@ fn scan_err(text: &str, e: ScanError) -> YamlError {
     }
 }
 
+/// What yaml-rust2 says past 255 levels of flow nesting.
+const FLOW_DEPTH_MESSAGE: &str = "recursion limit exceeded";
+
+/// Whether `e` is yaml-rust2 stopping at its flow nesting limit.
+pub(crate) fn is_flow_depth_error(e: &YamlError) -> bool {
+    match e {
+        YamlError::Syntax { msg, .. } | YamlError::Unmarshal(msg) => msg == FLOW_DEPTH_MESSAGE,
+        _ => false,
+    }
+}
+
 fn syntax(mark: &Marker, msg: impl Into<String>) -> YamlError {
     YamlError::Syntax {
         line: mark.line(),
@@ -114,7 +198,8 @@ impl<'a> Builder<'a> {
             text,
             parser: Parser::new_from_str(text),
             anchors: HashMap::new(),
-            nodes: 0,
+            open: Vec::new(),
+            aliasing: AliasBudget::default(),
         }
     }
 
@@ -131,13 +216,14 @@ impl<'a> Builder<'a> {
                 Event::StreamEnd => return Ok(None),
                 Event::DocumentStart => break,
                 // yaml-rust2 always opens a document first; be lenient anyway.
-                other => return self.node(other, &mark).map(Some),
+                other => return self.node(other, mark).map(Some),
             }
         }
+        self.aliasing.decoded += 1;
         let (ev, mark) = self.next()?;
         let root = match ev {
             Event::DocumentEnd => return Ok(Some(Node::Null)),
-            ev => self.node(ev, &mark)?,
+            ev => self.node(ev, mark)?,
         };
         let (ev, mark) = self.next()?;
         if !matches!(ev, Event::DocumentEnd) {
@@ -147,90 +233,168 @@ impl<'a> Builder<'a> {
         Ok(Some(root))
     }
 
-    fn count(&mut self, mark: &Marker) -> Result<(), YamlError> {
-        self.nodes += 1;
-        if self.nodes > MAX_NODES {
-            return Err(syntax(mark, "document contains excessive aliasing"));
+    /// Reads the node that `ev` starts, to its end.
+    fn node(&mut self, mut ev: Event, mut mark: Marker) -> Result<Node, YamlError> {
+        loop {
+            let finished = match ev {
+                Event::Scalar(value, style, anchor, tag) => {
+                    self.aliasing.decoded += 1;
+                    let is_merge =
+                        value == "<<" && matches!(style, TScalarStyle::Plain) && tag.is_none();
+                    let n = scalar(value, style, tag.as_ref(), &mark)?;
+                    if anchor > 0 {
+                        self.anchor(anchor, &n, 1, 0);
+                    }
+                    Some((n, 0, is_merge))
+                }
+                Event::Alias(id) => {
+                    let Some(a) = self.anchors.get(&id) else {
+                        return Err(syntax(&mark, "unknown anchor referenced"));
+                    };
+                    let (cost, depth) = (a.cost, a.depth);
+                    self.check_depth(depth, &mark)?;
+                    self.aliasing.alias(cost)?;
+                    let n = clone_node(&self.anchors[&id].node);
+                    Some((n, depth, false))
+                }
+                Event::SequenceStart(anchor, _) => {
+                    self.open_frame(anchor, FrameKind::Seq(Vec::new()), &mark)?;
+                    None
+                }
+                Event::MappingStart(anchor, _) => {
+                    let kind = FrameKind::Map {
+                        entries: Entries::default(),
+                        key: None,
+                    };
+                    self.open_frame(anchor, kind, &mark)?;
+                    None
+                }
+                Event::SequenceEnd | Event::MappingEnd => {
+                    let Some(f) = self.open.pop() else {
+                        return Err(syntax(&mark, "did not find expected node content"));
+                    };
+                    let depth = f.child_depth + 1;
+                    let n = match f.kind {
+                        FrameKind::Seq(items) => Node::Seq(items),
+                        FrameKind::Map { entries, .. } => Node::Map(entries.list),
+                    };
+                    if f.anchor > 0 {
+                        let cost = self.aliasing.decoded - f.cost_start;
+                        self.anchor(f.anchor, &n, cost, depth);
+                    }
+                    Some((n, depth, false))
+                }
+                _ => return Err(syntax(&mark, "did not find expected node content")),
+            };
+            if let Some((n, depth, is_merge)) = finished {
+                match self.open.last_mut() {
+                    None => return Ok(n),
+                    Some(parent) => add_child(parent, n, depth, is_merge, &mark)?,
+                }
+            }
+            (ev, mark) = self.next()?;
+        }
+    }
+
+    fn anchor(&mut self, id: usize, n: &Node, cost: usize, depth: usize) {
+        let node = clone_node(n);
+        self.anchors.insert(id, Anchored { node, cost, depth });
+    }
+
+    /// Refuses a node that would nest deeper than Go's readers go.
+    fn check_depth(&self, extra: usize, mark: &Marker) -> Result<(), YamlError> {
+        if self.open.len() + extra > MAX_DEPTH {
+            return Err(syntax(mark, format!("exceeded max depth of {MAX_DEPTH}")));
         }
         Ok(())
     }
 
-    fn node(&mut self, ev: Event, mark: &Marker) -> Result<Node, YamlError> {
-        self.count(mark)?;
-        match ev {
-            Event::Scalar(value, style, anchor, tag) => {
-                let n = scalar(value, style, tag.as_ref(), mark)?;
-                if anchor > 0 {
-                    self.anchors.insert(anchor, n.clone());
+    fn open_frame(
+        &mut self,
+        anchor: usize,
+        kind: FrameKind,
+        mark: &Marker,
+    ) -> Result<(), YamlError> {
+        self.check_depth(1, mark)?;
+        self.aliasing.decoded += 1;
+        self.open.push(Frame {
+            anchor,
+            cost_start: self.aliasing.decoded - 1,
+            child_depth: 0,
+            kind,
+        });
+        Ok(())
+    }
+}
+
+/// Puts a finished node into the collection being read: the next item of a
+/// sequence, or a mapping's key or value.
+fn add_child(
+    parent: &mut Frame,
+    n: Node,
+    depth: usize,
+    is_merge: bool,
+    mark: &Marker,
+) -> Result<(), YamlError> {
+    parent.child_depth = parent.child_depth.max(depth);
+    match &mut parent.kind {
+        FrameKind::Seq(items) => items.push(n),
+        FrameKind::Map { entries, key } => match key.take() {
+            None => *key = Some((n, is_merge, *mark)),
+            Some((_, true, m)) => merge_into(entries, n, &m)?,
+            Some((k, false, _)) => {
+                if matches!(k, Node::Seq(_) | Node::Map(_)) {
+                    return Err(YamlError::Unmarshal(format!(
+                        "invalid map key: {}",
+                        go_sharp_v(&k)
+                    )));
                 }
-                Ok(n)
+                entries.set(k, n);
             }
-            Event::Alias(id) => match self.anchors.get(&id) {
-                Some(n) => {
-                    let n = n.clone();
-                    self.nodes += approx_size(&n);
-                    if self.nodes > MAX_NODES {
-                        return Err(syntax(mark, "document contains excessive aliasing"));
-                    }
-                    Ok(n)
+        },
+    }
+    Ok(())
+}
+
+impl Drop for Anchored {
+    fn drop(&mut self) {
+        dismantle(std::mem::replace(&mut self.node, Node::Null));
+    }
+}
+
+/// Drops a node tree without recursing (an anchored tree may be deep).
+fn dismantle(n: Node) {
+    let mut stack = vec![n];
+    while let Some(n) = stack.pop() {
+        match n {
+            Node::Seq(items) => stack.extend(items),
+            Node::Map(entries) => {
+                for (k, v) in entries {
+                    stack.push(k);
+                    stack.push(v);
                 }
-                None => Err(syntax(mark, "unknown anchor referenced")),
-            },
-            Event::SequenceStart(anchor, _tag) => {
-                let mut items = Vec::new();
-                loop {
-                    let (ev, m) = self.next()?;
-                    if matches!(ev, Event::SequenceEnd) {
-                        break;
-                    }
-                    items.push(self.node(ev, &m)?);
-                }
-                let n = Node::Seq(items);
-                if anchor > 0 {
-                    self.anchors.insert(anchor, n.clone());
-                }
-                Ok(n)
             }
-            Event::MappingStart(anchor, _tag) => {
-                let mut entries = Entries::default();
-                loop {
-                    let (ev, m) = self.next()?;
-                    if matches!(ev, Event::MappingEnd) {
-                        break;
-                    }
-                    let is_merge =
-                        matches!(&ev, Event::Scalar(v, TScalarStyle::Plain, _, None) if v == "<<");
-                    let key = self.node(ev, &m)?;
-                    let (vev, vm) = self.next()?;
-                    let value = self.node(vev, &vm)?;
-                    if is_merge {
-                        merge_into(&mut entries, value, &m)?;
-                    } else {
-                        if matches!(key, Node::Seq(_) | Node::Map(_)) {
-                            return Err(YamlError::Unmarshal(format!(
-                                "invalid map key: {}",
-                                go_sharp_v(&key)
-                            )));
-                        }
-                        entries.set(key, value);
-                    }
-                }
-                let n = Node::Map(entries.list);
-                if anchor > 0 {
-                    self.anchors.insert(anchor, n.clone());
-                }
-                Ok(n)
-            }
-            _ => Err(syntax(mark, "did not find expected node content")),
+            _ => {}
         }
     }
 }
 
-fn approx_size(n: &Node) -> usize {
+/// A deep copy for an alias, on as much stack as its depth takes.
+fn clone_node(n: &Node) -> Node {
     match n {
-        Node::Seq(v) => 1 + v.iter().map(approx_size).sum::<usize>(),
-        Node::Map(v) => 1 + v.iter().map(|(_, x)| 1 + approx_size(x)).sum::<usize>(),
-        _ => 1,
+        Node::Seq(items) => Node::Seq(guarded(|| items.iter().map(clone_node).collect())),
+        Node::Map(entries) => Node::Map(guarded(|| {
+            entries
+                .iter()
+                .map(|(k, v)| (clone_node(k), clone_node(v)))
+                .collect()
+        })),
+        Node::Null => Node::Null,
+        Node::Bool(b) => Node::Bool(*b),
+        Node::Int(i) => Node::Int(*i),
+        Node::Uint(u) => Node::Uint(*u),
+        Node::Float(f) => Node::Float(*f),
+        Node::Str(s) => Node::Str(s.clone()),
     }
 }
 
@@ -450,36 +614,74 @@ pub(crate) fn to_json(n: Node) -> Result<serde_json::Value, YamlError> {
             }
         },
         Node::Str(s) => J::String(s),
-        Node::Seq(items) => J::Array(items.into_iter().map(to_json).collect::<Result<_, _>>()?),
-        Node::Map(entries) => {
-            let mut m = serde_json::Map::new();
-            for (k, v) in entries {
-                let key = match k {
-                    Node::Str(s) => s,
-                    Node::Int(i) => i.to_string(),
-                    Node::Float(f) => float_key(f),
-                    Node::Bool(b) => b.to_string(),
-                    Node::Uint(u) => {
-                        return Err(YamlError::Convert(format!(
-                            "unsupported map key of type: uint64, key: 0x{u:x}, value: {}",
-                            short(&v)
-                        )))
+        Node::Seq(items) => guarded(|| {
+            let mut out = Vec::with_capacity(items.len());
+            let mut rest = items.into_iter();
+            while let Some(item) = rest.next() {
+                match to_json(item) {
+                    Ok(v) => out.push(v),
+                    Err(e) => {
+                        rest.for_each(dismantle);
+                        crate::depth::drop_json(J::Array(out));
+                        return Err(e);
                     }
-                    Node::Null => {
-                        return Err(YamlError::Convert(format!(
-                            "unsupported map key of type: %!s(<nil>), key: <nil>, value: {}",
-                            short(&v)
-                        )))
-                    }
-                    Node::Seq(_) | Node::Map(_) => {
-                        return Err(YamlError::Convert("invalid map key".into()));
-                    }
-                };
-                m.insert(key, to_json(v)?);
+                }
             }
-            J::Object(m)
-        }
+            Ok(J::Array(out))
+        })?,
+        Node::Map(entries) => guarded(|| {
+            let mut m = serde_json::Map::new();
+            let mut rest = entries.into_iter();
+            while let Some((k, v)) = rest.next() {
+                match json_entry(k, v) {
+                    Ok((k, v)) => {
+                        m.insert(k, v);
+                    }
+                    Err(e) => {
+                        rest.for_each(|(k, v)| {
+                            dismantle(k);
+                            dismantle(v);
+                        });
+                        crate::depth::drop_json(J::Object(m));
+                        return Err(e);
+                    }
+                }
+            }
+            Ok(J::Object(m))
+        })?,
     })
+}
+
+/// One mapping entry with its key as JSON has it (a string).
+fn json_entry(k: Node, v: Node) -> Result<(String, serde_json::Value), YamlError> {
+    let key = match k {
+        Node::Str(s) => s,
+        Node::Int(i) => i.to_string(),
+        Node::Float(f) => float_key(f),
+        Node::Bool(b) => b.to_string(),
+        Node::Uint(u) => {
+            let e = YamlError::Convert(format!(
+                "unsupported map key of type: uint64, key: 0x{u:x}, value: {}",
+                short(&v)
+            ));
+            dismantle(v);
+            return Err(e);
+        }
+        Node::Null => {
+            let e = YamlError::Convert(format!(
+                "unsupported map key of type: %!s(<nil>), key: <nil>, value: {}",
+                short(&v)
+            ));
+            dismantle(v);
+            return Err(e);
+        }
+        Node::Seq(_) | Node::Map(_) => {
+            dismantle(k);
+            dismantle(v);
+            return Err(YamlError::Convert("invalid map key".into()));
+        }
+    };
+    Ok((key, to_json(v)?))
 }
 
 /// Go's `%#v` of a decoded key, for go-yaml's "invalid map key" message.

@@ -5,8 +5,9 @@
 //! `../shared/memcached-operator`. The release lock takes no Lease (the scaffold grants
 //! Leases only in the operator's own namespace, for leader election).
 //!
-//! The requests are checked against the rules here, so the test holds on any API
-//! server; a server enforcing RBAC checks the same rules itself.
+//! One test checks every request against the rules itself (so it holds on any API
+//! server); the other runs the reconciler as a ServiceAccount bound to exactly the
+//! scaffold's roles on a server that enforces RBAC.
 
 mod common;
 
@@ -14,7 +15,11 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use apiserver::Authorization;
 use common::cluster::TestCluster;
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::GroupVersionKind;
@@ -260,6 +265,168 @@ async fn the_go_scaffolds_role_grants_every_request() {
                 && p.contains("/secrets/sh.helm.release.v1.memcached-sample.")),
         "{seen:?}"
     );
+    tc.stop().await;
+}
+
+fn yaml<T: serde::de::DeserializeOwned>(path: &std::path::Path) -> T {
+    let text = std::fs::read_to_string(path).expect("read YAML");
+    serde_json::from_value(chart::yaml::parse_yaml_to_json(&text).expect("YAML")).expect("object")
+}
+
+async fn create<T>(api: &Api<T>, obj: &T)
+where
+    T: kube::Resource + Clone + serde::Serialize + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    match api.create(&PostParams::default(), obj).await {
+        Ok(_) => {}
+        Err(kube::Error::Api(e)) if e.code == 409 => {}
+        Err(e) => panic!("create {obj:?}: {e}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sample_reconciles_as_its_service_account_under_rbac() {
+    let Some(dir) = sample() else {
+        eprintln!("SKIPPED the_sample_reconciles_as_its_service_account_under_rbac: ../shared/memcached-operator not found");
+        return;
+    };
+    let tc = TestCluster::start_with("scaffold-sa", true, Authorization::Rbac).await;
+    let admin = tc.client.clone();
+    let crd: CustomResourceDefinition =
+        yaml(&dir.join("config/crd/bases/cache.example.com_memcacheds.yaml"));
+    create(&Api::all(admin.clone()), &crd).await;
+    // The operator's own namespace, ServiceAccount and the scaffold's roles, unchanged
+    // but for the names a shared cluster needs unique.
+    let op_ns = format!("{}-op", tc.namespace);
+    let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": op_ns}})).expect("ns");
+    create(&Api::all(admin.clone()), &ns).await;
+    let sa: ServiceAccount =
+        serde_json::from_value(json!({"metadata": {"name": "controller-manager"}})).expect("sa");
+    create(&Api::namespaced(admin.clone(), &op_ns), &sa).await;
+    let mut manager: ClusterRole = yaml(&dir.join("config/rbac/role.yaml"));
+    let role_name = format!("{}-manager-role", tc.namespace);
+    manager.metadata.name = Some(role_name.clone());
+    create(&Api::all(admin.clone()), &manager).await;
+    let binding: ClusterRoleBinding = serde_json::from_value(json!({
+        "metadata": {"name": role_name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role_name},
+        "subjects": [{"kind": "ServiceAccount", "name": "controller-manager", "namespace": op_ns}]}))
+    .expect("binding");
+    create(&Api::all(admin.clone()), &binding).await;
+    let leader: Role = yaml(&dir.join("config/rbac/leader_election_role.yaml"));
+    create(&Api::namespaced(admin.clone(), &op_ns), &leader).await;
+    let leader_binding: RoleBinding = serde_json::from_value(json!({
+        "metadata": {"name": "leader-election-rolebinding"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "leader-election-role"},
+        "subjects": [{"kind": "ServiceAccount", "name": "controller-manager", "namespace": op_ns}]}))
+    .expect("binding");
+    create(&Api::namespaced(admin.clone(), &op_ns), &leader_binding).await;
+    let token: Value = admin
+        .request(
+            http::Request::post(format!(
+                "/api/v1/namespaces/{op_ns}/serviceaccounts/controller-manager/token"
+            ))
+            .header("content-type", "application/json")
+            .body(
+                json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}})
+                    .to_string()
+                    .into_bytes(),
+            )
+            .expect("request"),
+        )
+        .await
+        .expect("token request");
+    let token = token["status"]["token"]
+        .as_str()
+        .expect("token")
+        .to_string();
+    let operator = tc.client_with_token(&token);
+    // The server does enforce the scaffold's roles: no Lease next to the CRs.
+    let lease: Lease =
+        serde_json::from_value(json!({"metadata": {"name": "probe"}})).expect("lease");
+    match Api::<Lease>::namespaced(operator.clone(), &tc.namespace)
+        .create(&PostParams::default(), &lease)
+        .await
+    {
+        Err(kube::Error::Api(e)) => assert_eq!(e.code, 403, "{e}"),
+        other => panic!("a Lease outside the operator's namespace must be forbidden: {other:?}"),
+    }
+
+    let resource = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("cache.example.com", "v1alpha1", "Memcached"),
+        "memcacheds",
+    );
+    let mut watch = Watch {
+        group: "cache.example.com".into(),
+        version: "v1alpha1".into(),
+        kind: "Memcached".into(),
+        chart: dir.join("helm-charts/memcached"),
+        ..Watch::default()
+    };
+    watch
+        .override_values
+        .insert("image".into(), "memcached:1.6".into());
+    let chart = chart::loader::load(&watch.chart).expect("sample chart");
+    let ctx = Arc::new(
+        Context::new(operator, Arc::new(watch), Arc::new(chart), resource.clone())
+            .expect("context"),
+    );
+    let crs: Api<DynamicObject> = Api::namespaced_with(admin.clone(), &tc.namespace, &resource);
+    let mut cr: DynamicObject = yaml(&dir.join("config/samples/cache_v1alpha1_memcached.yaml"));
+    cr.metadata.namespace = Some(tc.namespace.clone());
+    crs.create(&PostParams::default(), &cr)
+        .await
+        .expect("create CR");
+    let name = "memcached-sample";
+    let run = || async {
+        let cr = crs.get(name).await.expect("CR");
+        reconcile(Arc::new(cr), ctx.clone()).await
+    };
+    run().await.expect("install as the ServiceAccount");
+    run().await.expect("repair as the ServiceAccount");
+    crs.patch(
+        name,
+        &PatchParams::default(),
+        &Patch::Merge(&json!({"spec": {"replicaCount": 2}})),
+    )
+    .await
+    .expect("patch");
+    run().await.expect("upgrade as the ServiceAccount");
+    crs.patch(
+        name,
+        &PatchParams::default(),
+        &Patch::Merge(&json!({"metadata": {"annotations": {
+        "helm.sdk.operatorframework.io/uninstall-wait": "true"}}})),
+    )
+    .await
+    .expect("patch");
+    crs.delete(name, &DeleteParams::default())
+        .await
+        .expect("delete CR");
+    for _ in 0..10 {
+        match crs.get_opt(name).await.expect("read CR") {
+            Some(cr) => {
+                reconcile(Arc::new(cr), ctx.clone())
+                    .await
+                    .expect("uninstall as the ServiceAccount");
+            }
+            None => break,
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(
+        crs.get_opt(name).await.expect("read CR").is_none(),
+        "uninstalled and gone"
+    );
+    let _ = Api::<ClusterRoleBinding>::all(admin.clone())
+        .delete(&role_name, &DeleteParams::default())
+        .await;
+    let _ = Api::<ClusterRole>::all(admin.clone())
+        .delete(&role_name, &DeleteParams::default())
+        .await;
+    let _ = Api::<Namespace>::all(admin)
+        .delete(&op_ns, &DeleteParams::default())
+        .await;
     tc.stop().await;
 }
 

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use apiserver::{Config, Server};
+use apiserver::{Authorization, Config, Server};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, DeleteParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
@@ -14,6 +14,8 @@ use serde_json::json;
 
 pub struct TestCluster {
     server: Option<Server>,
+    /// How `client` reaches a real cluster, for clients with other credentials.
+    config: Option<kube::Config>,
     pub client: Client,
     /// For `kubectl` and the `helm` CLI.
     pub kubeconfig: PathBuf,
@@ -25,7 +27,18 @@ impl TestCluster {
     /// A cluster with the demo CRD and a fresh namespace named after `test`. The
     /// embedded server marks workloads ready itself when `simulate_readiness`.
     pub async fn start(test: &str, simulate_readiness: bool) -> TestCluster {
-        let (server, client, kubeconfig) = match std::env::var_os("RUDDER_TEST_KUBECONFIG") {
+        Self::start_with(test, simulate_readiness, Authorization::AlwaysAllow).await
+    }
+
+    /// As [`TestCluster::start`], the embedded server authorizing as `authorization`
+    /// says (a real cluster enforces its own RBAC); `client` is the admin.
+    pub async fn start_with(
+        test: &str,
+        simulate_readiness: bool,
+        authorization: Authorization,
+    ) -> TestCluster {
+        let (server, config, client, kubeconfig) = match std::env::var_os("RUDDER_TEST_KUBECONFIG")
+        {
             Some(path) => {
                 let path = PathBuf::from(path);
                 let kc = Kubeconfig::read_from(&path).expect("read RUDDER_TEST_KUBECONFIG");
@@ -33,18 +46,20 @@ impl TestCluster {
                     kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
                         .await
                         .expect("kubeconfig");
-                (None, Client::try_from(config).expect("client"), path)
+                let client = Client::try_from(config.clone()).expect("client");
+                (None, Some(config), client, path)
             }
             None => {
                 let server = Server::start(Config {
                     simulate_readiness,
+                    authorization,
                     ..Config::default()
                 })
                 .await
                 .expect("server starts");
                 let client = server.client().expect("client");
                 let path = server.kubeconfig_path().to_path_buf();
-                (Some(server), client, path)
+                (Some(server), None, client, path)
             }
         };
         super::install_crd_if_missing(&client).await;
@@ -64,10 +79,23 @@ impl TestCluster {
             .expect("create the test's namespace");
         TestCluster {
             server,
+            config,
             client,
             kubeconfig,
             namespace,
         }
+    }
+
+    /// A client of the same cluster authenticating with `token` only (a
+    /// ServiceAccount's).
+    pub fn client_with_token(&self, token: &str) -> Client {
+        if let Some(server) = &self.server {
+            return server.client_with_token(token).expect("client");
+        }
+        let mut config = self.config.clone().expect("a real cluster's config");
+        config.auth_info = Default::default();
+        config.auth_info.token = Some(token.to_string().into());
+        Client::try_from(config).expect("client")
     }
 
     /// Deletes the namespace (waiting for it on a real cluster) and stops the server.

@@ -64,18 +64,26 @@ fn map_err(kind: &str, namespace: &str, op: &str, name: &str, e: kube::Error) ->
     Error::api(format!("{op} {kind} {namespace}/{name}"), e)
 }
 
-/// The merge patch that sets or removes one annotation, conditional on
+/// Sets or removes one annotation of `name` with a merge patch, conditional on
 /// `resource_version` when given.
-fn annotation_patch(
+async fn patch_annotation<K>(
+    api: &Api<K>,
+    name: &str,
     resource_version: Option<&str>,
     annotation: &str,
     value: Option<&str>,
-) -> serde_json::Value {
+) -> std::result::Result<(), kube::Error>
+where
+    K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
     let mut meta = json!({"annotations": {annotation: value}});
     if let Some(rv) = resource_version {
         meta["resourceVersion"] = json!(rv);
     }
-    json!({ "metadata": meta })
+    let patch = json!({ "metadata": meta });
+    api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .map(|_| ())
 }
 
 fn meta(obj: &RawObject) -> ObjectMeta {
@@ -205,11 +213,8 @@ impl ObjectBackend for SecretBackend {
         annotation: &str,
         value: Option<&str>,
     ) -> Result<()> {
-        let patch = annotation_patch(resource_version, annotation, value);
-        self.api
-            .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        patch_annotation(&self.api, name, resource_version, annotation, value)
             .await
-            .map(|_| ())
             .map_err(|e| self.err("annotate", name, e))
     }
 }
@@ -317,11 +322,8 @@ impl ObjectBackend for ConfigMapBackend {
         annotation: &str,
         value: Option<&str>,
     ) -> Result<()> {
-        let patch = annotation_patch(resource_version, annotation, value);
-        self.api
-            .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        patch_annotation(&self.api, name, resource_version, annotation, value)
             .await
-            .map(|_| ())
             .map_err(|e| self.err("annotate", name, e))
     }
 }

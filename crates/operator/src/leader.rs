@@ -40,7 +40,7 @@ pub fn default_identity() -> String {
 }
 
 /// A random (version 4) UUID's text.
-fn random_uuid() -> String {
+pub(crate) fn random_uuid() -> String {
     let mut b = [0u8; 16];
     if getrandom::fill(&mut b).is_err() {
         // No OS randomness: still unique enough per process and start time.

@@ -4,10 +4,9 @@
 //! SIGTERM/ctrl-c with a bounded wait for in-flight reconciles. Start here:
 //! [`Operator`].
 //!
-//! One deliberate difference in readiness: `/readyz` succeeds once the controllers
-//! run, and on a replica standing by for leadership too. A standby that reported "not
-//! ready" would stall every rolling update of a one-replica operator Deployment (the
-//! new pod can never lead while the old one runs).
+//! Readiness as controller-runtime's: `/readyz` succeeds once the controllers run, and
+//! on a replica standing by for leadership too (Go's readiness check is a ping), so a
+//! one-replica Deployment's rolling update can finish while the new pod waits.
 
 use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -22,7 +21,7 @@ use tokio::task::JoinSet;
 
 use crate::controller::{self, Stop};
 use crate::leader::{default_identity, in_cluster_namespace, LeaderElection, LeaderGuard};
-use crate::metrics::{self, Health, Metrics};
+use crate::metrics::{self, Health, Metrics, MetricsServer};
 use crate::options::OPERATOR_NAME_ENV;
 use crate::watches::{self, Watch};
 use crate::{Error, Options, Result};
@@ -42,7 +41,16 @@ use crate::{Error, Options, Result};
 pub struct Operator {
     client: Client,
     options: Options,
-    watches: Vec<(Arc<Watch>, Arc<Chart>)>,
+    watches: Vec<Prepared>,
+    metrics: Metrics,
+}
+
+/// A watch ready to run: its chart loaded, and whether to reload the chart from
+/// `watch.chart` when its files change (only for watches read from a file).
+struct Prepared {
+    watch: Arc<Watch>,
+    chart: Arc<Chart>,
+    reload: bool,
 }
 
 impl Operator {
@@ -52,6 +60,7 @@ impl Operator {
             client,
             options: Options::default(),
             watches: Vec::new(),
+            metrics: Metrics::new(),
         }
     }
 
@@ -62,7 +71,15 @@ impl Operator {
             client,
             options,
             watches,
+            metrics: Metrics::new(),
         })
+    }
+
+    /// Reports into `metrics` (for example the registry whose
+    /// [`metrics::RestClientMetricsLayer`] counts the client's requests).
+    pub fn with_metrics(mut self, metrics: Metrics) -> Operator {
+        self.metrics = metrics;
+        self
     }
 
     /// The flags (`watches_file` is not read here).
@@ -74,7 +91,11 @@ impl Operator {
     /// Reconciles every CR of `watch`'s kind into a release of `chart`
     /// (`watch.chart` is not read).
     pub fn watch(mut self, watch: Watch, chart: Arc<Chart>) -> Operator {
-        self.watches.push((Arc::new(watch), chart));
+        self.watches.push(Prepared {
+            watch: Arc::new(watch),
+            chart,
+            reload: false,
+        });
         self
     }
 
@@ -86,14 +107,24 @@ impl Operator {
         if self.watches.is_empty() {
             return Err(Error::NothingToWatch);
         }
-        for (watch, _) in &self.watches {
+        for prepared in &self.watches {
             // Bad overrides would fail every reconcile: refuse them at startup.
-            watch.override_values().map_err(|e| Error::Watches {
-                path: self.options.watches_file.clone(),
-                source: Box::new(e),
-            })?;
+            prepared
+                .watch
+                .override_values()
+                .map_err(|e| Error::Watches {
+                    path: self.options.watches_file.clone(),
+                    source: Box::new(e),
+                })?;
         }
-        manage(self.client, self.options, self.watches, shutdown).await
+        manage(
+            self.client,
+            self.options,
+            self.watches,
+            self.metrics,
+            shutdown,
+        )
+        .await
     }
 }
 
@@ -135,7 +166,8 @@ pub async fn run_with_shutdown(
 async fn manage(
     client: Client,
     options: Options,
-    prepared: Vec<(Arc<Watch>, Arc<Chart>)>,
+    prepared: Vec<Prepared>,
+    metrics: Metrics,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<()> {
     let options = Arc::new(options);
@@ -159,20 +191,32 @@ async fn manage(
         None
     };
 
-    let metrics = Metrics::new();
     let health = Health::new();
     let mut servers = JoinSet::new();
     if let Some(addr) = metrics_addr {
         let listener = bind(addr, "metrics").await?;
-        tracing::info!(%addr, "serving metrics");
-        servers.spawn(metrics::serve_on(
+        let serving = &options.metrics_serving;
+        tracing::info!(target: "controller-runtime.metrics", "Starting metrics server");
+        let server = MetricsServer::new(
             listener,
-            metrics::metrics_router(metrics.clone()),
-        ));
+            metrics.clone(),
+            serving,
+            serving.require_rbac.then(|| client.clone()),
+        )
+        .map_err(|e| Error::Other(e.to_string()))?;
+        if let Some(cert) = server.certificate() {
+            tracing::info!(target: "controller-runtime.metrics", certificate = %cert, "Serving metrics over HTTPS");
+        }
+        tracing::info!(
+            target: "controller-runtime.metrics",
+            { "bindAddress" = %options.metrics_bind_address, secure = serving.secure },
+            "Serving metrics server"
+        );
+        servers.spawn(server.serve());
     }
     if let Some(addr) = health_addr {
         let listener = bind(addr, "health probes").await?;
-        tracing::info!(%addr, "serving health probes");
+        tracing::info!(target: "", kind = "health probe", addr = %addr, "Starting server");
         servers.spawn(metrics::serve_on(
             listener,
             metrics::health_router(health.clone()),
@@ -186,9 +230,10 @@ async fn manage(
             // A standby replica is ready: see the module documentation.
             health.set_ready(true);
             tracing::info!(
-                namespace = %lease.namespace,
-                name = %lease.name,
-                "waiting to become the leader"
+                target: "leaderelection",
+                "attempting to acquire leader lease {}/{}...",
+                lease.namespace,
+                lease.name
             );
             let acquired = tokio::select! {
                 _ = &mut shutdown => {
@@ -197,7 +242,12 @@ async fn manage(
                 }
                 acquired = acquire_leadership(client.clone(), &lease) => acquired?,
             };
-            tracing::info!(namespace = %lease.namespace, name = %lease.name, "became the leader");
+            tracing::info!(
+                target: "leaderelection",
+                "successfully acquired lease {}/{}",
+                lease.namespace,
+                lease.name
+            );
             metrics.set_leader(&lease.name, true);
             health.set_ready(false);
             Some((acquired, lease))
@@ -215,7 +265,12 @@ async fn manage(
     let total = prepared.len();
     let started = Arc::new(AtomicUsize::new(0));
     let mut controllers = JoinSet::new();
-    for (watch, chart) in prepared {
+    for Prepared {
+        watch,
+        chart,
+        reload,
+    } in prepared
+    {
         let started = Arc::clone(&started);
         let health = health.clone();
         let on_started = move || {
@@ -228,6 +283,7 @@ async fn manage(
             client.clone(),
             watch,
             chart,
+            reload,
             Arc::clone(&options),
             metrics.clone(),
             stop.clone(),
@@ -303,7 +359,7 @@ async fn bind(addr: std::net::SocketAddr, what: &'static str) -> Result<TcpListe
 }
 
 /// Loads the watches and each watch's chart, once, failing fast on either.
-fn load_watches(options: &Options) -> Result<Vec<(Arc<Watch>, Arc<Chart>)>> {
+fn load_watches(options: &Options) -> Result<Vec<Prepared>> {
     let path = &options.watches_file;
     let loaded = watches::load(path).map_err(|e| Error::Watches {
         path: path.clone(),
@@ -319,7 +375,11 @@ fn load_watches(options: &Options) -> Result<Vec<(Arc<Watch>, Arc<Chart>)>> {
             path: watch.chart.clone(),
             source,
         })?;
-        out.push((Arc::new(watch), Arc::new(chart)));
+        out.push(Prepared {
+            watch: Arc::new(watch),
+            chart: Arc::new(chart),
+            reload: true,
+        });
     }
     Ok(out)
 }

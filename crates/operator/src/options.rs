@@ -3,6 +3,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::metrics::MetricsServing;
+
 /// The environment variable naming the namespaces to watch (comma-separated; empty or
 /// unset: all namespaces), as the Go helm-operator reads it.
 pub const WATCH_NAMESPACE_ENV: &str = "WATCH_NAMESPACE";
@@ -28,6 +30,8 @@ pub struct Options {
     pub max_concurrent_reconciles: usize,
     /// `--metrics-bind-address` (`:8080`; `0` disables the metrics server).
     pub metrics_bind_address: String,
+    /// `--metrics-secure`, `--metrics-require-rbac` and the certificate flags.
+    pub metrics_serving: MetricsServing,
     /// `--health-probe-bind-address` (`:8081`; `0` disables `/healthz` and `/readyz`).
     pub health_probe_bind_address: String,
     /// `--leader-elect`: reconcile only while holding the leader Lease.
@@ -53,6 +57,7 @@ impl Default for Options {
             reconcile_period: Duration::from_secs(60),
             max_concurrent_reconciles: default_max_concurrent_reconciles(),
             metrics_bind_address: ":8080".into(),
+            metrics_serving: MetricsServing::default(),
             health_probe_bind_address: ":8081".into(),
             leader_elect: false,
             leader_election_id: None,

@@ -3,8 +3,12 @@
 //!
 //! The file is read as the Go operator reads it (`sigs.k8s.io/yaml`: YAML 1.1 typing,
 //! field names matched case-insensitively, scalars accepted where a string is
-//! expected), but stricter: unknown fields, bad durations and bad selectors are
-//! errors naming the file and entry instead of being silently ignored.
+//! expected, unknown fields ignored — with a warning naming the field and the known
+//! ones, where Go is silent), but bad durations and bad selectors are errors naming
+//! the file and entry instead of being silently ignored. [`reload`] reloads a chart
+//! whose files change.
+
+pub mod reload;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -128,18 +132,20 @@ impl Watch {
         format!("{}, Kind={}", self.api_version(), self.kind)
     }
 
-    /// The overrides as typed values, exactly as `helm --set key=value` would give
-    /// them (the Go operator feeds each `key=value` to `strvals.ParseInto`). Keys are
-    /// applied in sorted order, so overlapping keys resolve the same way every time.
+    /// The overrides as values, exactly as `helm --set-string key=value` would give
+    /// them: the Go operator feeds each `key=value` to `strvals.ParseIntoString`, so
+    /// every leaf is a string (`"false"` and `"3"` stay strings) while `a.b`, `a[0]`
+    /// and `{x,y}` still build maps and lists. Keys are applied in sorted order, so
+    /// overlapping keys resolve the same way every time.
     pub fn override_values(&self) -> Result<Map<String, Value>, WatchesError> {
         let mut out = Map::new();
         for (k, v) in &self.override_values {
-            chart::values::strvals::parse_into(&format!("{k}={v}"), &mut out).map_err(|e| {
-                WatchesError::Override {
+            chart::values::strvals::parse_into_string(&format!("{k}={v}"), &mut out).map_err(
+                |e| WatchesError::Override {
                     gvk: self.gvk_string(),
                     message: format!("{k}: {e}"),
-                }
-            })?;
+                },
+            )?;
         }
         Ok(out)
     }
@@ -217,12 +223,27 @@ pub fn load(path: &Path) -> Result<Vec<Watch>, WatchesError> {
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
-    parse_named(&text, base, &path.display().to_string())
+    let file = path.display().to_string();
+    let (watches, warnings) = parse_named(&text, base, &file)?;
+    for warning in &warnings {
+        tracing::warn!(target: "cmd", file = %file, "{warning}");
+    }
+    Ok(watches)
 }
 
 /// Parses and validates `watches.yaml` text; `base_dir` is where relative chart
 /// paths are looked up when they are not found relative to the working directory.
+/// Unknown fields are ignored (see [`parse_with_warnings`]).
 pub fn parse(text: &str, base_dir: &Path) -> Result<Vec<Watch>, WatchesError> {
+    parse_named(text, base_dir, "watches.yaml").map(|(w, _)| w)
+}
+
+/// [`parse`], and one warning per ignored unknown field, naming it, its entry and
+/// the known fields.
+pub fn parse_with_warnings(
+    text: &str,
+    base_dir: &Path,
+) -> Result<(Vec<Watch>, Vec<String>), WatchesError> {
     parse_named(text, base_dir, "watches.yaml")
 }
 
@@ -244,7 +265,14 @@ const FIELDS: &[&str] = &[
     "waitTimeout",
 ];
 
-fn parse_named(text: &str, base_dir: &Path, file: &str) -> Result<Vec<Watch>, WatchesError> {
+/// Warnings about what was ignored, one line each.
+type Warnings = Vec<String>;
+
+fn parse_named(
+    text: &str,
+    base_dir: &Path,
+    file: &str,
+) -> Result<(Vec<Watch>, Warnings), WatchesError> {
     let syntax = |message: String| WatchesError::Syntax {
         file: file.to_string(),
         message,
@@ -261,14 +289,24 @@ fn parse_named(text: &str, base_dir: &Path, file: &str) -> Result<Vec<Watch>, Wa
         }
     };
     let mut watches: Vec<Watch> = Vec::with_capacity(entries.len());
+    let mut warnings = Vec::new();
     for (i, entry) in entries.iter().enumerate() {
         let number = i + 1;
-        let watch = parse_entry(entry, base_dir).map_err(|(gvk, message)| WatchesError::Entry {
-            file: file.to_string(),
-            number,
-            gvk,
-            message,
+        let mut ignored = Vec::new();
+        let watch = parse_entry(entry, base_dir, &mut ignored).map_err(|(gvk, message)| {
+            WatchesError::Entry {
+                file: file.to_string(),
+                number,
+                gvk,
+                message,
+            }
         })?;
+        for what in ignored {
+            warnings.push(format!(
+                "{file}: entry #{number} ({}): {what}",
+                watch.gvk_string()
+            ));
+        }
         if let Some(first) = watches
             .iter()
             .position(|w| w.gvk_string() == watch.gvk_string())
@@ -285,13 +323,17 @@ fn parse_named(text: &str, base_dir: &Path, file: &str) -> Result<Vec<Watch>, Wa
         }
         watches.push(watch);
     }
-    Ok(watches)
+    Ok((watches, warnings))
 }
 
 /// An entry error: the GVK if it was read already, and the message.
 type EntryErr = (Option<String>, String);
 
-fn parse_entry(entry: &Value, base_dir: &Path) -> Result<Watch, EntryErr> {
+fn parse_entry(
+    entry: &Value,
+    base_dir: &Path,
+    ignored: &mut Vec<String>,
+) -> Result<Watch, EntryErr> {
     let Value::Object(obj) = entry else {
         return Err((
             None,
@@ -306,13 +348,12 @@ fn parse_entry(entry: &Value, base_dir: &Path) -> Result<Watch, EntryErr> {
     let mut fields: BTreeMap<&'static str, &Value> = BTreeMap::new();
     for (key, value) in obj {
         let Some(name) = FIELDS.iter().find(|f| f.eq_ignore_ascii_case(key)) else {
-            return Err((
-                gvk_of(obj),
-                format!(
-                    "unknown field {key:?} (known fields: {})",
-                    FIELDS.join(", ")
-                ),
+            // Go's decoder ignores unknown fields; a misspelt one is worth a word.
+            ignored.push(format!(
+                "unknown field {key:?} is ignored (known fields: {})",
+                FIELDS.join(", ")
             ));
+            continue;
         };
         if fields.insert(name, value).is_some() {
             return Err((
@@ -421,7 +462,7 @@ fn parse_entry(entry: &Value, base_dir: &Path) -> Result<Watch, EntryErr> {
         }
     }
     if let Some(v) = get("selector") {
-        let sel = parse_selector(v).map_err(|e| fail(format!("selector: {e}")))?;
+        let sel = parse_selector(v, ignored).map_err(|e| fail(format!("selector: {e}")))?;
         let empty = sel.match_labels.as_ref().is_none_or(|m| m.is_empty())
             && sel.match_expressions.as_ref().is_none_or(|m| m.is_empty());
         w.selector = (!empty).then_some(sel);
@@ -697,6 +738,44 @@ pub fn parse_go_duration(text: &str) -> Result<Duration, String> {
     Ok(Duration::from_nanos(total_nanos.round() as u64))
 }
 
+/// Go's `time.Duration.String`: `1m0s`, `1h30m0s`, `1.5s`, `500ms`, `0s`.
+pub fn format_go_duration(d: Duration) -> String {
+    let nanos = d.as_nanos();
+    if nanos == 0 {
+        return "0s".into();
+    }
+    if nanos < 1_000_000_000 {
+        let (unit, scale) = if nanos < 1_000 {
+            ("ns", 1u128)
+        } else if nanos < 1_000_000 {
+            ("µs", 1_000)
+        } else {
+            ("ms", 1_000_000)
+        };
+        return format!("{}{unit}", trimmed_fraction(nanos, scale));
+    }
+    let hours = nanos / 3_600_000_000_000;
+    let minutes = (nanos / 60_000_000_000) % 60;
+    let seconds = trimmed_fraction(nanos % 60_000_000_000, 1_000_000_000);
+    match (hours, minutes) {
+        (0, 0) => format!("{seconds}s"),
+        (0, m) => format!("{m}m{seconds}s"),
+        (h, m) => format!("{h}h{m}m{seconds}s"),
+    }
+}
+
+/// `value / scale` with its fraction, trailing zeros dropped.
+fn trimmed_fraction(value: u128, scale: u128) -> String {
+    let whole = value / scale;
+    let frac = value % scale;
+    if frac == 0 {
+        return whole.to_string();
+    }
+    let width = scale.to_string().len() - 1;
+    let digits = format!("{frac:0width$}");
+    format!("{whole}.{}", digits.trim_end_matches('0'))
+}
+
 fn resolve_chart(chart: &str, base_dir: &Path) -> Result<PathBuf, String> {
     let p = Path::new(chart);
     if p.is_absolute() {
@@ -721,7 +800,7 @@ fn resolve_chart(chart: &str, base_dir: &Path) -> Result<PathBuf, String> {
     ))
 }
 
-fn parse_selector(v: &Value) -> Result<LabelSelector, String> {
+fn parse_selector(v: &Value, ignored: &mut Vec<String>) -> Result<LabelSelector, String> {
     let Value::Object(obj) = v else {
         return Err(format!(
             "expected a mapping with matchLabels and/or matchExpressions, found {}",
@@ -760,20 +839,27 @@ fn parse_selector(v: &Value) -> Result<LabelSelector, String> {
             };
             let mut exprs = Vec::new();
             for (i, e) in list.iter().enumerate() {
-                exprs
-                    .push(parse_requirement(e).map_err(|m| format!("matchExpressions[{i}]: {m}"))?);
+                let at = format!("selector.matchExpressions[{i}]");
+                exprs.push(
+                    parse_requirement(e, &at, ignored)
+                        .map_err(|m| format!("matchExpressions[{i}]: {m}"))?,
+                );
             }
             sel.match_expressions = Some(exprs);
         } else {
-            return Err(format!(
-                "unknown field {key:?} (known fields: matchLabels, matchExpressions)"
+            ignored.push(format!(
+                "unknown field selector.{key} is ignored (known fields: matchLabels, matchExpressions)"
             ));
         }
     }
     Ok(sel)
 }
 
-fn parse_requirement(v: &Value) -> Result<LabelSelectorRequirement, String> {
+fn parse_requirement(
+    v: &Value,
+    at: &str,
+    ignored: &mut Vec<String>,
+) -> Result<LabelSelectorRequirement, String> {
     let Value::Object(obj) = v else {
         return Err(format!(
             "expected a mapping with key, operator and values, found {}",
@@ -800,8 +886,8 @@ fn parse_requirement(v: &Value) -> Result<LabelSelectorRequirement, String> {
                 other => return Err(format!("values must be a list, found {}", json_kind(other))),
             }
         } else {
-            return Err(format!(
-                "unknown field {k:?} (known fields: key, operator, values)"
+            ignored.push(format!(
+                "unknown field {at}.{k} is ignored (known fields: key, operator, values)"
             ));
         }
     }

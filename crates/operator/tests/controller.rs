@@ -316,7 +316,7 @@ async fn cr_lifecycle_install_upgrade_repair_uninstall() {
         .find(|l| {
             l.starts_with("controller_runtime_reconcile_total")
                 && l.contains("controller=\"widget-controller\"")
-                && l.contains("result=\"success\"")
+                && l.contains("result=\"requeue_after\"")
         })
         .unwrap_or_else(|| panic!("no reconcile total for widget-controller in:\n{metrics}"));
     let count: f64 = line

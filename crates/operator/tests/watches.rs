@@ -31,7 +31,11 @@ fn fixture_file_loads_with_charts_beside_it() {
     let tuned = &ws[1];
     assert_eq!(tuned.dry_run_option, DryRunOption::Server);
     let values = tuned.override_values().expect("typed overrides");
-    assert_eq!(values["replicas"], serde_json::json!(3));
+    assert_eq!(
+        values["replicas"],
+        serde_json::json!("3"),
+        "strings, as --set-string"
+    );
     assert_eq!(
         values["image"]["repository"],
         serde_json::json!("quay.io/example/app")

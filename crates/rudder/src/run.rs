@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use anyhow::{bail, Context as _};
 use clap::ArgAction;
-use operator::logging::LogFormat;
+use operator::logging::{LogFormat, TimeEncoding, ZapFormat};
+use operator::metrics::{Metrics, MetricsCerts, MetricsServing, RestClientMetricsLayer};
 use operator::options::{default_max_concurrent_reconciles, split_namespaces, Options};
 
 /// Flags of `rudder run`.
@@ -62,20 +63,36 @@ pub struct RunArgs {
           default_value = "false", default_missing_value = "true")]
     suppress_override_values: bool,
 
-    /// Enables HTTP/2 on the metrics server (accepted for compatibility).
+    /// Enables HTTP/2 on the metrics server (accepted; the server speaks HTTP/1.1,
+    /// which is what the Go operator serves without this flag).
     #[arg(long, action = ArgAction::Set, num_args = 0..=1, require_equals = true,
           default_value = "false", default_missing_value = "true")]
     enable_http2: bool,
 
-    /// Serve the metrics endpoint over HTTPS (not supported by rudder).
+    /// Enables secure serving of the metrics endpoint (HTTPS).
     #[arg(long, action = ArgAction::Set, num_args = 0..=1, require_equals = true,
           default_value = "false", default_missing_value = "true")]
     metrics_secure: bool,
 
-    /// Protect the metrics endpoint with RBAC-based authn/authz (not supported by rudder).
+    /// Enables protection of the metrics endpoint with RBAC-based authn/authz
+    /// (TokenReview and SubjectAccessReview, as controller-runtime's
+    /// filters.WithAuthenticationAndAuthorization).
     #[arg(long, action = ArgAction::Set, num_args = 0..=1, require_equals = true,
           default_value = "false", default_missing_value = "true")]
     metrics_require_rbac: bool,
+
+    /// The directory that contains the metrics server certificate (default: a
+    /// self-signed certificate, unless <tmp>/k8s-metrics-server/serving-certs holds one).
+    #[arg(long)]
+    metrics_cert_path: Option<PathBuf>,
+
+    /// The name of the metrics server certificate file.
+    #[arg(long, default_value = "tls.crt")]
+    metrics_cert_name: String,
+
+    /// The name of the metrics server key file.
+    #[arg(long, default_value = "tls.key")]
+    metrics_cert_key: String,
 
     /// Deprecated in the Go operator: a controller-runtime ComponentConfig file (not
     /// supported; pass flags instead).
@@ -108,12 +125,14 @@ pub struct RunArgs {
     #[arg(long, alias = "zap-level")]
     zap_log_level: Option<String>,
 
-    /// Accepted for compatibility; stack traces are not logged.
-    #[arg(long, hide = true)]
+    /// Zap Level at and above which stacktraces are captured (one of 'info', 'error',
+    /// 'panic'); accepted, rudder writes no Go stack traces.
+    #[arg(long, value_parser = ["info", "error", "panic"])]
     zap_stacktrace_level: Option<String>,
 
-    /// Accepted for compatibility; times are always RFC 3339.
-    #[arg(long, hide = true)]
+    /// Zap time encoding (one of 'epoch', 'millis', 'nano', 'iso8601', 'rfc3339' or
+    /// 'rfc3339nano'; default rfc3339).
+    #[arg(long)]
     zap_time_encoding: Option<String>,
 
     /// Accepted for compatibility; logs are not sampled.
@@ -137,7 +156,7 @@ fn parse_concurrency(s: &str) -> Result<usize, String> {
 fn log_settings(args: &RunArgs) -> anyhow::Result<(String, LogFormat)> {
     let format = match args.zap_encoder.as_deref() {
         Some(enc) => enc.parse::<LogFormat>()?,
-        None if args.zap_devel => LogFormat::Text,
+        None if args.zap_devel => LogFormat::Console,
         None => LogFormat::Json,
     };
     let default_level = if args.zap_devel { "debug" } else { "info" };
@@ -160,12 +179,12 @@ fn options(args: &RunArgs) -> anyhow::Result<Options> {
     if args.metrics_require_rbac && !args.metrics_secure {
         bail!("--metrics-secure flag is required when --metrics-require-rbac is present");
     }
-    if args.metrics_secure {
-        bail!(
-            "--metrics-secure is not supported: rudder serves metrics over plain HTTP; drop the flag \
-             (and bind metrics to a private address) or put a TLS proxy in front"
-        );
-    }
+    let defaults = MetricsCerts::default();
+    let certs = MetricsCerts {
+        dir: args.metrics_cert_path.clone().unwrap_or(defaults.dir),
+        cert_name: args.metrics_cert_name.clone(),
+        key_name: args.metrics_cert_key.clone(),
+    };
     Ok(Options {
         watches_file: args.watches_file.clone(),
         reconcile_period: args.reconcile_period,
@@ -174,6 +193,11 @@ fn options(args: &RunArgs) -> anyhow::Result<Options> {
             .metrics_addr
             .clone()
             .unwrap_or_else(|| args.metrics_bind_address.clone()),
+        metrics_serving: MetricsServing {
+            secure: args.metrics_secure,
+            require_rbac: args.metrics_require_rbac,
+            certs,
+        },
         health_probe_bind_address: args.health_probe_bind_address.clone(),
         leader_elect: args.leader_elect || args.enable_leader_election.unwrap_or(false),
         leader_election_id: args.leader_election_id.clone().filter(|s| !s.is_empty()),
@@ -187,7 +211,8 @@ fn options(args: &RunArgs) -> anyhow::Result<Options> {
     })
 }
 
-async fn client(kubeconfig: Option<&PathBuf>) -> anyhow::Result<kube::Client> {
+/// The operator's client, every request of which `rest_client_requests_total` counts.
+async fn client(kubeconfig: Option<&PathBuf>, metrics: &Metrics) -> anyhow::Result<kube::Client> {
     let config = match kubeconfig {
         Some(path) => {
             let kc = kube::config::Kubeconfig::read_from(path)
@@ -200,40 +225,55 @@ async fn client(kubeconfig: Option<&PathBuf>) -> anyhow::Result<kube::Client> {
             "cannot find cluster credentials: set --kubeconfig or KUBECONFIG, or run in a pod",
         )?,
     };
-    kube::Client::try_from(config).context("cannot create the Kubernetes client")
+    let layer = RestClientMetricsLayer::new(
+        metrics.clone(),
+        RestClientMetricsLayer::host_of(&config.cluster_url),
+    );
+    let builder = kube::client::ClientBuilder::try_from(config)
+        .context("cannot create the Kubernetes client")?;
+    Ok(builder.with_layer(&layer).build())
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<()> {
     let (level, format) = log_settings(&args)?;
-    operator::logging::init(&level, format)?;
+    let time = match args.zap_time_encoding.as_deref() {
+        Some(t) => t.parse::<TimeEncoding>()?,
+        None => TimeEncoding::default(),
+    };
+    operator::logging::init_with(
+        &level,
+        ZapFormat {
+            encoder: format,
+            time,
+        },
+    )?;
     let options = options(&args)?;
     if args.enable_http2 {
-        tracing::debug!("--enable-http2 is accepted for compatibility and has no effect");
-    }
-    if args.zap_stacktrace_level.is_some()
-        || args.zap_time_encoding.is_some()
-        || args.zap_sample.is_some()
-    {
-        tracing::debug!(
-            "--zap-stacktrace-level, --zap-time-encoding and --zap-sample have no effect"
-        );
+        tracing::debug!("--enable-http2 is accepted; the metrics server speaks HTTP/1.1");
     }
     tracing::info!(
-        version = env!("CARGO_PKG_VERSION"),
-        "starting rudder operator"
+        target: "cmd",
+        { "Rust Version" = env!("CARGO_PKG_RUST_VERSION"), "GOOS" = std::env::consts::OS,
+          "GOARCH" = std::env::consts::ARCH, "helm-operator" = env!("CARGO_PKG_VERSION"),
+          commit = option_env!("RUDDER_GIT_COMMIT").unwrap_or("unknown") },
+        "Version"
     );
     if options.watch_namespaces.is_empty() {
-        tracing::info!("watching all namespaces");
+        tracing::info!(target: "cmd", "Watching all namespaces");
     } else {
-        tracing::info!(namespaces = %options.watch_namespaces.join(","), "watching namespaces");
+        tracing::info!(target: "cmd", namespaces = ?options.watch_namespaces, "Watching namespaces");
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
     runtime.block_on(async move {
-        let client = client(args.kubeconfig.as_ref()).await?;
-        operator::run(client, options).await?;
+        let metrics = Metrics::new();
+        let client = client(args.kubeconfig.as_ref(), &metrics).await?;
+        operator::Operator::from_options(client, options)?
+            .with_metrics(metrics)
+            .run(operator::shutdown_signal())
+            .await?;
         Ok(())
     })
 }
@@ -300,7 +340,7 @@ mod tests {
         assert_eq!(o.leader_election_namespace.as_deref(), Some("ops"));
         assert_eq!(
             log_settings(&a).unwrap(),
-            ("2".to_string(), LogFormat::Text)
+            ("2".to_string(), LogFormat::Console)
         );
     }
 
@@ -332,14 +372,66 @@ mod tests {
     }
 
     #[test]
-    fn unsupported_security_flags_are_refused() {
-        let e = options(&parse(&["--metrics-secure"]).unwrap()).unwrap_err();
-        assert!(e.to_string().contains("--metrics-secure"), "{e}");
-        let e = options(&parse(&["--metrics-require-rbac"]).unwrap()).unwrap_err();
-        assert!(
-            e.to_string().contains("--metrics-secure flag is required"),
-            "{e}"
+    fn the_current_scaffolds_metrics_flags() {
+        let o = options(
+            &parse(&[
+                "--metrics-require-rbac",
+                "--metrics-secure",
+                "--metrics-bind-address=:8443",
+                "--leader-elect",
+                "--leader-election-id=memcached-operator",
+                "--health-probe-bind-address=:8081",
+            ])
+            .unwrap(),
+        )
+        .unwrap();
+        assert!(o.metrics_serving.secure && o.metrics_serving.require_rbac);
+        assert_eq!(o.metrics_bind_address, ":8443");
+        assert_eq!(o.metrics_serving.certs, MetricsCerts::default());
+        let o = options(
+            &parse(&[
+                "--metrics-secure",
+                "--metrics-cert-path=/certs",
+                "--metrics-cert-name=cert.pem",
+                "--metrics-cert-key=key.pem",
+            ])
+            .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(
+            o.metrics_serving.certs,
+            MetricsCerts {
+                dir: PathBuf::from("/certs"),
+                cert_name: "cert.pem".into(),
+                key_name: "key.pem".into(),
+            }
         );
+        // Go's check, with Go's text.
+        let e = options(&parse(&["--metrics-require-rbac"]).unwrap()).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "--metrics-secure flag is required when --metrics-require-rbac is present"
+        );
+        // The kube-rbac-proxy era's arguments.
+        let o = options(
+            &parse(&[
+                "--health-probe-bind-address=:8081",
+                "--metrics-bind-address=127.0.0.1:8080",
+                "--leader-elect",
+                "--leader-election-id=memcached-operator",
+            ])
+            .unwrap(),
+        )
+        .unwrap();
+        assert!(!o.metrics_serving.secure);
+        assert_eq!(o.metrics_bind_address, "127.0.0.1:8080");
+    }
+
+    #[test]
+    fn zap_flags() {
+        assert!(parse(&["--zap-stacktrace-level=error", "--zap-time-encoding=epoch"]).is_ok());
+        assert!(parse(&["--zap-stacktrace-level=loud"]).is_err());
+        assert!(parse(&["--zap-encoder=xml"]).is_err());
     }
 
     #[test]

@@ -1,37 +1,42 @@
 //! One controller per watched kind (controller-runtime's `pkg/internal/controller`):
 //! watches the kind's CRs (and, through [`dependents`], the kinds of their releases'
 //! objects), queues them, and calls the reconciler with bounded concurrency; a failed
-//! reconcile is retried after the delay it names or [`Backoff::RECONCILE`].
+//! reconcile is retried after the larger of the delay it names and the per-CR
+//! backoff of [`retry`] (controller-runtime's default rate limiter). It reports
+//! controller-runtime's controller and workqueue metrics, and reloads the chart when
+//! its files change ([`crate::watches::reload`]).
 //!
 //! The process around the controllers (servers, leadership, shutdown) is
 //! [`crate::manager`].
 
 mod dependents;
+mod retry;
 
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
-use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use futures::channel::mpsc;
 use futures::future::{BoxFuture, Shared};
 use futures::{FutureExt, StreamExt};
-use kube::api::{Api, DynamicObject};
+use kube::api::{Api, ApiResource, DynamicObject};
 use kube::runtime::controller::{self, Action, Controller};
 use kube::runtime::events::Reporter;
-use kube::runtime::reflector::{self, ObjectRef};
+use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{watcher, PredicateConfig, WatchStreamExt};
 use kube::{Client, ResourceExt};
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
-use crate::metrics::{self, Metrics};
-use crate::reconcile::plan::Backoff;
+use crate::metrics::{self, Metrics, ResourceId};
+use crate::reconcile::digest::ChartDigest;
 use crate::reconcile::{self, ReconcileError};
-use crate::watches::Watch;
+use crate::watches::reload::{ChangeDetector, POLL_INTERVAL};
+use crate::watches::{format_go_duration, Watch};
 use crate::Options;
 use dependents::{DependentScope, DependentWatches, Router};
+use retry::RetryLimiter;
 
 /// How often to look for a CRD that is not installed yet.
 const CRD_RETRY: Duration = Duration::from_secs(10);
@@ -39,28 +44,34 @@ const CRD_RETRY: Duration = Duration::from_secs(10);
 /// Resolves once, when every holder should stop; cheap to clone.
 pub(crate) type Stop = Shared<BoxFuture<'static, ()>>;
 
+/// A channel of reconcile triggers into one scope's controller.
+type Trigger = mpsc::UnboundedSender<ObjectRef<DynamicObject>>;
+
 fn pod_name() -> Option<String> {
     hostname::get().ok().and_then(|h| h.into_string().ok())
 }
 
 /// One watch's controllers and what their reconciles share.
 struct WatchRun {
-    ctx: Arc<reconcile::Context>,
+    /// Swapped when the chart is reloaded; a reconcile keeps the one it started with.
+    ctx: RwLock<Arc<reconcile::Context>>,
+    metrics: Metrics,
     gvk: String,
+    /// The controller-runtime controller name (`<kind>-controller`).
+    controller: String,
     permits: Semaphore,
-    /// Reconciles due but waiting for a permit: the queue depth.
-    waiting: AtomicI64,
-    active: AtomicI64,
-    /// Consecutive failures per CR, for the error backoff.
-    failures: Mutex<HashMap<(String, String), u32>>,
+    retries: RetryLimiter,
     dependents: Option<Arc<DependentWatches>>,
     stop: Stop,
 }
 
 impl WatchRun {
-    fn failures(&self) -> std::sync::MutexGuard<'_, HashMap<(String, String), u32>> {
-        // The map stays consistent even if a holder panicked.
-        self.failures.lock().unwrap_or_else(|e| e.into_inner())
+    fn ctx(&self) -> Arc<reconcile::Context> {
+        Arc::clone(&self.ctx.read().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    fn set_ctx(&self, ctx: reconcile::Context) {
+        *self.ctx.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(ctx);
     }
 }
 
@@ -75,11 +86,57 @@ enum RunError {
     Panic { cr: String, message: String },
 }
 
+impl RunError {
+    /// The delay the failure itself names, if any.
+    fn requeue_after(&self) -> Option<Duration> {
+        match self {
+            RunError::Reconcile(e) => e.requeue_after(),
+            RunError::Panic { .. } => None,
+        }
+    }
+}
+
+/// What a watch's reconciles are built from, so a reloaded chart gets the same
+/// settings.
+struct ContextSettings {
+    client: Client,
+    watch: Arc<Watch>,
+    resource: ApiResource,
+    metrics: Metrics,
+    controller: String,
+    period: Option<Duration>,
+    suppress_override_values: bool,
+}
+
+impl ContextSettings {
+    fn build(
+        &self,
+        chart: Arc<chart::loader::Chart>,
+    ) -> Result<reconcile::Context, crate::watches::WatchesError> {
+        Ok(reconcile::Context::new(
+            self.client.clone(),
+            Arc::clone(&self.watch),
+            chart,
+            self.resource.clone(),
+        )?
+        .with_metrics(self.metrics.clone())
+        .with_reporter(Reporter {
+            controller: self.controller.clone(),
+            instance: pod_name(),
+        })
+        .with_reconcile_period(self.period)
+        .with_suppress_override_values(self.suppress_override_values))
+    }
+}
+
 /// Resolves the CR kind (waiting for its CRD), then runs its controllers until `stop`.
+/// With `reload`, the chart is loaded again from `watch.chart` when its files change.
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn run_watch(
     client: Client,
     watch: Arc<Watch>,
     chart: Arc<chart::loader::Chart>,
+    reload: bool,
     options: Arc<Options>,
     metrics: Metrics,
     stop: Stop,
@@ -87,6 +144,7 @@ pub(crate) async fn run_watch(
 ) {
     let gvk = watch.gvk();
     let gvk_label = watch.gvk_string();
+    let controller_name = metrics::controller_name(&gvk_label);
     let resource = loop {
         match kube::discovery::pinned_kind(&client, &gvk).await {
             Ok((resource, _)) => break resource,
@@ -109,14 +167,18 @@ pub(crate) async fn run_watch(
         .max_concurrent_reconciles
         .unwrap_or(options.max_concurrent_reconciles)
         .max(1);
-    metrics.set_max_concurrent_reconciles(&gvk_label, concurrency as i64);
+    metrics.controller_started(&gvk_label, concurrency as i64);
     let period = watch.reconcile_period.unwrap_or(options.reconcile_period);
-    let ctx = match reconcile::Context::new(
-        client.clone(),
-        Arc::clone(&watch),
-        chart,
-        resource.clone(),
-    ) {
+    let settings = ContextSettings {
+        client: client.clone(),
+        watch: Arc::clone(&watch),
+        resource: resource.clone(),
+        metrics: metrics.clone(),
+        controller: controller_name.clone(),
+        period: (!period.is_zero()).then_some(period),
+        suppress_override_values: options.suppress_override_values,
+    };
+    let ctx = match settings.build(Arc::clone(&chart)) {
         Ok(ctx) => ctx,
         // Checked before the controllers start; a watch that gets here is not run.
         Err(e) => {
@@ -124,15 +186,6 @@ pub(crate) async fn run_watch(
             return;
         }
     };
-    let ctx = Arc::new(
-        ctx.with_metrics(metrics.clone())
-            .with_reporter(Reporter {
-                controller: metrics::controller_name(&gvk_label),
-                instance: pod_name(),
-            })
-            .with_reconcile_period((!period.is_zero()).then_some(period))
-            .with_suppress_override_values(options.suppress_override_values),
-    );
 
     let mut config = watcher::Config::default();
     if let Some(selector) = watch.label_selector_string() {
@@ -146,11 +199,13 @@ pub(crate) async fn run_watch(
         options.watch_namespaces.iter().cloned().map(Some).collect()
     };
     let mut receivers = Vec::new();
+    let mut triggers: Vec<Trigger> = Vec::new();
     let mut senders = HashMap::new();
     let mut all = None;
     for scope in &scopes {
         let (tx, rx) = mpsc::unbounded::<ObjectRef<DynamicObject>>();
         receivers.push(rx);
+        triggers.push(tx.clone());
         match scope {
             Some(ns) => {
                 senders.insert(ns.clone(), tx);
@@ -172,27 +227,31 @@ pub(crate) async fn run_watch(
         ))
     });
     let run = Arc::new(WatchRun {
-        ctx,
+        ctx: RwLock::new(Arc::new(ctx)),
+        metrics: metrics.clone(),
         gvk: gvk_label.clone(),
+        controller: controller_name.clone(),
         permits: Semaphore::new(concurrency),
-        waiting: AtomicI64::new(0),
-        active: AtomicI64::new(0),
-        failures: Mutex::new(HashMap::new()),
+        retries: RetryLimiter::reconcile(),
         dependents,
         stop: stop.clone(),
     });
 
     let mut set = JoinSet::new();
-    for (scope, triggers) in scopes.into_iter().zip(receivers) {
-        let api: Api<DynamicObject> = match &scope {
+    let mut stores = Vec::new();
+    for (scope, triggers) in scopes.iter().zip(receivers) {
+        let api: Api<DynamicObject> = match scope {
             None => Api::all_with(client.clone(), &resource),
             Some(ns) => Api::namespaced_with(client.clone(), ns, &resource),
         };
         let run = Arc::clone(&run);
-        // Status-only writes (the reconciler's own) do not trigger a reconcile.
         let writer = reflector::store::Writer::<DynamicObject>::new(resource.clone());
         let reader = writer.as_reader();
+        stores.push(reader.clone());
+        let seen = ResourceMetrics::new(&metrics, &resource);
+        // Status-only writes (the reconciler's own) do not trigger a reconcile.
         let changes = reflector::reflector(writer, watcher::watcher(api, config.clone()))
+            .inspect(move |event| seen.observe(event))
             .applied_objects()
             .predicate_filter(cr_change, PredicateConfig::default());
         let controller = Controller::for_stream_with(changes, reader, resource.clone())
@@ -207,15 +266,161 @@ pub(crate) async fn run_watch(
             std::future::ready(())
         }));
     }
+    let namespace = options.watch_namespaces.join(",");
     tracing::info!(
-        kind = %gvk_label,
-        namespaces = %if options.watch_namespaces.is_empty() { "all".to_string() } else { options.watch_namespaces.join(",") },
-        concurrency,
-        "controller started"
+        target: "helm.controller",
+        {
+            "apiVersion" = %watch.api_version(),
+            kind = %watch.kind,
+            namespace = %namespace,
+            "reconcilePeriod" = %format_go_duration(period),
+        },
+        "Watching resource"
     );
+    tracing::info!(target: "", controller = %controller_name, "Starting Controller");
+    tracing::info!(
+        target: "",
+        { controller = %controller_name, "worker count" = concurrency },
+        "Starting workers"
+    );
+    if reload {
+        let chart_path = watch.chart.clone();
+        let run = Arc::clone(&run);
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = stop => {}
+                _ = reload_chart(chart_path, chart, settings, run, stores, triggers) => {}
+            }
+        });
+    }
     on_started();
     while set.join_next().await.is_some() {}
-    tracing::info!(kind = %gvk_label, "controller stopped");
+    tracing::info!(target: "", controller = %controller_name, "All workers finished");
+}
+
+/// operator-lib's `resource_created_at_seconds` for one kind, fed by the watch.
+struct ResourceMetrics {
+    metrics: Metrics,
+    group: String,
+    version: String,
+    kind: String,
+}
+
+impl ResourceMetrics {
+    fn new(metrics: &Metrics, resource: &ApiResource) -> ResourceMetrics {
+        ResourceMetrics {
+            metrics: metrics.clone(),
+            group: resource.group.clone(),
+            version: resource.version.clone(),
+            kind: resource.kind.clone(),
+        }
+    }
+
+    fn observe(&self, event: &Result<watcher::Event<DynamicObject>, watcher::Error>) {
+        let (obj, gone) = match event {
+            Ok(watcher::Event::Apply(o) | watcher::Event::InitApply(o)) => (o, false),
+            Ok(watcher::Event::Delete(o)) => (o, true),
+            _ => return,
+        };
+        let namespace = obj.namespace().unwrap_or_default();
+        let name = obj.name_any();
+        let id = ResourceId {
+            group: &self.group,
+            version: &self.version,
+            kind: &self.kind,
+            namespace: &namespace,
+            name: &name,
+        };
+        if gone {
+            self.metrics.resource_gone(&id);
+        } else {
+            let created = obj
+                .metadata
+                .creation_timestamp
+                .as_ref()
+                .map_or(0, |t| t.0.as_second());
+            self.metrics.resource_seen(&id, created);
+        }
+    }
+}
+
+/// Polls the chart's files; when they changed and the chart loads with a different
+/// digest, the watch's reconciles use it from now on and every CR of the watch is
+/// reconciled. A chart that does not load is reported and the previous one kept.
+async fn reload_chart(
+    path: std::path::PathBuf,
+    chart: Arc<chart::loader::Chart>,
+    settings: ContextSettings,
+    run: Arc<WatchRun>,
+    stores: Vec<Store<DynamicObject>>,
+    triggers: Vec<Trigger>,
+) {
+    let empty = chart::loader::Values::new();
+    let mut digest = ChartDigest::new(&chart).with_values(&empty);
+    let mut detector = {
+        let path = path.clone();
+        match tokio::task::spawn_blocking(move || ChangeDetector::new(&path)).await {
+            Ok(d) => d,
+            Err(_) => return,
+        }
+    };
+    loop {
+        tokio::time::sleep(POLL_INTERVAL).await;
+        let (back, changed) = match tokio::task::spawn_blocking(move || {
+            let changed = detector.poll();
+            (detector, changed)
+        })
+        .await
+        {
+            Ok(polled) => polled,
+            Err(_) => return,
+        };
+        detector = back;
+        if !changed {
+            continue;
+        }
+        let load_path = path.clone();
+        let loaded =
+            match tokio::task::spawn_blocking(move || chart::loader::load(&load_path)).await {
+                Ok(loaded) => loaded,
+                Err(_) => return,
+            };
+        let chart = match loaded {
+            Ok(chart) => Arc::new(chart),
+            Err(e) => {
+                tracing::error!(target: "helm.controller", chart = %path.display(), error = %e,
+                    "Failed to reload chart; reconciling with the chart loaded before");
+                continue;
+            }
+        };
+        let new_digest = ChartDigest::new(&chart).with_values(&empty);
+        if new_digest == digest {
+            continue;
+        }
+        let name = chart.metadata.name.clone();
+        let version = chart.metadata.version.clone();
+        match settings.build(chart) {
+            Ok(ctx) => run.set_ctx(ctx),
+            Err(e) => {
+                tracing::error!(target: "helm.controller", chart = %path.display(), error = %e,
+                    "Failed to reload chart; reconciling with the chart loaded before");
+                continue;
+            }
+        }
+        digest = new_digest;
+        let mut queued = 0usize;
+        for (store, trigger) in stores.iter().zip(&triggers) {
+            for cr in store.state() {
+                let target = ObjectRef::from_obj_with(&*cr, settings.resource.clone());
+                if trigger.unbounded_send(target).is_ok() {
+                    queued += 1;
+                }
+            }
+        }
+        tracing::info!(target: "helm.controller", chart = %path.display(), name = %name,
+            version = %version, reconciling = queued, "Reloaded chart");
+    }
 }
 
 /// A hash of what a reconcile acts on besides the spec's generation: labels,
@@ -248,12 +453,12 @@ type ControllerResult = std::result::Result<
 fn report(run: &WatchRun, result: ControllerResult) {
     match result {
         Ok(_) => {}
-        // Logged with its retry delay by the error policy.
+        // Logged by the error policy.
         Err(controller::Error::ReconcilerFailed(..)) => {}
         Err(controller::Error::ObjectNotFound(obj)) => {
             // The CR is gone (or no longer selected): forget its backoff.
             let key = (obj.namespace.clone().unwrap_or_default(), obj.name.clone());
-            run.failures().remove(&key);
+            run.retries.forget(&key);
             tracing::debug!(kind = %run.gvk, cr = %obj, "trigger for a custom resource that is gone or not selected");
         }
         Err(controller::Error::QueueError(e)) => {
@@ -265,47 +470,53 @@ fn report(run: &WatchRun, result: ControllerResult) {
     }
 }
 
-/// One reconcile: waits for a permit, runs the reconciler, counts it, and starts the
-/// dependent watches its release needs.
+/// One reconcile: waits for a worker (the queue), runs the reconciler, counts it,
+/// and starts the dependent watches its release needs.
 async fn reconcile_one(cr: Arc<DynamicObject>, run: Arc<WatchRun>) -> Result<Action, RunError> {
-    let metrics = run.ctx.metrics();
-    metrics.set_queue_depth(&run.gvk, run.waiting.fetch_add(1, Ordering::SeqCst) + 1);
+    let metrics = &run.metrics;
+    metrics.queue_add(&run.gvk);
+    let queued = Instant::now();
     let permit = run.permits.acquire().await;
-    metrics.set_queue_depth(&run.gvk, run.waiting.fetch_sub(1, Ordering::SeqCst) - 1);
-    // Shutting down: don't start work that was only waiting for a permit.
+    // Shutting down: don't start work that was only waiting for a worker.
     if permit.is_err() || run.stop.peek().is_some() {
+        metrics.queue_dropped(&run.gvk);
         return Ok(Action::await_change());
     }
+    metrics.queue_get(&run.gvk, queued.elapsed());
+    let ctx = run.ctx();
     let cr_id = format!(
         "{} {}/{}",
-        run.ctx.resource().kind,
+        ctx.resource().kind,
         cr.namespace().unwrap_or_default(),
         cr.name_any()
     );
-    metrics.set_active_workers(&run.gvk, run.active.fetch_add(1, Ordering::SeqCst) + 1);
+    let work = metrics.work_started(&run.gvk);
     let started = Instant::now();
-    let result = AssertUnwindSafe(reconcile::reconcile(Arc::clone(&cr), Arc::clone(&run.ctx)))
+    let result = AssertUnwindSafe(reconcile::reconcile(Arc::clone(&cr), ctx))
         .catch_unwind()
         .await;
     let elapsed = started.elapsed();
-    metrics.set_active_workers(&run.gvk, run.active.fetch_sub(1, Ordering::SeqCst) - 1);
+    metrics.work_done(work);
     drop(permit);
     let result = match result {
         Ok(result) => result.map_err(RunError::from),
-        Err(panic) => Err(RunError::Panic {
-            cr: cr_id.clone(),
-            message: panic_message(panic.as_ref()),
-        }),
+        Err(panic) => {
+            metrics.reconcile_panicked(&run.gvk);
+            Err(RunError::Panic {
+                cr: cr_id.clone(),
+                message: panic_message(panic.as_ref()),
+            })
+        }
     };
-    let outcome = if result.is_ok() {
-        metrics::Outcome::Success
-    } else {
-        metrics::Outcome::Error
+    let counted = match &result {
+        Err(_) => metrics::Outcome::Error,
+        Ok(o) if o.requeue_after.is_some() => metrics::Outcome::RequeueAfter,
+        Ok(_) => metrics::Outcome::Success,
     };
-    metrics.reconcile_done(&run.gvk, outcome, elapsed);
+    metrics.reconcile_done(&run.gvk, counted, elapsed);
     let outcome = result?;
-    run.failures()
-        .remove(&(cr.namespace().unwrap_or_default(), cr.name_any()));
+    run.retries
+        .forget(&(cr.namespace().unwrap_or_default(), cr.name_any()));
     if let Some(dependents) = &run.dependents {
         dependents.ensure(&outcome.dependents);
     }
@@ -326,27 +537,31 @@ fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
     }
 }
 
-/// After a failed reconcile: retry when the reconciler says, else after
-/// [`Backoff::RECONCILE`] per CR (reset by a success).
+/// After a failed reconcile: controller-runtime's `AddRateLimited` (the per-CR
+/// backoff and the shared bucket), or later when the failure names a longer delay.
 fn error_policy(cr: Arc<DynamicObject>, error: &RunError, run: Arc<WatchRun>) -> Action {
-    let key = (cr.namespace().unwrap_or_default(), cr.name_any());
-    let failures = {
-        let mut map = run.failures();
-        let n = map.entry(key).or_insert(0);
-        *n = n.saturating_add(1);
-        *n
-    };
-    let delay = match error {
-        RunError::Reconcile(e) => e.requeue_after(),
-        RunError::Panic { .. } => None,
-    }
-    .unwrap_or_else(|| Backoff::RECONCILE.delay(failures));
-    tracing::warn!(
-        kind = %run.gvk,
-        retry_in_s = delay.as_secs(),
-        failures,
-        "reconcile failed: {error}"
+    let namespace = cr.namespace().unwrap_or_default();
+    let name = cr.name_any();
+    let key = (namespace.clone(), name.clone());
+    let (limited, failures) = run.retries.failed(&key, Instant::now());
+    let delay = error
+        .requeue_after()
+        .map_or(limited, |own| own.max(limited));
+    run.metrics.queue_retry(&run.gvk);
+    let object = serde_json::json!({"name": name, "namespace": namespace}).to_string();
+    tracing::error!(
+        target: "",
+        {
+            controller = %run.controller,
+            object = %object,
+            namespace = %namespace,
+            name = %name,
+            "reconcileID" = %crate::leader::random_uuid(),
+            error = %error,
+        },
+        "Reconciler error"
     );
+    tracing::debug!(kind = %run.gvk, cr = %key.1, failures, retry_in_ms = delay.as_millis() as u64, "retrying");
     Action::requeue(delay)
 }
 

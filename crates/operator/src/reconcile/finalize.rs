@@ -71,10 +71,12 @@ impl Run {
             if fins.iter().any(|f| ours(f)) {
                 return false;
             }
+            self.log().adding_finalizer(FINALIZER);
             fins.push(FINALIZER.to_string());
             true
         })
         .await
+        .inspect_err(|_| self.log().add_finalizer_failed())
     }
 
     /// Deletion: uninstall the release, then let the CR go. With `uninstall-wait`, as
@@ -86,7 +88,7 @@ impl Run {
     pub(super) async fn finalize(&mut self) -> Result<Outcome, ReconcileError> {
         let fins = self.cr.meta().finalizers.clone().unwrap_or_default();
         if !fins.iter().any(|f| ours(f)) {
-            tracing::info!(cr = %self.cr_id, "Resource is terminated, skipping reconciliation");
+            self.log().terminated();
             return Ok(Outcome::default());
         }
         if let Err(e) = self.migrate().await {
@@ -113,7 +115,7 @@ impl Run {
         opts.record_owner = Some(self.owner_reference());
         match self.ctx.actions.uninstall(opts.clone()).await {
             Ok(rel) => {
-                tracing::info!(cr = %self.cr_id, release = %self.name, "Uninstalled release");
+                self.log().uninstalled();
                 self.status.remove(st::RELEASE_FAILED);
                 if !wait {
                     self.status
@@ -131,7 +133,7 @@ impl Run {
                     .await;
             }
             Err(action::Error::NotDeployed { .. }) => {
-                tracing::info!(cr = %self.cr_id, release = %self.name, "Release not found");
+                self.log().release_not_found();
                 self.status.remove(st::RELEASE_FAILED);
             }
             Err(source) => {
@@ -147,7 +149,9 @@ impl Run {
                 st::WAITING_FOR_DELETION,
             );
         }
-        self.write_status().await?;
+        self.write_status()
+            .await
+            .inspect_err(|_| self.log().cr_status_update_failed())?;
         let manifest = self
             .status
             .deployed_release
@@ -155,7 +159,7 @@ impl Run {
             .map(|d| d.manifest.clone())
             .filter(|m| !m.is_empty());
         if let (true, Some(manifest)) = (wait, manifest) {
-            tracing::info!(cr = %self.cr_id, release = %self.name, "Uninstall wait");
+            self.log().uninstall_wait();
             match self.ctx.actions.leftovers(opts, &manifest).await {
                 Err(source) => {
                     let msg = source.to_string();
@@ -163,7 +167,8 @@ impl Run {
                 }
                 Ok(left) if !left.is_empty() => {
                     let left: Vec<String> = left.iter().map(ToString::to_string).collect();
-                    tracing::info!(cr = %self.cr_id, release = %self.name, left = ?left, "Waiting until all resources are deleted");
+                    tracing::debug!(cr = %self.cr_id, left = ?left, "objects of the uninstalled release still exist");
+                    self.log().waiting_for_deletion();
                     let again = self.requeue_after().ok().flatten();
                     return Ok(Outcome {
                         requeue_after: Some(again.unwrap_or(UNINSTALL_WAIT_POLL)),
@@ -172,7 +177,9 @@ impl Run {
                 }
                 Ok(_) => {
                     self.status.remove(st::RELEASE_FAILED);
-                    self.write_status().await?;
+                    self.write_status()
+                        .await
+                        .inspect_err(|_| self.log().cr_status_update_failed())?;
                 }
             }
         }
@@ -180,13 +187,14 @@ impl Run {
     }
 
     async fn remove_finalizer(&mut self) -> Result<Outcome, ReconcileError> {
-        tracing::info!(cr = %self.cr_id, "Removing finalizer");
+        self.log().removing_finalizer();
         self.edit_finalizers(|fins| {
             let before = fins.len();
             fins.retain(|f| !ours(f));
             fins.len() != before
         })
-        .await?;
+        .await
+        .inspect_err(|_| self.log().remove_finalizer_failed())?;
         self.set_release_metric(None);
         Ok(Outcome::default())
     }

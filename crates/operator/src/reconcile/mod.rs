@@ -37,6 +37,7 @@ use release::record::Release;
 
 use crate::annotations::{self as ann, AnnotationError, Annotations};
 use crate::events::{self, EventSink};
+use crate::logging::cr::CrLog;
 use crate::status::{self as st, HelmAppStatus};
 use crate::watches::Watch;
 pub use context::{Context, DISCOVERY_TTL};
@@ -85,6 +86,8 @@ pub async fn reconcile(
     let Some(namespace) = cr.namespace() else {
         return Err(ReconcileError::NoNamespace { cr: cr_id });
     };
+    let r = &ctx.resource;
+    CrLog::new(&namespace, &name, &r.api_version, &r.kind).reconciling();
     let api: Api<DynamicObject> =
         Api::namespaced_with(ctx.client.clone(), &namespace, &ctx.resource);
     let events = EventSink::new(ctx.recorder.clone(), cr.object_ref(&ctx.resource));
@@ -134,6 +137,12 @@ struct Run {
 }
 
 impl Run {
+    /// The Go reconciler's log context for this CR and its release.
+    fn log(&self) -> CrLog<'_> {
+        let r = &self.ctx.resource;
+        CrLog::new(&self.namespace, &self.name, &r.api_version, &r.kind).release(&self.name)
+    }
+
     fn annotations(&self) -> Annotations<'_> {
         Annotations::new(self.cr.meta().annotations.as_ref())
     }
@@ -173,7 +182,7 @@ impl Run {
             source: Box::new(source),
         })?;
         if !report.is_empty() {
-            tracing::info!(cr = %self.cr_id, report = ?report, "migrated release records");
+            self.log().migrated(&report);
             self.events
                 .normal(
                     events::MIGRATED,
@@ -335,8 +344,7 @@ impl Run {
                     };
                     match actions.recover(opts).await {
                         Ok(Some(rel)) if !recovered => {
-                            tracing::warn!(cr = %self.cr_id, release = %self.name, version = rel.version,
-                                "marked an interrupted operation failed");
+                            self.log().recovered(rel.version);
                             recovered = true;
                             history = actions
                                 .history(&self.namespace, &self.name)
@@ -434,7 +442,7 @@ impl Run {
                 Ok(release)
             }
             Ok(Installed { release, .. }) => {
-                tracing::info!(cr = %self.cr_id, release = %release.name, version = release.version, "installed release");
+                self.log().installed();
                 let note = format!(
                     "Installed release {} (revision {})",
                     release.name, release.version
@@ -452,7 +460,7 @@ impl Run {
             }
             Err(source) => {
                 let msg = format!("failed to install release: {source}");
-                let retry_in = Some(plan::Backoff::RELEASE.delay(attempt.number));
+                let retry_in = plan::action_retry(attempt.number, !changed_nothing(&source));
                 Err(self
                     .marked_failed()
                     .action_failed(Step::Install, source, retry_in, msg)
@@ -481,7 +489,7 @@ impl Run {
             .await;
         let source = match upgraded {
             Ok(rel) => {
-                tracing::info!(cr = %self.cr_id, release = %rel.name, version = rel.version, force, "upgraded release");
+                self.log().upgraded(force);
                 let note = format!("Upgraded release {} to revision {}", rel.name, rel.version);
                 self.succeeded(&rel, Step::Upgrade, note).await;
                 return Ok(rel);
@@ -519,7 +527,7 @@ impl Run {
                     .await;
             }
         }
-        let retry_in = Some(plan::Backoff::RELEASE.delay(number));
+        let retry_in = plan::action_retry(number, wrote);
         Err(self
             .marked_failed()
             .action_failed(Step::Upgrade, source, retry_in, msg)
@@ -540,7 +548,7 @@ impl Run {
                 Ok(())
             }
             Err(e) => {
-                tracing::error!(cr = %self.cr_id, error = %e, "error rolling back release");
+                self.log().rollback_failed(&e);
                 Err(e)
             }
         }

@@ -36,24 +36,60 @@ pub struct Backoff {
 }
 
 impl Backoff {
-    /// Between attempts of a release action that keeps failing with unchanged inputs;
-    /// the attempts are counted on the records, so the delay survives restarts.
+    /// Between attempts of a release action that wrote a failed revision and keeps
+    /// failing with unchanged inputs; the attempts are counted on the records, so
+    /// the delay survives restarts and a failing chart does not write a revision on
+    /// every retry.
     pub const RELEASE: Backoff = Backoff {
         base: Duration::from_secs(10),
         max: Duration::from_secs(600),
     };
-    /// After a failed reconcile whose error names no delay of its own; the controller
-    /// counts these per CR and forgets them on success.
+    /// After any failed reconcile, counted per CR by the controller and forgotten on
+    /// success: controller-runtime's default per-item limiter
+    /// (`ItemExponentialFailureRateLimiter(5ms, 1000s)`), which the Go helm-operator
+    /// retries with. A failure that names a longer delay of its own waits that long.
     pub const RECONCILE: Backoff = Backoff {
-        base: Duration::from_secs(5),
-        max: Duration::from_secs(300),
+        base: Duration::from_millis(5),
+        max: Duration::from_secs(1000),
     };
 
-    /// The delay after `failures` consecutive failures.
+    /// The delay after `failures` consecutive failures (the first waits `base`).
     pub fn delay(self, failures: u32) -> Duration {
-        let exp = failures.saturating_sub(1).min(16);
-        self.base.saturating_mul(1u32 << exp).min(self.max)
+        let exp = failures.saturating_sub(1);
+        let max = self.max.as_nanos();
+        let nanos = if exp >= 64 {
+            max
+        } else {
+            self.base.as_nanos().saturating_mul(1u128 << exp).min(max)
+        };
+        Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX))
     }
+}
+
+/// A token bucket shared by all CRs of one controller, on top of the per-CR
+/// [`Backoff::RECONCILE`]: controller-runtime's overall limiter (10 retries a second,
+/// bursts of 100), so a chart that breaks every CR at once does not retry them all
+/// at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryBucket {
+    pub per_second: u32,
+    pub burst: u32,
+}
+
+impl RetryBucket {
+    /// `BucketRateLimiter{Limiter: rate.NewLimiter(rate.Limit(10), 100)}`.
+    pub const RECONCILE: RetryBucket = RetryBucket {
+        per_second: 10,
+        burst: 100,
+    };
+}
+
+/// The delay a failed release action names for its retry: one that wrote a failed
+/// revision backs off on the records ([`Backoff::RELEASE`]); one that changed
+/// nothing (a render error, a refused object) names none, so the controller's
+/// per-CR [`Backoff::RECONCILE`] applies and grows with every failure.
+pub fn action_retry(attempt: u32, wrote_revision: bool) -> Option<Duration> {
+    wrote_revision.then(|| Backoff::RELEASE.delay(attempt))
 }
 
 /// The deployed revision a decision builds on.
@@ -336,11 +372,24 @@ mod tests {
         assert_eq!(Backoff::RELEASE.delay(4), Duration::from_secs(80));
         assert_eq!(Backoff::RELEASE.delay(7), Duration::from_secs(600));
         assert_eq!(Backoff::RELEASE.delay(100), Duration::from_secs(600));
-        assert_eq!(Backoff::RECONCILE.delay(1), Duration::from_secs(5));
-        assert_eq!(Backoff::RECONCILE.delay(2), Duration::from_secs(10));
-        assert_eq!(Backoff::RECONCILE.delay(4), Duration::from_secs(40));
-        assert_eq!(Backoff::RECONCILE.delay(7), Duration::from_secs(300));
-        assert_eq!(Backoff::RECONCILE.delay(u32::MAX), Duration::from_secs(300));
+        // controller-runtime's per-item limiter: 5ms, 10ms, 20ms, ... 1000s.
+        assert_eq!(Backoff::RECONCILE.delay(1), Duration::from_millis(5));
+        assert_eq!(Backoff::RECONCILE.delay(2), Duration::from_millis(10));
+        assert_eq!(Backoff::RECONCILE.delay(11), Duration::from_millis(5120));
+        assert_eq!(Backoff::RECONCILE.delay(18), Duration::from_millis(5 << 17));
+        assert_eq!(Backoff::RECONCILE.delay(19), Duration::from_secs(1000));
+        assert_eq!(Backoff::RECONCILE.delay(64), Duration::from_secs(1000));
+        assert_eq!(Backoff::RECONCILE.delay(65), Duration::from_secs(1000));
+        assert_eq!(
+            Backoff::RECONCILE.delay(u32::MAX),
+            Duration::from_secs(1000)
+        );
+    }
+
+    #[test]
+    fn only_failures_that_wrote_a_revision_back_off_on_records() {
+        assert_eq!(action_retry(3, true), Some(Backoff::RELEASE.delay(3)));
+        assert_eq!(action_retry(3, false), None);
     }
 
     #[test]

@@ -9,6 +9,7 @@ use release::record::Release;
 
 use super::{Outcome, ReconcileError, Run};
 use crate::events;
+use crate::logging::cr::FailedStep;
 use crate::status::{self as st, DeployedRelease};
 
 /// A reconcile step, as the status, Events and errors name it.
@@ -101,13 +102,34 @@ impl Run {
         message: String,
         err: ReconcileError,
     ) -> ReconcileError {
+        let log = self.log();
+        match step {
+            Step::Install | Step::Upgrade => log.release_failed(&message),
+            Step::Reconcile => log.reconcile_failed(&message),
+            Step::Uninstall => log.uninstall_failed(&message),
+        }
+        self.record_failure(step, message, err).await
+    }
+
+    /// Sets `step`'s failure condition, records a Warning Event and writes the status.
+    async fn record_failure(
+        &mut self,
+        step: Step,
+        message: String,
+        err: ReconcileError,
+    ) -> ReconcileError {
         let (condition, reason) = step.failure();
-        tracing::error!(cr = %self.cr_id, reason, error = %message, "reconcile failed");
         self.status
             .set(condition, st::TRUE, reason, message.clone());
         self.events.warning(reason, message).await;
         if let Err(e) = self.write_status().await {
-            tracing::warn!(cr = %self.cr_id, error = %e, "cannot record the failure in the status");
+            let after = match step {
+                Step::Install => FailedStep::Install,
+                Step::Upgrade => FailedStep::Sync,
+                Step::Reconcile => FailedStep::Reconcile,
+                Step::Uninstall => FailedStep::Uninstall,
+            };
+            self.log().status_update_failed(after, &e);
         }
         err
     }
@@ -118,7 +140,8 @@ impl Run {
         message: String,
         err: ReconcileError,
     ) -> ReconcileError {
-        self.fail(Step::Reconcile, message, err).await
+        self.log().sync_failed(&message);
+        self.record_failure(Step::Reconcile, message, err).await
     }
 
     /// A failed release action on this CR, retried after `retry_in` (the controller's
@@ -165,7 +188,7 @@ impl Run {
 
     /// A release without records was recorded over its `found` live objects.
     pub(super) async fn adopted(&mut self, rel: &Release, found: usize) {
-        tracing::info!(cr = %self.cr_id, release = %rel.name, version = rel.version, found, "adopted the release's existing objects");
+        self.log().adopted(rel.version, found);
         self.events
             .normal(
                 events::ADOPTED,
@@ -187,7 +210,7 @@ impl Run {
     pub(super) async fn repaired(&mut self, rel: &Release, report: &RepairReport) {
         if !report.repaired.is_empty() {
             let objects: Vec<String> = report.repaired.iter().map(|o| o.to_string()).collect();
-            tracing::info!(cr = %self.cr_id, release = %self.name, objects = ?objects, "repaired release objects");
+            self.log().repaired(&objects);
             self.events
                 .normal(
                     events::REPAIRED,
@@ -205,6 +228,7 @@ impl Run {
             self.check_readiness(rel, &report.not_ready);
             return;
         }
+        self.log().reconciled();
         self.status
             .set(st::DEPLOYED, st::TRUE, reason_by_version(rel), notes(rel));
     }

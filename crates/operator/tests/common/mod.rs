@@ -16,6 +16,8 @@ use operator::reconcile::Context;
 use operator::watches::Watch;
 use serde_json::{json, Value};
 
+pub mod watch_run;
+
 pub const NS: &str = "default";
 pub const GROUP: &str = "test.rudder.dev";
 pub const VERSION: &str = "v1";

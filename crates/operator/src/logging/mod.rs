@@ -1,42 +1,41 @@
-//! Structured logs, as text or JSON, at the level the flags ask for.
-//!
-//! Levels are read as the Go operator's `--zap-log-level` reads them (`debug`, `info`,
-//! `error`, `panic`, or a number: 1 is debug, higher numbers are more verbose), plus
-//! `trace`/`warn` and tracing filter directives such as `info,operator=debug`. Logs go
-//! to stderr, as zap's do.
+//! Logs as the Go operator writes them: zap's JSON lines by default, console lines
+//! with `--zap-devel` ([`zap`]), at the level `--zap-log-level` asks for, and the Go
+//! operator's messages at the same moments ([`cr`]: the reconciler's vocabulary, one
+//! place the reconciler calls). Levels are read as `--zap-log-level` reads them
+//! (`debug`, `info`, `error`, `panic`, or a number: 1 is debug, higher numbers are
+//! more verbose), plus `trace`/`warn` and tracing filter directives such as
+//! `info,operator=debug`. Logs go to stderr, as zap's do. Values never appear.
+
+pub mod cr;
+pub mod zap;
 
 use std::fmt;
 use std::str::FromStr;
 
 use tracing_subscriber::EnvFilter;
 
-/// How log lines are written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum LogFormat {
-    /// Human-readable lines (zap's `console` encoder).
-    #[default]
-    Text,
-    /// One JSON object per line (zap's `json` encoder).
-    Json,
-}
+pub use zap::{Encoder, TimeEncoding, ZapFormat};
 
-impl FromStr for LogFormat {
+/// How log lines are written (`--zap-encoder`).
+pub type LogFormat = Encoder;
+
+impl FromStr for Encoder {
     type Err = LoggingError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s.trim().to_ascii_lowercase().as_str() {
-            "text" | "console" => Ok(LogFormat::Text),
-            "json" => Ok(LogFormat::Json),
+            "text" | "console" => Ok(Encoder::Console),
+            "json" => Ok(Encoder::Json),
             _ => Err(LoggingError::Format(s.to_string())),
         }
     }
 }
 
-impl fmt::Display for LogFormat {
+impl fmt::Display for Encoder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
-            LogFormat::Text => "text",
-            LogFormat::Json => "json",
+            Encoder::Console => "console",
+            Encoder::Json => "json",
         })
     }
 }
@@ -45,8 +44,12 @@ impl fmt::Display for LogFormat {
 pub enum LoggingError {
     #[error("invalid log level {0:?}: use debug, info, warn, error, a number (1 = debug, 2+ = more verbose) or filter directives like \"info,operator=debug\"")]
     Level(String),
-    #[error("invalid log format {0:?}: use text (or console) or json")]
+    #[error("invalid log format {0:?}: use json or console")]
     Format(String),
+    #[error(
+        "invalid time encoding {0:?}: use epoch, millis, nano, iso8601, rfc3339 or rfc3339nano"
+    )]
+    TimeEncoding(String),
 }
 
 /// Libraries whose debug output drowns the operator's own at `debug`.
@@ -74,21 +77,26 @@ pub fn level_filter(level: &str) -> Result<EnvFilter, LoggingError> {
     EnvFilter::try_new(directives).map_err(|_| LoggingError::Level(level.to_string()))
 }
 
-/// Installs the global logger. A second call (tests) keeps the first logger and
-/// returns `Ok`; only a bad level is an error.
+/// Installs the global logger writing zap-style lines. A second call (tests) keeps
+/// the first logger and returns `Ok`; only a bad level is an error.
 pub fn init(level: &str, format: LogFormat) -> Result<(), LoggingError> {
+    init_with(
+        level,
+        ZapFormat {
+            encoder: format,
+            time: TimeEncoding::default(),
+        },
+    )
+}
+
+/// [`init`] with a time encoding too.
+pub fn init_with(level: &str, format: ZapFormat) -> Result<(), LoggingError> {
     let filter = level_filter(level)?;
-    let builder = tracing_subscriber::fmt()
+    let installed = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    let installed = match format {
-        LogFormat::Text => builder.try_init(),
-        LogFormat::Json => builder
-            .json()
-            .flatten_event(true)
-            .with_current_span(true)
-            .try_init(),
-    };
+        .with_writer(std::io::stderr)
+        .event_format(format)
+        .try_init();
     // Err here only means a logger is already installed, which is fine.
     let _ = installed;
     Ok(())
@@ -100,8 +108,11 @@ mod tests {
 
     #[test]
     fn formats_accept_zap_encoder_names() {
-        assert_eq!("console".parse::<LogFormat>().ok(), Some(LogFormat::Text));
-        assert_eq!("text".parse::<LogFormat>().ok(), Some(LogFormat::Text));
+        assert_eq!(
+            "console".parse::<LogFormat>().ok(),
+            Some(LogFormat::Console)
+        );
+        assert_eq!("text".parse::<LogFormat>().ok(), Some(LogFormat::Console));
         assert_eq!("JSON".parse::<LogFormat>().ok(), Some(LogFormat::Json));
         let e = "xml".parse::<LogFormat>().expect_err("xml").to_string();
         assert!(e.contains("\"xml\"") && e.contains("json"), "{e}");
@@ -129,7 +140,7 @@ mod tests {
     #[test]
     fn init_twice_is_fine() {
         init("info", LogFormat::Json).expect("first");
-        init("debug", LogFormat::Text).expect("second");
-        assert!(init("nonsense-level!", LogFormat::Text).is_err());
+        init("debug", LogFormat::Console).expect("second");
+        assert!(init("nonsense-level!", LogFormat::Console).is_err());
     }
 }

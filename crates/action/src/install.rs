@@ -22,7 +22,7 @@ use crate::lock::Held;
 use crate::options::ActionOptions;
 use crate::plan::{self, Plan};
 use crate::record::{
-    chart_record, hook_record, merge_labels, new_release, record_lookups, sort_by_kind, Draft,
+    chart_record, hook_record, new_release, record_labels, record_lookups, sort_by_kind, Draft,
 };
 use crate::render::{self, Revision};
 use crate::store;
@@ -207,7 +207,7 @@ impl<'a> Install<'a> {
             hooks: hook_recs,
         };
         let mut rel = new_release(draft, Status::PendingInstall, "Initial install underway");
-        rel.labels = merge_labels(&BTreeMap::new(), &opts.labels);
+        rel.labels = record_labels(&BTreeMap::new(), opts, version);
         record_lookups(&mut rel.labels, opts, lookups);
         store.create(&rel).await.map_err(|e| match e {
             release::Error::AlreadyExists(_) => crate::lock::raced(name),

@@ -1,7 +1,7 @@
 //! Helm's `pkg/action` for rudder: the release verbs against any Kubernetes API through
-//! kube-rs. Objects are applied with server-side apply under the `rudder` field
-//! manager and carry Helm's ownership metadata; the release records are Helm's, so the
-//! real `helm` CLI sees the same releases.
+//! kube-rs. Objects are applied with server-side apply under Helm's own field manager
+//! (`helm`) and carry Helm's ownership metadata; the release records are Helm's, so the
+//! real `helm` CLI sees the same releases and can take turns with rudder on them.
 //!
 //! Start here: build an [`ActionConfig`] (client, storage driver, locks, discovery),
 //! then run a verb with it, e.g. `Install::new(&cfg, opts).run(&chart, values)`. One

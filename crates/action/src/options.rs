@@ -56,6 +56,11 @@ pub struct ActionOptions {
     /// `lookup` calls returned (removing the label when it made none), so a caller can
     /// tell later whether a looked-up object changed ([`crate::UpgradeDiff::lookups`]).
     pub lookups_label: Option<String>,
+    /// A label every record this action writes carries with that record's own
+    /// revision, so a reader can tell labels written for a revision from labels another
+    /// tool copied onto a later one (`helm upgrade` and `helm rollback` copy a record's
+    /// custom labels). The operator sets it; Helm's CLI writes nothing like it.
+    pub revision_label: Option<String>,
 }
 
 /// Changes (or refuses) each object of a release before it is applied: the operator
@@ -119,6 +124,7 @@ impl ActionOptions {
             transform: None,
             record_owner: None,
             lookups_label: None,
+            revision_label: None,
         }
     }
 

@@ -170,19 +170,18 @@ pub(crate) async fn apply_all(
     created: &mut Vec<Object>,
 ) -> Result<()> {
     let owner = opts.owner();
-    let mut missing = HashSet::new();
+    let mut live = Vec::with_capacity(objects.len());
     for o in objects {
-        match kube.get(&owner, o).await? {
-            Some(live) => check_live_ownership(&owner, o, &live, &opts.apply())?,
-            None => {
-                missing.insert(o.reference.clone());
-            }
+        let found = kube.get(&owner, o).await?;
+        if let Some(found) = &found {
+            check_live_ownership(&owner, o, found, &opts.apply())?;
         }
+        live.push(found);
     }
-    for o in objects {
-        kube.apply_or_replace(&owner, o, opts.force, opts.timeout)
+    for (o, live) in objects.iter().zip(live) {
+        kube.apply_or_replace(&owner, o, live.as_ref(), opts.force, opts.timeout)
             .await?;
-        if missing.contains(&o.reference) {
+        if live.is_none() {
             created.push(o.clone());
         }
     }

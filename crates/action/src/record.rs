@@ -12,7 +12,11 @@ use release::Time;
 
 use crate::options::ActionOptions;
 
-/// Helm v4's `apply_method` for releases applied with server-side apply.
+/// Helm v4's `apply_method` for releases applied with server-side apply: what every
+/// record rudder writes says, since rudder always applies server-side (after taking
+/// over the ownership Helm's client-side apply recorded, see `kube::managers`), as
+/// `helm upgrade|rollback --server-side=true` does. Helm's default (`auto`) then
+/// applies the next upgrade server-side as well.
 pub const APPLY_METHOD_SSA: &str = "ssa";
 
 /// The chart part of a release record, as Helm stores it.
@@ -134,6 +138,21 @@ pub(crate) fn merge_labels(
     out
 }
 
+/// The custom labels of a new record of revision `version`: Helm's merge of the
+/// action's labels over `base` (the labels the record inherits), plus the revision
+/// label when the action asks for one.
+pub(crate) fn record_labels(
+    base: &BTreeMap<String, String>,
+    opts: &ActionOptions,
+    version: i64,
+) -> BTreeMap<String, String> {
+    let mut labels = merge_labels(base, &opts.labels);
+    if let Some(label) = &opts.revision_label {
+        labels.insert(label.clone(), version.to_string());
+    }
+    labels
+}
+
 /// The documents of a stored manifest, each with its `# Source:` path.
 pub(crate) fn manifest_documents(manifest: &str) -> Vec<(String, String)> {
     split_documents(manifest)
@@ -242,6 +261,23 @@ mod tests {
         assert_eq!(merged.get("a").map(String::as_str), Some("1"));
         assert!(!merged.contains_key("b"));
         assert_eq!(merged.get("c").map(String::as_str), Some("3"));
+    }
+
+    #[test]
+    fn records_carry_their_own_revision_when_asked() {
+        let base = BTreeMap::from([("rudder.dev/revision".to_string(), "3".to_string())]);
+        let mut opts = ActionOptions::new("r", "ns");
+        assert_eq!(
+            record_labels(&base, &opts, 4),
+            base,
+            "copied as Helm copies"
+        );
+        opts.revision_label = Some("rudder.dev/revision".into());
+        let labels = record_labels(&base, &opts, 4);
+        assert_eq!(
+            labels.get("rudder.dev/revision").map(String::as_str),
+            Some("4")
+        );
     }
 
     #[test]

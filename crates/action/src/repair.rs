@@ -45,6 +45,8 @@ impl<'a> Repair<'a> {
 
     /// Labels the deployed record must carry; written on it (without a new revision)
     /// when it lacks them, e.g. the operator's inputs digest on a record `helm` made.
+    /// With the options' `revision_label`, the record also gets its own revision
+    /// under that label (replacing one another tool copied from an older record).
     pub fn ensure_labels(mut self, labels: BTreeMap<String, String>) -> Repair<'a> {
         self.labels = labels;
         self
@@ -68,18 +70,27 @@ impl<'a> Repair<'a> {
         let owner = opts.owner();
         let docs = install_ordered_documents(&rel.manifest);
         let plan = plan::plan(&kube, opts, &[], &docs, &[]).await?;
-        let mut before = Vec::with_capacity(plan.objects.len());
+        let mut live = Vec::with_capacity(plan.objects.len());
         for o in &plan.objects {
-            let live = kube.get(&owner, o).await?;
-            if let Some(live) = &live {
-                check_live_ownership(&owner, o, live, &opts.apply())?;
+            let found = kube.get(&owner, o).await?;
+            if let Some(found) = &found {
+                check_live_ownership(&owner, o, found, &opts.apply())?;
             }
-            before.push(live.and_then(|l| l.metadata.resource_version));
+            live.push(found);
         }
         let mut report = RepairReport::default();
-        for (o, before) in plan.objects.iter().zip(before) {
+        for (o, live) in plan.objects.iter().zip(live) {
+            let mut before = live
+                .as_ref()
+                .and_then(|l| l.metadata.resource_version.clone());
+            if let Some(live) = &live {
+                // Taking over field ownership is no repair of the object.
+                if let Some(rv) = kube.take_over_fields(&owner, o, live).await? {
+                    before = Some(rv);
+                }
+            }
             let after = kube
-                .apply_or_replace(&owner, o, opts.force, opts.timeout)
+                .apply_or_replace(&owner, o, None, opts.force, opts.timeout)
                 .await?;
             if before.is_none() || before != after.metadata.resource_version {
                 tracing::info!(release = %opts.name, object = %o.reference, "repaired");
@@ -93,13 +104,13 @@ impl<'a> Repair<'a> {
                 }
             }
         }
-        let missing = self
-            .labels
-            .iter()
-            .any(|(k, v)| rel.labels.get(k) != Some(v));
+        let mut wanted = self.labels.clone();
+        if let Some(label) = &opts.revision_label {
+            wanted.insert(label.clone(), rel.version.to_string());
+        }
+        let missing = wanted.iter().any(|(k, v)| rel.labels.get(k) != Some(v));
         if missing {
-            rel.labels
-                .extend(self.labels.iter().map(|(k, v)| (k.clone(), v.clone())));
+            rel.labels.extend(wanted);
             store::save(&store, &rel).await?;
         }
         Ok((rel, report))

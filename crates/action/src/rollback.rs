@@ -11,7 +11,7 @@ use crate::kube::KubeClient;
 use crate::lock::Held;
 use crate::options::ActionOptions;
 use crate::plan;
-use crate::record::{install_ordered_documents, merge_labels};
+use crate::record::{install_ordered_documents, record_labels, APPLY_METHOD_SSA};
 use crate::store;
 use crate::upgrade::{Change, Steps};
 
@@ -82,7 +82,11 @@ pub(crate) async fn rollback_steps(
     let version = last.version + 1;
     let mut rel = target.clone();
     rel.version = version;
-    rel.labels = merge_labels(&target.labels, &opts.labels);
+    // The objects are applied server-side whatever the target revision used (Helm's
+    // `rollback --server-side=true`), so the record says so and Helm's `auto`
+    // applies the next upgrade server-side too.
+    rel.apply_method = APPLY_METHOD_SSA.to_string();
+    rel.labels = record_labels(&target.labels, opts, version);
     let first = last.info.as_ref().and_then(|i| i.first_deployed);
     if let Some(info) = rel.info.as_mut() {
         info.first_deployed = first;

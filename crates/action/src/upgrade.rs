@@ -19,7 +19,7 @@ use crate::kube::{wait, KubeClient, Object};
 use crate::lock::Held;
 use crate::options::ActionOptions;
 use crate::plan::{self, Plan};
-use crate::record::{chart_record, merge_labels, new_release, record_lookups, Draft};
+use crate::record::{chart_record, new_release, record_labels, record_lookups, Draft};
 use crate::render::{self, Revision};
 use crate::rollback;
 use crate::store;
@@ -217,7 +217,7 @@ impl<'a> Upgrade<'a> {
         if let Some(info) = rel.info.as_mut() {
             info.first_deployed = previous.info.as_ref().and_then(|i| i.first_deployed);
         }
-        rel.labels = merge_labels(&last.labels, &opts.labels);
+        rel.labels = record_labels(&last.labels, opts, version);
         record_lookups(&mut rel.labels, opts, lookups);
         store
             .create(&rel)

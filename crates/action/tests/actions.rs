@@ -57,7 +57,9 @@ async fn install_upgrade_rollback_uninstall() {
     );
     let mf = cm.metadata.managed_fields.unwrap_or_default();
     assert!(
-        mf.iter().any(|m| m.manager.as_deref() == Some("rudder")),
+        mf.iter()
+            .any(|m| m.manager.as_deref() == Some(action::FIELD_MANAGER)
+                && m.operation.as_deref() == Some("Apply")),
         "{mf:?}"
     );
     assert_owned(

@@ -320,6 +320,37 @@ fn write_to(obj: &mut Value, entries: &[Entry]) {
     write(obj, entries);
 }
 
+/// The managedFields an Update-operation write (PUT or non-apply PATCH of the
+/// main resource) starts from, as kube-apiserver chooses them: the request's own
+/// entries when it sends valid ones that differ from the live ones (so a client
+/// can hand ownership from one manager to another, as Helm and kubectl do when
+/// they move an object to server-side apply), none for the reset marker `[{}]`,
+/// and the live ones otherwise (an empty or invalid list never clears them).
+/// `None` means the object has no entries.
+pub(crate) fn update_base(live: Option<&Value>, sent: Option<&Value>) -> Option<Value> {
+    let Some(Value::Array(entries)) = sent else {
+        return live.cloned();
+    };
+    if let [Value::Object(only)] = entries.as_slice() {
+        if only.is_empty() {
+            return None;
+        }
+    }
+    let valid = !entries.is_empty()
+        && entries.iter().all(|e| {
+            let op = e.get("operation").and_then(Value::as_str);
+            let fields_type = e.get("fieldsType").and_then(Value::as_str);
+            matches!(op, Some("Apply" | "Update"))
+                && fields_type.is_none_or(|t| t == "FieldsV1")
+                && e.get("fieldsV1").is_none_or(Value::is_object)
+        });
+    if valid {
+        sent.cloned()
+    } else {
+        live.cloned()
+    }
+}
+
 /// Records an Update-operation write (create, PUT or patch) by `manager`:
 /// it owns what it changed, and others lose what it changed or removed.
 pub(crate) fn update(
@@ -331,11 +362,9 @@ pub(crate) fn update(
 ) {
     let empty = json!({});
     let live_obj = live.map(without_managed).unwrap_or_else(|| empty.clone());
-    let mut entries = match live {
-        Some(l) => read(l),
-        // A create may carry managedFields of its own (as apply does).
-        None => read(new),
-    };
+    // The caller left the entries to start from on `new` (see `update_base`);
+    // a create may carry managedFields of its own, as apply does.
+    let mut entries = read(new);
     let cmp = scope.compare(&live_obj, &without_managed(new));
     if cmp.is_empty() {
         write_to(new, &entries);
@@ -449,6 +478,24 @@ mod tests {
             err.message,
             "Apply failed with 1 conflict: conflict with \"kubectl-edit\" using apps/v1: .spec.replicas"
         );
+    }
+
+    #[test]
+    fn updates_start_from_the_entries_they_send() {
+        let live = json!([{"manager": "a", "operation": "Update", "apiVersion": "v1",
+            "fieldsType": "FieldsV1", "fieldsV1": {"f:data": {}}}]);
+        let moved = json!([{"manager": "b", "operation": "Apply", "apiVersion": "v1",
+            "fieldsType": "FieldsV1", "fieldsV1": {"f:data": {}}}]);
+        assert_eq!(update_base(Some(&live), Some(&moved)), Some(moved.clone()));
+        assert_eq!(update_base(Some(&live), None), Some(live.clone()));
+        // An empty list keeps them; the reset marker clears them.
+        assert_eq!(
+            update_base(Some(&live), Some(&json!([]))),
+            Some(live.clone())
+        );
+        assert_eq!(update_base(Some(&live), Some(&json!([{}]))), None);
+        let bad = json!([{"manager": "b", "operation": "Merge"}]);
+        assert_eq!(update_base(Some(&live), Some(&bad)), Some(live));
     }
 
     #[test]

@@ -191,8 +191,10 @@ fn normalize(rt: &ResourceType, obj: &mut Value) {
     }
 }
 
-/// Built-in defaulting that clients commonly rely on.
-fn default_fields(app: &App, rt: &ResourceType, obj: &mut Value) {
+/// Built-in defaulting that clients commonly rely on. On an update (`old`), what the
+/// server allocated (a Service's cluster IPs) is kept from the stored object when the
+/// new one leaves it out, as kube-apiserver's Service strategy does.
+fn default_fields(app: &App, rt: &ResourceType, obj: &mut Value, old: Option<&Value>) {
     let name = name_of(obj).to_string();
     match (rt.group.as_str(), rt.kind.as_str()) {
         ("", "Secret")
@@ -203,7 +205,8 @@ fn default_fields(app: &App, rt: &ResourceType, obj: &mut Value) {
         {
             obj["type"] = json!("Opaque");
         }
-        ("", "Namespace") => {
+        // Set once, at creation: finalizers and phases are the server's to change.
+        ("", "Namespace") if old.is_none() => {
             meta_mut(obj)
                 .entry("labels")
                 .or_insert_with(|| json!({}))
@@ -226,6 +229,14 @@ fn default_fields(app: &App, rt: &ResourceType, obj: &mut Value) {
                 spec["sessionAffinity"] = json!("None");
             }
             let external = spec.get("type").and_then(Value::as_str) == Some("ExternalName");
+            if let Some(old_spec) = old.and_then(|o| o.get("spec")).filter(|_| !external) {
+                for k in ["clusterIP", "clusterIPs"] {
+                    let unset = spec.get(k).is_none_or(|v| v.is_null() || v == "");
+                    if let Some(v) = old_spec.get(k).filter(|_| unset) {
+                        spec[k] = v.clone();
+                    }
+                }
+            }
             if !external
                 && spec
                     .get("clusterIP")
@@ -253,7 +264,7 @@ fn default_fields(app: &App, rt: &ResourceType, obj: &mut Value) {
                 }
             }
         }
-        ("apiextensions.k8s.io", "CustomResourceDefinition") => {
+        ("apiextensions.k8s.io", "CustomResourceDefinition") if old.is_none() => {
             let fins = meta_mut(obj)
                 .entry("finalizers")
                 .or_insert_with(|| json!([]));
@@ -263,7 +274,7 @@ fn default_fields(app: &App, rt: &ResourceType, obj: &mut Value) {
                 }
             }
         }
-        ("", "Pod") if obj.get("status").is_none() => {
+        ("", "Pod") if old.is_none() && obj.get("status").is_none() => {
             obj["status"] = json!({"phase": "Pending"});
         }
         ("apps", "Deployment" | "StatefulSet" | "ReplicaSet")
@@ -378,9 +389,9 @@ fn admit(
     if rt.crd.is_none() && schema.root.is_some() {
         typed::as_stored(schema, obj);
     }
-    if old.is_none() {
-        default_fields(app, rt, obj);
-    }
+    // kube-apiserver defaults every object it decodes, an update's and an apply's
+    // result too: a field an applier stops setting that has a default gets it back.
+    default_fields(app, rt, obj, old);
     validation::check_rules(rt, schema, obj, old)?;
     Ok(())
 }
@@ -647,11 +658,16 @@ where
                 gen += 1;
             }
             m.insert("generation".into(), json!(gen));
-            // Writers other than apply own what they change; the entries
-            // they send are the live ones, not theirs to rewrite.
+            // Writers other than apply own what they change, starting from
+            // the entries kube-apiserver would start from (the request's own
+            // ones when it rewrites them, as a move to server-side apply does).
             if track {
-                match cm.get("managedFields") {
-                    Some(mf) => m.insert("managedFields".into(), mf.clone()),
+                let sent = m
+                    .get("managedFields")
+                    .filter(|_| target == Target::Main)
+                    .cloned();
+                match managed::update_base(cm.get("managedFields"), sent.as_ref()) {
+                    Some(mf) => m.insert("managedFields".into(), mf),
                     None => m.remove("managedFields"),
                 };
             }

@@ -12,9 +12,10 @@ fn merge_key(field: &str, items: &[Value]) -> Option<&'static str> {
         | "ephemeralContainers"
         | "env"
         | "volumes"
-        | "volumeMounts"
-        | "volumeDevices"
         | "imagePullSecrets" => Some("name"),
+        // The Go types' `patchMergeKey` tags: mounts are keyed by where they mount.
+        "volumeMounts" => Some("mountPath"),
+        "volumeDevices" => Some("devicePath"),
         "ports" => {
             let container = items.iter().any(|i| i.get("containerPort").is_some());
             Some(if container { "containerPort" } else { "port" })
@@ -84,6 +85,16 @@ fn merge_map(t: &mut Map<String, Value>, p: &Map<String, Value>) -> Result<(), S
             }
             continue;
         }
+        if let (Some(field), Value::Array(order)) = (k.strip_prefix("$setElementOrder/"), v) {
+            // An order without the list: only the order changes.
+            if !p.get(field).is_some_and(Value::is_array) {
+                if let Some(mut list) = t.get(field).cloned() {
+                    set_element_order(field, t.get(field), &mut list, order);
+                    t.insert(field.to_string(), list);
+                }
+            }
+            continue;
+        }
         if k.starts_with('$') {
             continue;
         }
@@ -106,7 +117,10 @@ fn merge_map(t: &mut Map<String, Value>, p: &Map<String, Value>) -> Result<(), S
                 }
             }
             Value::Array(pa) => {
-                let merged = merge_list(k, t.get(k), pa)?;
+                let mut merged = merge_list(k, t.get(k), pa)?;
+                if let Some(Value::Array(order)) = p.get(&format!("$setElementOrder/{k}")) {
+                    set_element_order(k, t.get(k), &mut merged, order);
+                }
                 t.insert(k.clone(), merged);
             }
             other => {
@@ -180,6 +194,57 @@ fn merge_list(field: &str, current: Option<&Value>, patch: &[Value]) -> Result<V
     Ok(Value::Array(out))
 }
 
+/// Orders a merged list as the patch's `$setElementOrder/<field>` says: the items it
+/// names in its order, the items only the server had kept where they stood relative
+/// to those (Go's `normalizeElementOrder`: both runs merged by their index in the
+/// server's list; an item new to the server follows the one named before it).
+fn set_element_order(field: &str, server: Option<&Value>, merged: &mut Value, order: &[Value]) {
+    let Value::Array(items) = merged else {
+        return;
+    };
+    let server = server
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let all: Vec<Value> = server.iter().chain(items.iter()).cloned().collect();
+    let key = merge_key(field, &all);
+    let id = |v: &Value| -> Value {
+        match key {
+            Some(k) => v.get(k).cloned().unwrap_or(Value::Null),
+            None => v.clone(),
+        }
+    };
+    let wanted: Vec<Value> = order.iter().map(&id).collect();
+    let server_at = |v: &Value| server.iter().position(|s| id(s) == id(v));
+    let mut named: Vec<(f64, Value)> = Vec::new();
+    let mut before = -1.0;
+    for w in &wanted {
+        if let Some(item) = items.iter().find(|i| id(i) == *w) {
+            let at = server_at(item).map_or(before + 0.5, |i| i as f64);
+            before = at;
+            named.push((at, item.clone()));
+        }
+    }
+    let rest: Vec<(f64, Value)> = items
+        .iter()
+        .filter(|i| !wanted.contains(&id(i)))
+        .map(|i| (server_at(i).map_or(f64::MAX, |i| i as f64), i.clone()))
+        .collect();
+    let (mut a, mut b) = (named.into_iter().peekable(), rest.into_iter().peekable());
+    let mut out = Vec::with_capacity(items.len());
+    loop {
+        let take_rest = match (a.peek(), b.peek()) {
+            (Some((x, _)), Some((y, _))) => y < x,
+            (None, Some(_)) => true,
+            (Some(_), None) => false,
+            (None, None) => break,
+        };
+        let next = if take_rest { b.next() } else { a.next() };
+        out.extend(next.map(|(_, v)| v));
+    }
+    *items = out;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -201,6 +266,41 @@ mod tests {
             json!({"spec": {"containers": [
                 {"name": "a", "image": "a:2", "env": [{"name": "X", "value": "1"}, {"name": "Y", "value": "2"}]},
                 {"name": "c", "image": "c:1"}]}})
+        );
+    }
+
+    #[test]
+    fn set_element_order_orders_the_merged_list() {
+        // A mount replaced at the front stays at the front; one only the server
+        // had keeps its place.
+        let mut t = json!({"volumeMounts": [
+            {"name": "a", "mountPath": "/var/a"},
+            {"name": "s", "mountPath": "/server-only"},
+            {"name": "c", "mountPath": "/c"}]});
+        let p = json!({
+            "$setElementOrder/volumeMounts": [{"mountPath": "/a"}, {"mountPath": "/c"}],
+            "volumeMounts": [{"name": "a", "mountPath": "/a"}, {"mountPath": "/var/a", "$patch": "delete"}]});
+        strategic_merge(&mut t, &p).unwrap();
+        let paths: Vec<&str> = t["volumeMounts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["mountPath"].as_str().unwrap())
+            .collect();
+        assert_eq!(paths, ["/a", "/server-only", "/c"]);
+    }
+
+    #[test]
+    fn volume_mounts_merge_by_mount_path() {
+        // Two mounts of one volume differ only by path; deleting one keeps the other.
+        let mut t = json!({"volumeMounts": [
+            {"name": "data", "mountPath": "/data"},
+            {"name": "data", "mountPath": "/cache"}]});
+        let p = json!({"volumeMounts": [{"mountPath": "/cache", "$patch": "delete"}]});
+        strategic_merge(&mut t, &p).unwrap();
+        assert_eq!(
+            t,
+            json!({"volumeMounts": [{"name": "data", "mountPath": "/data"}]})
         );
     }
 

@@ -138,12 +138,13 @@ async fn list_map_keys_atomic_fields_and_removal() {
         "Apply failed with 1 conflict: conflict with \"alice\": .spec.selector"
     );
     // alice stops applying replicas and env B: both go (she alone owned
-    // them); bob's C stays.
+    // them), and replicas takes its default again as on kube-apiserver (the
+    // Kubernetes docs' warning for handing replicas to an HPA); bob's C stays.
     m["spec"].as_object_mut().unwrap().remove("replicas");
     m["spec"]["template"]["spec"]["containers"][0]["env"] = json!([{"name": "A", "value": "1"}]);
     let r = apply(&server, &url, "alice", false, &m).await;
     assert_eq!(r.code, 200, "{:?}", r.body);
-    assert!(r.body.pointer("/spec/replicas").is_none());
+    assert_eq!(r.body.pointer("/spec/replicas"), Some(&json!(1)));
     assert_eq!(
         names(&r.body["spec"]["template"]["spec"]["containers"][0]["env"]),
         ["A", "C"]
@@ -295,5 +296,74 @@ async fn sets_union_and_status_has_its_own_managers() {
     let r = apply(&server, &url, "alice", false, &with_status).await;
     assert_eq!(r.code, 200, "{}", r.body);
     assert_eq!(r.body["status"]["replicas"], 3);
+    server.stop().await;
+}
+
+/// A write that sends managedFields of its own replaces them, as kube-apiserver
+/// lets clients move client-side ownership to an applier (`csaupgrade`): the
+/// applier then removes what it stops applying. An empty list changes nothing;
+/// `[{}]` clears them.
+#[tokio::test]
+async fn a_patch_of_managed_fields_hands_ownership_over() {
+    let server = start().await;
+    let url = "/api/v1/namespaces/default/configmaps/c";
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"},
+        "data": {"a": "1", "b": "2"}});
+    let r = send(
+        &server,
+        "POST",
+        "/api/v1/namespaces/default/configmaps?fieldManager=helm",
+        None,
+        cm.to_string().as_bytes(),
+    )
+    .await;
+    assert_eq!(r.code, 201);
+    // Applying without .data.b leaves it: the Update entry still owns it.
+    let only_a = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"},
+        "data": {"a": "1"}});
+    let r = apply(&server, url, "helm", false, &only_a).await;
+    assert_eq!(r.body["data"]["b"], "2");
+    let mut entries = r.body["metadata"]["managedFields"].clone();
+    let fields = entries[0]["fieldsV1"].clone();
+    entries = json!([{"manager": "helm", "operation": "Apply", "apiVersion": "v1",
+        "fieldsType": "FieldsV1", "fieldsV1": fields}]);
+    let patch = json!({"metadata": {"managedFields": entries,
+        "resourceVersion": r.body["metadata"]["resourceVersion"]}});
+    let moved = send(
+        &server,
+        "PATCH",
+        &format!("{url}?fieldManager=helm"),
+        Some("application/merge-patch+json"),
+        patch.to_string().as_bytes(),
+    )
+    .await;
+    assert_eq!(moved.code, 200, "{:?}", moved.body);
+    assert_eq!(managers(&moved.body), [("helm".into(), "Apply".into())]);
+    // A stale resourceVersion is refused, so a concurrent writer is not lost.
+    let stale = send(
+        &server,
+        "PATCH",
+        &format!("{url}?fieldManager=helm"),
+        Some("application/merge-patch+json"),
+        patch.to_string().as_bytes(),
+    )
+    .await;
+    assert_eq!(stale.code, 409, "{:?}", stale.body);
+    let r = apply(&server, url, "helm", false, &only_a).await;
+    assert_eq!(r.code, 200);
+    assert_eq!(r.body["data"], json!({"a": "1"}), "the dropped key is gone");
+    for (body, kept) in [(json!([]), true), (json!([{}]), false)] {
+        let patch = json!({"metadata": {"managedFields": body}});
+        let r = send(
+            &server,
+            "PATCH",
+            &format!("{url}?fieldManager=x"),
+            Some("application/merge-patch+json"),
+            patch.to_string().as_bytes(),
+        )
+        .await;
+        assert_eq!(r.code, 200, "{:?}", r.body);
+        assert_eq!(!managers(&r.body).is_empty(), kept, "{body}");
+    }
     server.stop().await;
 }

@@ -434,12 +434,13 @@ async fn client(k: &KubeArgs) -> anyhow::Result<(Client, String)> {
     Ok((client, namespace))
 }
 
-/// Actions write Helm's default Secret records only.
+/// Actions keep records where Helm would (Secrets, or ConfigMaps with
+/// `HELM_DRIVER=configmap`); the memory driver would lose them when the process exits.
 fn check_write_driver(cfg: &ActionConfig) -> anyhow::Result<()> {
     match cfg.driver() {
-        StorageDriver::Secret => Ok(()),
+        StorageDriver::Secret | StorageDriver::ConfigMap => Ok(()),
         other => bail!(
-            "rudder writes release records with the secret driver only, but HELM_DRIVER is {:?}; unset it or set it to secret",
+            "rudder keeps release records in the cluster (HELM_DRIVER secret or configmap), but HELM_DRIVER is {:?}, whose records would be lost when rudder exits; unset it or set it to secret or configmap",
             std::env::var("HELM_DRIVER").unwrap_or_else(|_| other.name().to_string())
         ),
     }

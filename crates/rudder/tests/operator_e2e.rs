@@ -615,7 +615,9 @@ fn deleted_release_secrets_are_adopted_without_recreating_objects() {
     let Some(c) = Cluster::start("adopt") else {
         return;
     };
-    let (op, _) = hello_deployed(&c, &["--reconcile-period", "2s"]);
+    // A long period: nothing but the poke below may reconcile, so the
+    // records stay gone until the test asks for the adoption.
+    let (op, _) = hello_deployed(&c, &["--reconcile-period", "1h"]);
     let before = c.deployment("hello-sample").expect("Deployment exists");
     let cm_before = c
         .get(&["configmap", "hello-sample", "-n", NS])

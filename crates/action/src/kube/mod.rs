@@ -4,12 +4,15 @@
 //! release object carries Helm's ownership metadata, and objects that belong to another
 //! release are refused before anything is written.
 //!
-//! Beside it: readiness (`wait`), hooks (`hooks`), `lookup` for templates (`lookup`) and
-//! the cluster's `.Capabilities` (`capabilities`).
+//! Beside it: readiness (`wait`), hooks (`hooks`), `lookup` for templates (`lookup`),
+//! the cluster's `.Capabilities` (`capabilities`) and field ownership (`managers`:
+//! rudder applies as Helm's field manager and takes over what other writers of the
+//! release recorded).
 
 pub(crate) mod capabilities;
 pub(crate) mod hooks;
 pub(crate) mod lookup;
+pub(crate) mod managers;
 pub(crate) mod wait;
 
 use std::collections::HashMap;
@@ -26,8 +29,7 @@ use serde_json::Value;
 use crate::error::{Error, Result};
 use capabilities::{DiscoveryCache, Mapping};
 
-/// The field manager of every server-side apply rudder makes.
-pub const FIELD_MANAGER: &str = "rudder";
+pub use managers::FIELD_MANAGER;
 /// Helm's annotation naming the release that owns an object.
 pub const RELEASE_NAME_ANNOTATION: &str = "meta.helm.sh/release-name";
 /// Helm's annotation naming the namespace of the release that owns an object.
@@ -40,6 +42,8 @@ pub const RESOURCE_POLICY_ANNOTATION: &str = "helm.sh/resource-policy";
 pub const KEEP_POLICY: &str = "keep";
 
 const POLL: Duration = Duration::from_millis(100);
+/// Attempts at taking over field ownership while other writers change the object.
+const TAKE_OVER_ATTEMPTS: usize = 5;
 
 /// Names one object: `Kind namespace/name` (or `Kind name` when cluster-scoped).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -287,7 +291,7 @@ impl KubeClient {
             .map_err(|e| Error::api(&owner.name, "read", &o.reference, e))
     }
 
-    /// Server-side applies the object, forcing conflicts, as field manager `rudder`;
+    /// Server-side applies the object, forcing conflicts, as field manager `helm`;
     /// with `mark_owner` it first adds Helm's ownership annotations and label.
     pub async fn apply(
         &self,
@@ -316,16 +320,77 @@ impl KubeClient {
             .map_err(|e| Error::api(&owner.name, "apply", &o.reference, e))
     }
 
-    /// Like [`KubeClient::apply`], but with `replace` an object the API server refuses to
+    /// Moves the ownership other writers of the release recorded on the `live` object
+    /// to rudder's field manager (see `managers`), so the next apply removes what it
+    /// no longer renders. One merge patch of `metadata.managedFields`, guarded by the
+    /// resourceVersion it was computed from (re-read and retried when someone else
+    /// wrote in between). Returns the object's resourceVersion after the patch;
+    /// `None` when there was nothing to take over.
+    pub async fn take_over_fields(
+        &self,
+        owner: &Owner,
+        o: &Object,
+        live: &DynamicObject,
+    ) -> Result<Option<String>> {
+        let api = self.api(o);
+        let failed = |e| {
+            Error::api(
+                &owner.name,
+                "take over the field ownership of",
+                &o.reference,
+                e,
+            )
+        };
+        let mut live = std::borrow::Cow::Borrowed(live);
+        for _ in 0..TAKE_OVER_ATTEMPTS {
+            let entries = live.metadata.managed_fields.as_deref().unwrap_or_default();
+            let Some(entries) = managers::taken_over(entries) else {
+                return Ok(None);
+            };
+            let patch = serde_json::json!({"metadata": {
+                "resourceVersion": live.metadata.resource_version,
+                "managedFields": entries,
+            }});
+            let params = PatchParams {
+                field_manager: Some(FIELD_MANAGER.to_string()),
+                ..PatchParams::default()
+            };
+            match api
+                .patch(&o.reference.name, &params, &Patch::Merge(&patch))
+                .await
+            {
+                Ok(patched) => return Ok(patched.metadata.resource_version),
+                Err(kube::Error::Api(s)) if s.code == 404 => return Ok(None),
+                Err(kube::Error::Api(s)) if s.code == 409 => {
+                    match api.get_opt(&o.reference.name).await.map_err(failed)? {
+                        Some(fresh) => live = std::borrow::Cow::Owned(fresh),
+                        None => return Ok(None),
+                    }
+                }
+                Err(e) => return Err(failed(e)),
+            }
+        }
+        // Ownership is bookkeeping: the apply still sets every rendered value.
+        tracing::warn!(release = %owner.name, object = %o.reference,
+            "the object kept changing; applying without taking over other managers' fields");
+        Ok(None)
+    }
+
+    /// Like [`KubeClient::apply`] after [`KubeClient::take_over_fields`] of the `live`
+    /// object (when it exists), but with `replace` an object the API server refuses to
     /// change in place (an immutable field, a conflict) is deleted and created again,
     /// as Helm's `--force` does.
     pub async fn apply_or_replace(
         &self,
         owner: &Owner,
         o: &Object,
+        live: Option<&DynamicObject>,
         replace: bool,
         timeout: Duration,
     ) -> Result<DynamicObject> {
+        if let Some(live) = live {
+            self.take_over_fields(owner, o, live).await?;
+        }
         match self.apply(owner, o, true).await {
             Err(Error::Api { source, .. }) if replace && needs_replace(&source) => {
                 tracing::info!(release = %owner.name, object = %o.reference, error = %source, "replacing an object that cannot be changed in place");

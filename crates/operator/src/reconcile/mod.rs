@@ -42,7 +42,7 @@ use crate::status::{self as st, HelmAppStatus};
 use crate::watches::Watch;
 pub use context::{Context, DISCOVERY_TTL};
 pub use error::ReconcileError;
-use plan::{Decision, Deployed, ATTEMPT_LABEL, LOOKUPS_LABEL, ROLLBACK_OF_LABEL};
+use plan::{Decision, Deployed, ATTEMPT_LABEL, LOOKUPS_LABEL, REVISION_LABEL, ROLLBACK_OF_LABEL};
 use report::Step;
 
 /// One attempt at changing the release: the values, their inputs digest, and which
@@ -231,6 +231,7 @@ impl Run {
         opts.record_owner = Some(policy.owner.clone());
         opts.lookups_label = Some(LOOKUPS_LABEL.to_string());
         opts.transform = Some(transform::transform(Arc::new(policy)));
+        opts.revision_label = Some(REVISION_LABEL.to_string());
         opts
     }
 
@@ -401,7 +402,11 @@ impl Run {
             .diff_upgrade(&self.ctx.chart, attempt.values.clone(), opts)
             .await;
         match diff {
-            Ok(diff) if diff.changed => self.upgrade(attempt, deployed).await,
+            Ok(diff) if diff.changed => {
+                tracing::info!(cr = %self.cr_id, release = %self.name, version = deployed.version,
+                    "the deployed revision was made outside the operator and differs from the CR's spec: upgrading to the spec");
+                self.upgrade(attempt, deployed).await
+            }
             Ok(diff) => {
                 let digest = attempt.digest;
                 let mut stamp = self.chart_labels();
@@ -512,6 +517,7 @@ impl Run {
             ropts.transform = transform;
             ropts.record_owner = Some(self.owner_reference());
             ropts.lookups_label = Some(LOOKUPS_LABEL.to_string());
+            ropts.revision_label = Some(REVISION_LABEL.to_string());
             ropts.labels = BTreeMap::from([
                 (ROLLBACK_OF_LABEL.to_string(), digest.to_string()),
                 (ATTEMPT_LABEL.to_string(), number.to_string()),

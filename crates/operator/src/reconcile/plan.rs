@@ -24,6 +24,11 @@ pub const READINESS_POLL: Duration = Duration::from_secs(5);
 /// How long `install-wait`/`upgrade-wait` wait by default (Helm's `--timeout`).
 pub const READINESS_TIMEOUT: Duration = Duration::from_secs(300);
 
+/// The revision rudder wrote its labels for. `helm upgrade` and `helm rollback` copy
+/// a record's custom labels onto the record they write, so on a record of another
+/// number they are a copy and say nothing about that revision's inputs.
+pub const REVISION_LABEL: &str = "rudder.dev/revision";
+
 /// How soon to look again while another operation holds the release.
 pub const IN_PROGRESS_RETRY: Duration = Duration::from_secs(10);
 
@@ -113,8 +118,13 @@ pub enum Decision {
     Install { attempt: u32 },
     /// The inputs changed since the deployed revision.
     Upgrade { attempt: u32, deployed: Deployed },
-    /// The deployed record carries no inputs digest (`helm` made it): compare renders;
-    /// when they match, stamp the digest on it and repair, else upgrade.
+    /// The deployed revision was made outside the operator: `helm` wrote it, with no
+    /// inputs digest (`helm install`, or a release the operator takes over) or with
+    /// the operator's labels copied from an older record (`helm upgrade`, `helm
+    /// rollback` of the CR's release). Compare renders: when the CR's spec renders to
+    /// the deployed manifest, adopt it (stamp the digest and repair), else upgrade to
+    /// the CR's spec, restoring what the CR declares. Either way the next reconcile
+    /// finds a digest of its own and stops.
     StampDigest { attempt: u32, deployed: Deployed },
     /// The inputs match the deployed revision: make the cluster match it again.
     Repair,
@@ -137,7 +147,7 @@ pub fn decide(history: &[RecordMeta], digest: &str, now: i64) -> Decision {
         .max_by_key(|m| m.version)
         .map(|m| Deployed {
             version: m.version,
-            digest: m.labels.get(digest::LABEL).cloned(),
+            digest: own_label(m, digest::LABEL).map(str::to_string),
             newest: history.last().map_or(m.version, |n| n.version),
         });
     if deployed.as_ref().and_then(|d| d.digest.as_deref()) == Some(digest) {
@@ -267,6 +277,20 @@ pub fn readiness(ready: bool, deployed_at: Option<i64>, timeout: Duration, now: 
     }
 }
 
+/// A label rudder wrote for this very record: `None` when the record carries the
+/// label copied from another revision (see [`REVISION_LABEL`]). Records written before
+/// rudder stamped revisions count as its own; their first repair stamps them.
+fn own_label<'a>(m: &'a RecordMeta, key: &str) -> Option<&'a str> {
+    let copied = m
+        .labels
+        .get(REVISION_LABEL)
+        .is_some_and(|r| r.parse::<i64>().ok() != Some(m.version));
+    if copied {
+        return None;
+    }
+    m.labels.get(key).map(String::as_str)
+}
+
 /// Consecutive failures with the current inputs, read from the newest records.
 #[derive(Debug, Clone, PartialEq)]
 struct Failures {
@@ -305,16 +329,14 @@ fn failures_with(metas: &[RecordMeta], digest: &str) -> Option<Failures> {
     let mut at: Option<i64> = None;
     let mut iter = metas.iter().rev().peekable();
     while let Some(m) = iter.next() {
-        let failed_here = m.status == Status::Failed
-            && m.labels.get(digest::LABEL).map(String::as_str) == Some(digest);
-        let rollback_of_it = m.labels.get(ROLLBACK_OF_LABEL).map(String::as_str) == Some(digest);
+        let failed_here = m.status == Status::Failed && own_label(m, digest::LABEL) == Some(digest);
+        let rollback_of_it = own_label(m, ROLLBACK_OF_LABEL) == Some(digest);
         // A rollback record without our labels right after a failure of these inputs
         // (an action layer that drops labels on rollback, or `helm rollback`).
-        let bare_rollback = !m.labels.contains_key(digest::LABEL)
-            && !m.labels.contains_key(ROLLBACK_OF_LABEL)
+        let bare_rollback = own_label(m, digest::LABEL).is_none()
+            && own_label(m, ROLLBACK_OF_LABEL).is_none()
             && iter.peek().is_some_and(|p| {
-                p.status == Status::Failed
-                    && p.labels.get(digest::LABEL).map(String::as_str) == Some(digest)
+                p.status == Status::Failed && own_label(p, digest::LABEL) == Some(digest)
             });
         if failed_here {
             count += 1;
@@ -322,7 +344,7 @@ fn failures_with(metas: &[RecordMeta], digest: &str) -> Option<Failures> {
             break;
         }
         if attempts.is_none() {
-            attempts = m.labels.get(ATTEMPT_LABEL).and_then(|v| v.parse().ok());
+            attempts = own_label(m, ATTEMPT_LABEL).and_then(|v| v.parse().ok());
         }
         if at.is_none() {
             at = record_time(m);
@@ -433,6 +455,56 @@ mod tests {
                 deployed: deployed(1, None, 1)
             }
         );
+    }
+
+    #[test]
+    fn labels_helm_copied_onto_a_later_record_are_not_trusted() {
+        let ours = |v: i64, d: &str| {
+            let r = v.to_string();
+            meta(
+                v,
+                Status::Superseded,
+                &[(digest::LABEL, d), (REVISION_LABEL, &r)],
+            )
+        };
+        // `helm rollback 1` after the operator deployed D as revision 2: revision 3
+        // carries revision 1's labels, digest "old" included.
+        let mut rolled_back = ours(1, "old");
+        rolled_back.version = 3;
+        rolled_back.status = Status::Deployed;
+        let history = [ours(1, "old"), ours(2, D), rolled_back.clone()];
+        let out_of_band = Decision::StampDigest {
+            attempt: 1,
+            deployed: deployed(3, None, 3),
+        };
+        assert_eq!(decide(&history, D, 0), out_of_band);
+        // Even when the copied digest is the CR's own (`helm upgrade` copies the last
+        // record's labels whatever it deploys).
+        let mut upgraded = ours(2, D);
+        upgraded.version = 3;
+        upgraded.status = Status::Deployed;
+        assert_eq!(
+            decide(&[ours(1, "old"), ours(2, D), upgraded], D, 0),
+            out_of_band
+        );
+        // A record with its own revision is trusted; one from before revisions were
+        // stamped too.
+        let mut own = ours(3, D);
+        own.status = Status::Deployed;
+        assert_eq!(decide(&[ours(1, "old"), own], D, 0), Decision::Repair);
+        let legacy = meta(3, Status::Deployed, &[(digest::LABEL, D)]);
+        assert_eq!(decide(&[legacy], D, 0), Decision::Repair);
+        // Copied failure labels count no failure.
+        let mut failed = ours(2, D);
+        failed.status = Status::Failed;
+        failed.labels.insert("modifiedAt".into(), "100".into());
+        let mut copy = failed.clone();
+        copy.version = 4;
+        assert_eq!(
+            failures_with(&[ours(1, "old"), failed.clone()], D).map(|f| f.attempts),
+            Some(1)
+        );
+        assert_eq!(failures_with(&[ours(1, "old"), copy], D), None);
     }
 
     #[test]

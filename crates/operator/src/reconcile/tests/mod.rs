@@ -97,9 +97,16 @@ fn release_of(m: &RecordMeta, deployed_at: Option<release::Time>) -> Release {
     }
 }
 
-/// Labels as an action writes them: `null` removes one.
-fn written(base: &BTreeMap<String, String>, opts: &ActionOptions) -> BTreeMap<String, String> {
+/// Labels as an action writes them on revision `version`: `null` removes one.
+fn written(
+    base: &BTreeMap<String, String>,
+    opts: &ActionOptions,
+    version: i64,
+) -> BTreeMap<String, String> {
     let mut out = base.clone();
+    if let Some(label) = &opts.revision_label {
+        out.insert(label.clone(), version.to_string());
+    }
     for (k, v) in &opts.labels {
         if v == "null" {
             out.remove(k);
@@ -146,7 +153,7 @@ impl FakeActions {
             Some(writes) => {
                 if let (true, Some(opts)) = (writes, opts) {
                     let version = s.history.last().map_or(1, |m| m.version + 1);
-                    let labels = written(&BTreeMap::new(), opts);
+                    let labels = written(&BTreeMap::new(), opts, version);
                     s.history.push(meta(version, Status::Failed, labels));
                 }
                 Err(failure(verb))
@@ -169,7 +176,7 @@ impl FakeActions {
             }
         }
         let version = s.history.last().map_or(1, |m| m.version + 1);
-        let m = meta(version, Status::Deployed, written(&base, opts));
+        let m = meta(version, Status::Deployed, written(&base, opts, version));
         s.history.push(m.clone());
         release_of(&m, s.deployed_at)
     }
@@ -257,6 +264,11 @@ impl ActionClient for FakeActions {
                 release: opts.name.clone(),
             })?;
         deployed.labels.extend(labels);
+        if let Some(label) = &opts.revision_label {
+            deployed
+                .labels
+                .insert(label.clone(), deployed.version.to_string());
+        }
         Ok((
             release_of(deployed, deployed_at),
             RepairReport {
@@ -643,6 +655,49 @@ async fn a_record_helm_made_is_stamped_when_its_render_matches() {
     let (result, _) = reconcile_once(&actions, cr(json!({"greeting": "hi"}))).await;
     result.expect("upgraded");
     assert_eq!(actions.calls(), ["history", "diff", "upgrade"]);
+}
+
+/// `helm rollback` of the CR's release copies the labels of the revision it rolls
+/// back to: the operator sees a revision it did not write, upgrades to the CR's spec
+/// once, and repairs from then on.
+#[tokio::test]
+async fn a_helm_rollback_of_the_crs_release_is_restored_once() {
+    let spec = json!({"greeting": "new"});
+    let own = |version: i64, status: Status, spec: &Value| {
+        let v = version.to_string();
+        meta(
+            version,
+            status,
+            labels(&[(digest::LABEL, &digest_of(spec)), (REVISION_LABEL, &v)]),
+        )
+    };
+    let old = json!({"greeting": "old"});
+    let mut rolled_back = own(1, Status::Deployed, &old);
+    rolled_back.version = 3;
+    let actions = FakeActions::with_history(vec![
+        own(1, Status::Superseded, &old),
+        own(2, Status::Superseded, &spec),
+        rolled_back,
+    ]);
+    actions.lock().diff_changed = true;
+    let (result, _) = reconcile_once(&actions, cr(spec.clone())).await;
+    result.expect("restored");
+    assert_eq!(actions.calls(), ["history", "diff", "upgrade"]);
+    let newest = actions.lock().history.last().cloned().expect("a record");
+    assert_eq!(newest.version, 4);
+    assert_eq!(
+        newest.labels.get(REVISION_LABEL).map(String::as_str),
+        Some("4")
+    );
+    for _ in 0..3 {
+        let (result, _) = reconcile_once(&actions, cr(spec.clone())).await;
+        result.expect("repaired");
+    }
+    assert_eq!(actions.lock().history.len(), 4, "no further revision");
+    assert_eq!(
+        &actions.calls()[3..],
+        ["history", "repair", "history", "repair", "history", "repair"]
+    );
 }
 
 #[tokio::test]

@@ -1,0 +1,287 @@
+//! The release records `rudder` writes are the ones the real `helm` v4 CLI writes for
+//! the same install and upgrade, with both of Helm's drivers (`HELM_DRIVER` secret and
+//! configmap): the same objects (name, type, labels, annotations) holding the same
+//! release JSON, field by field, timestamps aside. And each tool reads the other's
+//! records as it reads its own: `helm get values|manifest|notes|hooks|metadata`,
+//! `helm status|history|list -A` print the same for rudder's release as for Helm's,
+//! and so do `rudder get values|manifest|notes`, `rudder status|history|list` for
+//! Helm's.
+//!
+//! Runs against `rudder apiserver`, or the cluster `RUDDER_TEST_KUBECONFIG` names;
+//! skips (with a message) without helm or kubectl.
+
+mod interop;
+
+use std::io::Read;
+
+use base64::Engine;
+use interop::{chart, state_file, Cluster, Namespace, Tool};
+use serde_json::{json, Map, Value};
+
+use Tool::{Helm, Rudder};
+
+const RELEASE: &str = "rec";
+
+/// Keys whose values are times (in records, labels and every `-o json` output).
+const TIME_KEYS: &[&str] = &[
+    "first_deployed",
+    "last_deployed",
+    "deleted",
+    "started_at",
+    "completed_at",
+    "updated",
+    "deployedAt",
+    "createdAt",
+    "modifiedAt",
+];
+
+/// Times Helm v4 records that rudder leaves out: the chart files' modification times
+/// as loaded (`chart.modtime`, `templates[].modtime`, `files[].modtime`). They are
+/// dropped on both sides; everything else must match, presence included.
+const UNRECORDED_TIMES: &[&str] = &["modtime"];
+
+/// `v` with times replaced by a marker (kept empty where they are empty, so a time
+/// one tool sets and the other leaves out still differs) and the namespace `ns` by
+/// `<ns>` wherever it appears.
+fn normalized(v: &Value, ns: &str) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .filter(|(k, _)| !UNRECORDED_TIMES.contains(&k.as_str()))
+                .map(|(k, v)| {
+                    let v = if TIME_KEYS.contains(&k.as_str()) && !is_empty(v) {
+                        json!("<time>")
+                    } else {
+                        normalized(v, ns)
+                    };
+                    (k.clone(), v)
+                })
+                .collect::<Map<_, _>>(),
+        ),
+        Value::Array(a) => Value::Array(a.iter().map(|v| normalized(v, ns)).collect()),
+        Value::String(s) => Value::String(s.replace(ns, "<ns>")),
+        other => other.clone(),
+    }
+}
+
+fn is_empty(v: &Value) -> bool {
+    v.is_null() || v == "" || v == "0001-01-01T00:00:00Z"
+}
+
+/// The release JSON inside a record's `release` field (base64 of gzipped JSON).
+fn release_json(encoded: &str) -> Value {
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let gz = b64.decode(encoded.trim()).expect("release is base64");
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(&gz[..])
+        .read_to_string(&mut text)
+        .expect("release is gzipped");
+    serde_json::from_str(&text).expect("release is JSON")
+}
+
+/// One stored record: the object's name, type, labels and annotations, and the
+/// decoded release, normalized.
+fn records(ns: &Namespace<'_>, driver: &str) -> Vec<Value> {
+    let kind = if driver == "configmap" {
+        "configmaps"
+    } else {
+        "secrets"
+    };
+    let mut out: Vec<Value> = ns
+        .items(kind, Some("owner=helm"))
+        .into_iter()
+        .map(|o| {
+            let field = &o["data"]["release"];
+            let encoded = if kind == "secrets" {
+                // Secret data is base64 once more on the wire.
+                let raw = base64::engine::general_purpose::STANDARD
+                    .decode(field.as_str().unwrap_or_default())
+                    .expect("Secret data is base64");
+                String::from_utf8(raw).expect("release text")
+            } else {
+                field.as_str().unwrap_or_default().to_string()
+            };
+            let data_keys: Vec<&String> = o["data"]
+                .as_object()
+                .into_iter()
+                .flatten()
+                .map(|(k, _)| k)
+                .collect();
+            let record = json!({
+                "name": o["metadata"]["name"],
+                "type": o.get("type"),
+                "labels": o["metadata"]["labels"],
+                "annotations": o["metadata"].get("annotations"),
+                "immutable": o.get("immutable"),
+                "dataKeys": data_keys,
+                "release": release_json(&encoded),
+            });
+            normalized(&record, &ns.name)
+        })
+        .collect();
+    out.sort_by_key(|r| r["name"].as_str().unwrap_or_default().to_string());
+    out
+}
+
+/// Installs state A and upgrades to state B with `tool`, keeping records with `driver`.
+fn install_and_upgrade(ns: &Namespace<'_>, tool: Tool, driver: &str) {
+    let chart = chart();
+    for (verb, state) in [("install", 'a'), ("upgrade", 'b')] {
+        let file = state_file(state);
+        ns.ok(tool, Some(driver), &[verb, RELEASE, &chart, "-f", &file]);
+    }
+}
+
+/// Field-by-field differences between two JSON values, as `path: left != right`.
+fn differences(path: &str, left: &Value, right: &Value, out: &mut Vec<String>) {
+    match (left, right) {
+        (Value::Object(l), Value::Object(r)) => {
+            let keys: std::collections::BTreeSet<&String> = l.keys().chain(r.keys()).collect();
+            for k in keys {
+                let (a, b) = (
+                    l.get(k).unwrap_or(&Value::Null),
+                    r.get(k).unwrap_or(&Value::Null),
+                );
+                if l.contains_key(k) != r.contains_key(k) {
+                    out.push(format!("{path}/{k}: {a} != {b} (present only on one side)"));
+                } else {
+                    differences(&format!("{path}/{k}"), a, b, out);
+                }
+            }
+        }
+        (Value::Array(l), Value::Array(r)) if l.len() == r.len() => {
+            for (i, (a, b)) in l.iter().zip(r).enumerate() {
+                differences(&format!("{path}/{i}"), a, b, out);
+            }
+        }
+        _ if left != right => out.push(format!("{path}: {left} != {right}")),
+        _ => {}
+    }
+}
+
+fn assert_same(what: &str, rudder: &Value, helm: &Value) {
+    let mut diffs = Vec::new();
+    differences("", rudder, helm, &mut diffs);
+    assert!(
+        diffs.is_empty(),
+        "{what}: rudder's differs from helm's (left: rudder, right: helm):\n  {}",
+        diffs.join("\n  ")
+    );
+}
+
+/// What `reader` prints for `args` about the release in `ns`: JSON parsed (or text
+/// as a string), normalized.
+fn read(ns: &Namespace<'_>, reader: Tool, driver: &str, args: &[&str]) -> Value {
+    let out = ns.ok(reader, Some(driver), args);
+    let mut v = serde_json::from_str(&out).unwrap_or_else(|_| Value::String(untimed(&out)));
+    // `status` shows the live objects too: what the server assigned (uids, versions,
+    // pod names) is the cluster's, not the record's.
+    if let Some(info) = v.get_mut("info").and_then(Value::as_object_mut) {
+        info.remove("resources");
+    }
+    normalized(&v, &ns.name)
+}
+
+/// Text output with its time lines (`LAST DEPLOYED: …`) marked.
+fn untimed(text: &str) -> String {
+    text.lines()
+        .map(|l| match l.split_once(": ") {
+            Some(("LAST DEPLOYED", _)) => "LAST DEPLOYED: <time>".to_string(),
+            _ => l.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The reads both tools offer, by args (without `-n`).
+const COMMON_READS: &[&[&str]] = &[
+    &["get", "values", RELEASE, "-o", "json"],
+    &["get", "values", RELEASE, "--all", "-o", "json"],
+    &["get", "values", RELEASE, "--revision", "1", "-o", "json"],
+    &["get", "manifest", RELEASE],
+    &["get", "manifest", RELEASE, "--revision", "1"],
+    &["get", "notes", RELEASE],
+    &["status", RELEASE, "-o", "json"],
+    &["history", RELEASE, "-o", "json"],
+    &["list", "-o", "json"],
+];
+
+/// Reads only helm offers.
+const HELM_READS: &[&[&str]] = &[
+    &["get", "hooks", RELEASE],
+    &["get", "metadata", RELEASE, "-o", "json"],
+    &["get", "all", RELEASE],
+];
+
+fn records_match(driver: &str) {
+    let Some(cluster) = Cluster::start(&format!("records-{driver}")) else {
+        return;
+    };
+    let by_helm = cluster.namespace("by-helm");
+    let by_rudder = cluster.namespace("by-rudder");
+    install_and_upgrade(&by_helm, Helm, driver);
+    install_and_upgrade(&by_rudder, Rudder, driver);
+
+    // The records themselves.
+    let (ours, theirs) = (records(&by_rudder, driver), records(&by_helm, driver));
+    assert_eq!(ours.len(), 2, "rudder wrote two records: {}", json!(ours));
+    assert_eq!(theirs.len(), 2, "helm wrote two records: {}", json!(theirs));
+    for (r, h) in ours.iter().zip(&theirs) {
+        assert_same(&format!("{driver} record {}", h["name"]), r, h);
+    }
+
+    // Helm reads rudder's records as its own...
+    for args in COMMON_READS.iter().chain(HELM_READS) {
+        let what = format!("HELM_DRIVER={driver} helm {}", args.join(" "));
+        assert_same(
+            &what,
+            &read(&by_rudder, Helm, driver, args),
+            &read(&by_helm, Helm, driver, args),
+        );
+    }
+    // ...and rudder reads Helm's as Helm does.
+    for args in COMMON_READS {
+        let what = format!("HELM_DRIVER={driver} rudder/helm {}", args.join(" "));
+        assert_same(
+            &what,
+            &read(&by_helm, Rudder, driver, args),
+            &read(&by_helm, Helm, driver, args),
+        );
+    }
+    // Across namespaces, both releases listed alike by both tools.
+    let all = |tool: Tool| {
+        let out = by_helm.ok(tool, Some(driver), &["list", "-A", "-o", "json"]);
+        let rows: Value = serde_json::from_str(&out).expect("list prints JSON");
+        let mut rows: Vec<Value> = rows
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|r| r["namespace"] == by_helm.name || r["namespace"] == by_rudder.name)
+            .map(|r| {
+                let mut r = normalized(&normalized(r, &by_helm.name), &by_rudder.name);
+                r["namespace"] = json!("<ns>");
+                r
+            })
+            .collect();
+        rows.sort_by_key(|r| r.to_string());
+        Value::Array(rows)
+    };
+    let helm_all = all(Helm);
+    assert_eq!(
+        helm_all.as_array().map(Vec::len),
+        Some(2),
+        "helm list -A shows both releases: {helm_all:#}"
+    );
+    assert_same("list -A (helm's rows)", &helm_all[0], &helm_all[1]);
+    assert_same("rudder/helm list -A", &all(Rudder), &helm_all);
+}
+
+#[test]
+fn rudder_writes_and_reads_helms_secret_records() {
+    records_match("secret");
+}
+
+#[test]
+fn rudder_writes_and_reads_helms_configmap_records() {
+    records_match("configmap");
+}

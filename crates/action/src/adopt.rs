@@ -66,7 +66,7 @@ impl<'a> Adopt<'a> {
     /// the cluster, sorting the existing ones by ownership. Writes nothing.
     pub async fn live_objects(&self, chart: &Chart, values: Values) -> Result<LiveObjects> {
         let opts = &self.opts;
-        let rendered = self
+        let (rendered, _) = self
             .cfg
             .render_in_cluster(chart.clone(), values, opts, Revision::install(1))
             .await?;

@@ -5,13 +5,14 @@
 //! One `ActionConfig` serves every namespace: storage and locks are per namespace and
 //! built from it on demand, so an operator keeps one per watched kind.
 
-use std::collections::HashMap;
 use std::future::Future;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::Client;
-use release::lock::{KubeLocks, LockBackend, MemoryLocks};
-use release::{Storage, StorageDriver};
+use release::driver::{RecordStamp, WriteMeta};
+use release::lock::RecordLocks;
+use release::{Release, Storage, StorageDriver};
 
 use chart::loader::Chart;
 use chart::render::Rendered;
@@ -20,26 +21,41 @@ use chart::values::Values;
 use crate::error::Result;
 use crate::kube::capabilities::DiscoveryCache;
 use crate::kube::KubeClient;
-use crate::lock::{self, Backend, Held, ReleaseLock};
+use crate::lock::{self, Backend, Held, LockCell, ReleaseLock};
 use crate::options::ActionOptions;
 use crate::render::{self, Revision};
-
-/// Where the per-release locks live.
-#[derive(Clone)]
-enum Locks {
-    /// A `coordination.k8s.io/v1` Lease per release in its namespace.
-    Leases,
-    /// Process memory, one table per namespace (tests, single-process tools).
-    Memory(Arc<Mutex<HashMap<String, Arc<MemoryLocks>>>>),
-}
 
 /// The configuration every action verb is built from.
 #[derive(Clone)]
 pub struct ActionConfig {
     client: Client,
     driver: StorageDriver,
-    locks: Locks,
     discovery: Option<Arc<DiscoveryCache>>,
+}
+
+/// What the records of a locked action carry: the caller's owner reference and the
+/// action's lock.
+struct ActionStamp {
+    owner: Option<OwnerReference>,
+    lock: Arc<LockCell>,
+}
+
+impl RecordStamp for ActionStamp {
+    fn meta(&self, rel: &Release) -> WriteMeta {
+        let lock = self.lock.annotation(rel.version);
+        WriteMeta {
+            owner_references: self.owner.iter().cloned().collect(),
+            // Only the newest record holds the lock, so only there does another
+            // holder's live lock mean ours was lost; older records may keep a stale
+            // lock of an earlier action (the one that wrote a newer revision).
+            holder: lock.is_some().then(|| self.lock.holder().to_string()),
+            annotations: lock.into_iter().collect(),
+        }
+    }
+
+    fn written(&self, rel: &Release) {
+        self.lock.written(rel.version);
+    }
 }
 
 impl std::fmt::Debug for ActionConfig {
@@ -52,13 +68,12 @@ impl std::fmt::Debug for ActionConfig {
 }
 
 impl ActionConfig {
-    /// Helm's defaults: records as Secrets, locks as Leases, discovery afresh for every
-    /// action (as `helm` does).
+    /// Helm's defaults: records as Secrets (each release's lock on its newest record),
+    /// discovery afresh for every action (as `helm` does).
     pub fn new(client: Client) -> ActionConfig {
         ActionConfig {
             client,
             driver: StorageDriver::Secret,
-            locks: Locks::Leases,
             discovery: None,
         }
     }
@@ -73,13 +88,6 @@ impl ActionConfig {
     /// discover the cluster again.
     pub fn with_discovery(mut self, cache: Arc<DiscoveryCache>) -> ActionConfig {
         self.discovery = Some(cache);
-        self
-    }
-
-    /// Keeps the per-release locks in process memory instead of Leases (tests, or one
-    /// process that is the only writer).
-    pub fn with_memory_locks(mut self) -> ActionConfig {
-        self.locks = Locks::Memory(Arc::default());
         self
     }
 
@@ -98,10 +106,25 @@ impl ActionConfig {
         self.driver.storage(&self.client, namespace)
     }
 
-    /// The storage of the release `opts` names, pruned to its `max_history`.
-    pub(crate) fn release_storage(&self, opts: &ActionOptions) -> Storage {
-        self.storage(&opts.namespace)
+    /// The storage a locked action writes the release `opts` names with: pruned to its
+    /// `max_history`, every record carrying the lock `held` and `opts.record_owner`.
+    pub(crate) fn release_storage(&self, opts: &ActionOptions, held: &Held) -> Storage {
+        self.locked_storage(&opts.namespace, opts.record_owner.clone(), held)
             .with_max_history(opts.max_history)
+    }
+
+    /// The storage of `namespace` for an action holding `held`.
+    pub(crate) fn locked_storage(
+        &self,
+        namespace: &str,
+        owner: Option<OwnerReference>,
+        held: &Held,
+    ) -> Storage {
+        let stamp = ActionStamp {
+            owner,
+            lock: held.cell(),
+        };
+        self.storage(namespace).with_stamp(Arc::new(stamp))
     }
 
     /// A cluster client for one action: its own resource mappings (kinds planned from
@@ -110,27 +133,21 @@ impl ActionConfig {
         KubeClient::with_discovery(self.client.clone(), self.discovery.clone())
     }
 
-    /// Renders as Helm's install and upgrade do: against this cluster.
+    /// Renders as Helm's install and upgrade do: against this cluster. Also returns
+    /// the digest of what the render's `lookup` calls returned (`None`: none made).
     pub(crate) async fn render_in_cluster(
         &self,
         chart: Chart,
         values: Values,
         opts: &ActionOptions,
         revision: Revision,
-    ) -> Result<Rendered> {
+    ) -> Result<(Rendered, Option<String>)> {
         let discovery = self.discovery.as_deref();
         render::render_in_cluster(&self.client, discovery, chart, values, opts, revision).await
     }
 
     fn lock_backend(&self, namespace: &str) -> Backend {
-        match &self.locks {
-            Locks::Leases => Arc::new(KubeLocks::new(self.client.clone(), namespace)),
-            Locks::Memory(tables) => {
-                let mut tables = tables.lock().unwrap_or_else(|e| e.into_inner());
-                let table = tables.entry(namespace.to_string()).or_default().clone();
-                table as Arc<dyn LockBackend>
-            }
-        }
+        Arc::new(RecordLocks::new(self.storage(namespace).driver().clone()))
     }
 
     /// Takes the lock of `release` in `namespace`, or fails with

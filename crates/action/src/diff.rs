@@ -22,6 +22,9 @@ pub struct UpgradeDiff {
     pub current_manifest: String,
     /// The manifest the upgrade would record.
     pub new_manifest: String,
+    /// The digest of what the render's `lookup` calls returned (`None`: it made none),
+    /// as [`crate::ActionOptions::lookups_label`] records it.
+    pub lookups: Option<String>,
 }
 
 impl Upgrade<'_> {
@@ -37,11 +40,14 @@ impl Upgrade<'_> {
             .await
             .map_err(|e| Error::storage(name, e))?;
         let (chart, values) = self.reuse.apply(chart, values, Some(&current));
-        let rendered = self
+        let (rendered, lookups) = self
             .cfg
             .render_in_cluster(chart, values.clone(), opts, Revision::upgrade(version))
             .await?;
-        Ok(compare(&current, &values, &rendered))
+        Ok(UpgradeDiff {
+            lookups,
+            ..compare(&current, &values, &rendered)
+        })
     }
 
     /// [`Upgrade::diff`] of an upgrade already rendered.
@@ -67,6 +73,7 @@ fn compare(current: &release::Release, values: &Values, rendered: &Rendered) -> 
         changed,
         current_manifest: current.manifest.clone(),
         new_manifest,
+        lookups: None,
     }
 }
 

@@ -22,7 +22,9 @@ use crate::kube::{wait, KubeClient, Object};
 use crate::lock::Held;
 use crate::options::ActionOptions;
 use crate::plan::{self, Plan};
-use crate::record::{chart_record, hook_record, new_release, record_labels, sort_by_kind, Draft};
+use crate::record::{
+    chart_record, hook_record, new_release, record_labels, record_lookups, sort_by_kind, Draft,
+};
 use crate::render::{self, Revision};
 use crate::store;
 
@@ -91,6 +93,7 @@ impl<'a> Install<'a> {
                 self.cfg
                     .render_in_cluster(chart.clone(), values.clone(), &self.opts, revision)
                     .await?
+                    .0
             }
         };
         Ok(dry_run_record(
@@ -138,7 +141,7 @@ impl<'a> Install<'a> {
         held: Held,
     ) -> Result<Option<Installed>> {
         let opts = &self.opts;
-        let store = self.cfg.release_storage(opts);
+        let store = self.cfg.release_storage(opts, &held);
         let name = &opts.name;
         store::recover_leftover(&store, name).await?;
         let last = store
@@ -166,7 +169,7 @@ impl<'a> Install<'a> {
             .await
             .map_err(|e| Error::storage(name, e))?;
         let chart_rec = chart_record(chart);
-        let rendered = self
+        let (rendered, lookups) = self
             .cfg
             .render_in_cluster(
                 chart.clone(),
@@ -206,10 +209,11 @@ impl<'a> Install<'a> {
         };
         let mut rel = new_release(draft, Status::PendingInstall, "Initial install underway");
         rel.labels = record_labels(&BTreeMap::new(), opts, version);
-        store
-            .create(&rel)
-            .await
-            .map_err(|e| Error::storage(name, e))?;
+        record_lookups(&mut rel.labels, opts, lookups);
+        store.create(&rel).await.map_err(|e| match e {
+            release::Error::AlreadyExists(_) => crate::lock::raced(name),
+            e => Error::storage(name, e),
+        })?;
 
         let steps = Steps {
             kube: &kube,

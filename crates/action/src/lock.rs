@@ -1,27 +1,28 @@
-//! The per-release lock every action holds: a `coordination.k8s.io/v1` Lease in the
-//! release namespace (see `release::lock`; any [`LockBackend`] will do, memory in
-//! tests), renewed in the background while the action runs, so two actions on one
+//! The per-release lock every action holds: an annotation on the release's newest
+//! record (see `release::lock` for the protocol), renewed in the background while the
+//! action runs and carried by every record the action writes, so two actions on one
 //! release never interleave. [`crate::ActionConfig::with_lock`] is how verbs take it.
 //!
 //! Holder identities are `host/pid/random`. That lets a restarted process recover fast
-//! instead of waiting for the Lease to expire: a holder on this host whose process is
+//! instead of waiting for the lock to expire: a holder on this host whose process is
 //! gone (or whose pid is ours but whose identity this process never handed out, i.e. a
-//! previous incarnation in a container restarted as pid 1) is dead, and its Lease is
+//! previous incarnation in a container restarted as pid 1) is dead, and its lock is
 //! taken over at once.
 
 use std::collections::HashSet;
 use std::hash::{BuildHasher, Hasher};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use release::lock::{lease_name, LockBackend, LockError, LockHandle, ReleaseLocks};
+use k8s_openapi::jiff::Timestamp;
+use release::lock::{LockBackend, LockError, LockHandle, LockState, ReleaseLocks, LOCK_ANNOTATION};
 
 use crate::error::{Error, Result};
 
-/// How long a Lease stays valid after each renewal.
+/// How long a lock stays valid after each renewal.
 pub const LOCK_DURATION: Duration = Duration::from_secs(30);
-/// How often a held Lease is renewed.
+/// How often a held lock is renewed.
 pub const RENEW_EVERY: Duration = Duration::from_secs(10);
 
 /// Identities this process holds right now; a same-pid holder not in here is dead.
@@ -100,54 +101,89 @@ pub(crate) fn holder_is_dead(holder: &str) -> bool {
     !pid_alive(pid)
 }
 
-/// Where an action's locks live: Leases in the release namespace, or memory.
+/// Where an action's locks live: on the release's records (see `release::lock`).
 pub(crate) type Backend = Arc<dyn LockBackend>;
+
+/// The lock as the action's record writes carry it: the holder, the lock as last
+/// written, and the newest revision it is on (older records are written without it,
+/// so superseded revisions do not keep a stale lock).
+pub(crate) struct LockCell {
+    holder: String,
+    state: Mutex<LockState>,
+    newest: AtomicI64,
+}
+
+impl LockCell {
+    fn state(&self) -> LockState {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    fn set_state(&self, state: LockState) {
+        *self.state.lock().unwrap_or_else(|e| e.into_inner()) = state;
+    }
+
+    /// The holder this lock is for.
+    pub(crate) fn holder(&self) -> &str {
+        &self.holder
+    }
+
+    /// The lock annotation a write of revision `version` carries, if any.
+    pub(crate) fn annotation(&self, version: i64) -> Option<(String, String)> {
+        (version >= self.newest.load(Ordering::SeqCst))
+            .then(|| (LOCK_ANNOTATION.to_string(), self.state().encode()))
+    }
+
+    /// Revision `version` was written with the lock.
+    pub(crate) fn written(&self, version: i64) {
+        self.newest.fetch_max(version, Ordering::SeqCst);
+    }
+}
 
 /// A held release lock; give it back with [`ReleaseLock::release`].
 pub(crate) struct ReleaseLock {
     locks: Arc<ReleaseLocks<Backend>>,
     handle: Arc<Mutex<LockHandle>>,
     lost: Arc<AtomicBool>,
+    cell: Arc<LockCell>,
     renewer: tokio::task::JoinHandle<()>,
     identity: String,
 }
 
-/// What an action running under the lock may ask of it: whether it still holds it.
-/// Cheap to clone; `unlocked` for the one action that may run without a lock.
+/// What an action running under the lock may ask of it: whether it still holds it,
+/// and the lock its record writes must carry. Cheap to clone.
 #[derive(Clone)]
 pub(crate) struct Held {
     release: String,
-    lost: Option<Arc<AtomicBool>>,
+    lost: Arc<AtomicBool>,
+    cell: Arc<LockCell>,
 }
 
 impl Held {
-    /// For an action that runs without the lock (uninstall in a dying namespace).
-    pub(crate) fn unlocked(release: &str) -> Held {
-        Held {
-            release: release.to_string(),
-            lost: None,
-        }
-    }
-
     /// Fails when the lock was taken over, so a stale action never writes a final
     /// record over the one of the action that took over.
     pub(crate) fn check(&self) -> Result<()> {
-        match &self.lost {
-            Some(lost) if lost.load(Ordering::SeqCst) => Err(Error::lock(
+        if self.lost.load(Ordering::SeqCst) {
+            return Err(Error::lock(
                 &self.release,
                 LockError::Lost(self.release.clone()),
-            )),
-            _ => Ok(()),
+            ));
         }
+        Ok(())
+    }
+
+    /// The lock the action's record writes carry.
+    pub(crate) fn cell(&self) -> Arc<LockCell> {
+        self.cell.clone()
     }
 }
 
 impl ReleaseLock {
-    /// The handle the locked action checks before writing its final record.
+    /// The handle the locked action checks and writes its records with.
     pub(crate) fn held(&self) -> Held {
         Held {
             release: self.handle_release(),
-            lost: Some(self.lost.clone()),
+            lost: self.lost.clone(),
+            cell: self.cell.clone(),
         }
     }
 
@@ -159,7 +195,8 @@ impl ReleaseLock {
             .clone()
     }
 
-    /// Stops renewing and deletes the Lease (if it is still ours).
+    /// Stops renewing and removes the lock from the release's newest record (if it is
+    /// still ours).
     pub(crate) async fn release(self) {
         self.renewer.abort();
         let handle = self
@@ -177,81 +214,78 @@ impl ReleaseLock {
 
 impl Drop for ReleaseLock {
     fn drop(&mut self) {
-        // An action future dropped mid-way: the Lease stays until it expires, but this
+        // An action future dropped mid-way: the lock stays until it expires, but this
         // process no longer counts as its live holder, so our next action takes it over.
         self.renewer.abort();
         with_live(|l| l.remove(&self.identity));
     }
 }
 
-fn locked(release: &str, state: Option<&release::lock::LeaseState>, holder: &str) -> Error {
+fn locked(
+    release: &str,
+    holder: &str,
+    acquired: Option<Timestamp>,
+    expires: Option<Timestamp>,
+) -> Error {
     Error::Locked {
         release: release.to_string(),
         holder: holder.to_string(),
-        since: state
-            .map(|s| s.acquired.to_string())
+        since: acquired
+            .map(|t| t.to_string())
             .unwrap_or_else(|| "unknown".into()),
-        retry_after: state
-            .map(|s| s.expires().to_string())
+        retry_after: expires
+            .map(|t| t.to_string())
             .unwrap_or_else(|| "a few seconds".into()),
     }
 }
 
-/// Whether taking the lock failed because the namespace accepts no new objects (it is
-/// being deleted, or is gone).
-pub(crate) fn namespace_unusable(e: &Error) -> bool {
-    match e {
-        Error::Lock {
-            source: LockError::Lost(_),
-            ..
-        } => true,
-        Error::Lock {
-            source: LockError::Api { source, .. },
-            ..
-        } => matches!(source.as_ref(), kube::Error::Api(s) if s.code == 403 || s.code == 404),
-        _ => false,
-    }
+/// A concurrent action created the revision this one was about to create.
+pub(crate) fn raced(release: &str) -> Error {
+    locked(
+        release,
+        "another action creating the same revision",
+        None,
+        None,
+    )
 }
 
 /// Takes the release's lock from `backend`, or fails with [`Error::Locked`].
 pub(crate) async fn acquire(backend: Backend, release: &str) -> Result<ReleaseLock> {
     let identity = new_identity();
     let locks = Arc::new(ReleaseLocks::new(backend, identity.clone(), LOCK_DURATION));
-    // Mark the identity live before the Lease names it, so no other action of this
+    // Mark the identity live before a record names it, so no other action of this
     // process mistakes it for a dead one.
     with_live(|l| l.insert(identity.clone()));
     let mut attempts = 0;
+    let mut dead: Option<String> = None;
     let handle = loop {
         attempts += 1;
-        match locks.try_acquire(release).await {
+        match locks
+            .try_acquire_at(release, Timestamp::now(), dead.as_deref())
+            .await
+        {
             Ok(h) => break h,
-            Err(LockError::Held { holder, .. }) => {
-                let state = locks
-                    .backend()
-                    .get(&lease_name(release))
-                    .await
-                    .ok()
-                    .flatten();
-                if attempts < 4 && holder_is_dead(&holder) {
-                    if let Some(state) = &state {
-                        tracing::info!(%release, %holder, "taking over the lock of a process that no longer runs");
-                        // Guarded by the resource version: a live contender's write wins.
-                        if let Err(e) = locks.backend().delete(state).await {
-                            with_live(|l| l.remove(&identity));
-                            return Err(Error::lock(release, e));
-                        }
-                    }
-                    continue;
-                }
+            Err(LockError::Held { holder, .. }) if attempts < 4 && holder_is_dead(&holder) => {
+                tracing::info!(%release, %holder, "taking over the lock of a process that no longer runs");
+                // The takeover is a write conditional on the record as read: a live
+                // contender's write wins.
+                dead = Some(holder);
+            }
+            Err(LockError::Held {
+                holder,
+                acquired,
+                expires,
+                ..
+            }) => {
                 with_live(|l| l.remove(&identity));
-                return Err(locked(release, state.as_ref(), &holder));
+                return Err(locked(release, &holder, Some(acquired), Some(expires)));
             }
             Err(LockError::Contended(_)) if attempts < 4 => {
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
             Err(LockError::Contended(_)) => {
                 with_live(|l| l.remove(&identity));
-                return Err(locked(release, None, "another contender"));
+                return Err(locked(release, "another contender", None, None));
             }
             Err(e) => {
                 with_live(|l| l.remove(&identity));
@@ -259,13 +293,24 @@ pub(crate) async fn acquire(backend: Backend, release: &str) -> Result<ReleaseLo
             }
         }
     };
+    let cell = Arc::new(LockCell {
+        holder: identity.clone(),
+        state: Mutex::new(handle.state.clone()),
+        newest: AtomicI64::new(handle.slot.record.as_ref().map_or(0, |r| r.version)),
+    });
     let handle = Arc::new(Mutex::new(handle));
     let lost = Arc::new(AtomicBool::new(false));
-    let renewer = tokio::spawn(renew_loop(locks.clone(), handle.clone(), lost.clone()));
+    let renewer = tokio::spawn(renew_loop(
+        locks.clone(),
+        handle.clone(),
+        lost.clone(),
+        cell.clone(),
+    ));
     Ok(ReleaseLock {
         locks,
         handle,
         lost,
+        cell,
         renewer,
         identity,
     })
@@ -275,18 +320,27 @@ async fn renew_loop(
     locks: Arc<ReleaseLocks<Backend>>,
     handle: Arc<Mutex<LockHandle>>,
     lost: Arc<AtomicBool>,
+    cell: Arc<LockCell>,
 ) {
     loop {
         tokio::time::sleep(RENEW_EVERY).await;
         let current = handle.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        match locks.renew(&current).await {
+        let now = Timestamp::now();
+        // The action's own writes carry the renewed lock from now on, so a write of
+        // theirs racing this renewal cannot put an older expiry back.
+        cell.set_state(LockState {
+            renewed: now,
+            ..current.state.clone()
+        });
+        match locks.renew_at(&current, now).await {
             Ok(next) => *handle.lock().unwrap_or_else(|e| e.into_inner()) = next,
             Err(LockError::Lost(_)) => {
                 tracing::error!(release = %current.release, "the release lock was taken over while an action ran");
                 lost.store(true, Ordering::SeqCst);
                 return;
             }
-            // A transient API error: the next tick retries well before the Lease lapses.
+            // A transient API error or a lost race: the next tick retries well before
+            // the lock lapses.
             Err(e) => {
                 tracing::warn!(release = %current.release, error = %e, "cannot renew the release lock")
             }

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::DynamicObject;
 use release::storage::DEFAULT_MAX_HISTORY;
 
@@ -48,6 +49,13 @@ pub struct ActionOptions {
     pub labels: BTreeMap<String, String>,
     /// Called on every object before anything is written; an error refuses the action.
     pub transform: Option<Transform>,
+    /// An owner reference every release record this action writes carries (the
+    /// operator's CR, so its records are garbage-collected with it).
+    pub record_owner: Option<OwnerReference>,
+    /// Install and upgrade record, under this label, a digest of what the render's
+    /// `lookup` calls returned (removing the label when it made none), so a caller can
+    /// tell later whether a looked-up object changed ([`crate::UpgradeDiff::lookups`]).
+    pub lookups_label: Option<String>,
     /// A label every record this action writes carries with that record's own
     /// revision, so a reader can tell labels written for a revision from labels another
     /// tool copied onto a later one (`helm upgrade` and `helm rollback` copy a record's
@@ -114,6 +122,8 @@ impl ActionOptions {
             rollback_on_failure: false,
             labels: BTreeMap::new(),
             transform: None,
+            record_owner: None,
+            lookups_label: None,
             revision_label: None,
         }
     }
@@ -151,6 +161,8 @@ pub struct UninstallOptions {
     pub wait: bool,
     /// The record's description instead of the default one (`--description`).
     pub description: Option<String>,
+    /// An owner reference the records this uninstall rewrites carry.
+    pub record_owner: Option<OwnerReference>,
 }
 
 impl UninstallOptions {
@@ -163,6 +175,7 @@ impl UninstallOptions {
             disable_hooks: false,
             wait: false,
             description: None,
+            record_owner: None,
         }
     }
 }

@@ -109,6 +109,21 @@ pub(crate) fn new_release(draft: Draft<'_>, status: Status, description: &str) -
 }
 
 /// Helm's label merge: `extra` overrides `base`, and the value `null` removes a label.
+/// Records the lookup digest under the label the caller asked for.
+pub(crate) fn record_lookups(
+    labels: &mut BTreeMap<String, String>,
+    opts: &ActionOptions,
+    lookups: Option<String>,
+) {
+    let Some(label) = &opts.lookups_label else {
+        return;
+    };
+    match lookups {
+        Some(digest) => labels.insert(label.clone(), digest),
+        None => labels.remove(label),
+    };
+}
+
 pub(crate) fn merge_labels(
     base: &BTreeMap<String, String>,
     extra: &BTreeMap<String, String>,

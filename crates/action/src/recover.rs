@@ -27,8 +27,8 @@ impl<'a> Recover<'a> {
         let opts = &self.opts;
         let recovered = self
             .cfg
-            .with_lock(&opts.namespace, &opts.name, |_held| async move {
-                let store = self.cfg.release_storage(opts);
+            .with_lock(&opts.namespace, &opts.name, |held| async move {
+                let store = self.cfg.release_storage(opts, &held);
                 store::recover_leftover(&store, &opts.name).await
             })
             .await;

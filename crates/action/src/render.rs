@@ -3,6 +3,7 @@
 //! with `lookup` against the live cluster when rendering for one.
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use chart::loader::Chart;
 use chart::render::{render_chart, ReleaseInfo, RenderOptions, Rendered};
@@ -11,7 +12,7 @@ use kube::Client;
 
 use crate::error::{Error, Result};
 use crate::kube::capabilities::{self, DiscoveryCache};
-use crate::kube::lookup::cluster_lookup;
+use crate::kube::lookup::{cluster_lookup, LookupTrace};
 use crate::options::ActionOptions;
 
 /// Renders started by this process.
@@ -76,7 +77,7 @@ pub async fn render(
     opts: &ActionOptions,
     revision: Revision,
 ) -> Result<Rendered> {
-    render_with(
+    let (rendered, _) = render_with(
         chart.clone(),
         values,
         opts,
@@ -84,12 +85,14 @@ pub async fn render(
         None,
         revision,
     )
-    .await
+    .await?;
+    Ok(rendered)
 }
 
 /// Renders like Helm's install and upgrade: `lookup` sees the live cluster, and the
 /// capabilities are the cluster's (through `discovery` when given) unless `opts` sets
 /// `kube_version` or `api_versions`. Takes the chart by value: rendering consumes it.
+/// Also returns the digest of what the render's lookups returned (`None`: no lookup).
 pub(crate) async fn render_in_cluster(
     client: &Client,
     discovery: Option<&DiscoveryCache>,
@@ -97,7 +100,7 @@ pub(crate) async fn render_in_cluster(
     values: Values,
     opts: &ActionOptions,
     revision: Revision,
-) -> Result<Rendered> {
+) -> Result<(Rendered, Option<String>)> {
     let lookup = Some(client.clone());
     if opts.kube_version.is_some() || opts.api_versions.is_some() {
         let caps = Caps::from_options(opts);
@@ -127,7 +130,7 @@ async fn render_with(
     caps: Caps,
     lookup_client: Option<Client>,
     revision: Revision,
-) -> Result<Rendered> {
+) -> Result<(Rendered, Option<String>)> {
     RENDERS.fetch_add(1, Ordering::Relaxed);
     let release = ReleaseInfo {
         name: opts.name.clone(),
@@ -137,8 +140,10 @@ async fn render_with(
     };
     // The template engine's values are not `Send`; render on a blocking thread.
     let handle = tokio::runtime::Handle::current();
+    let trace = Arc::new(Mutex::new(LookupTrace::default()));
+    let traced = trace.clone();
     let job = tokio::task::spawn_blocking(move || {
-        let lookup = lookup_client.map(|c| cluster_lookup(c, handle));
+        let lookup = lookup_client.map(|c| cluster_lookup(c, handle, traced));
         let ropts = RenderOptions {
             release,
             kube_version: caps.kube_version,
@@ -150,7 +155,8 @@ async fn render_with(
         };
         render_chart(chart, values, &ropts)
     });
-    job.await
+    let rendered = job
+        .await
         .map_err(|e| Error::RenderAborted {
             release: opts.name.clone(),
             message: e.to_string(),
@@ -158,5 +164,7 @@ async fn render_with(
         .map_err(|source| Error::Render {
             release: opts.name.clone(),
             source: Box::new(source),
-        })
+        })?;
+    let lookups = trace.lock().unwrap_or_else(|e| e.into_inner()).digest();
+    Ok((rendered, lookups))
 }

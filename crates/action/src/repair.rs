@@ -9,17 +9,22 @@ use release::record::Release;
 
 use crate::config::ActionConfig;
 use crate::error::Result;
+use crate::kube::wait::{readiness, Readiness};
 use crate::kube::{check_live_ownership, ObjectRef};
+use crate::lock::Held;
 use crate::options::ActionOptions;
 use crate::plan;
 use crate::record::install_ordered_documents;
 use crate::store;
 
-/// What [`Repair::run`] re-applied.
+/// What [`Repair::run`] re-applied, and what it found not ready.
 #[derive(Debug, Clone, Default)]
 pub struct RepairReport {
     /// Objects that were missing or differed from the deployed manifest.
     pub repaired: Vec<ObjectRef>,
+    /// Objects not ready (as `wait` judges them) as the apply left them, each as
+    /// `Kind namespace/name: why`.
+    pub not_ready: Vec<String>,
 }
 
 /// The `repair` verb.
@@ -53,13 +58,13 @@ impl<'a> Repair<'a> {
     pub async fn run(&self) -> Result<(Release, RepairReport)> {
         let opts = &self.opts;
         self.cfg
-            .with_lock(&opts.namespace, &opts.name, |_held| self.repair_locked())
+            .with_lock(&opts.namespace, &opts.name, |held| self.repair_locked(held))
             .await
     }
 
-    async fn repair_locked(&self) -> Result<(Release, RepairReport)> {
+    async fn repair_locked(&self, held: Held) -> Result<(Release, RepairReport)> {
         let opts = &self.opts;
-        let store = self.cfg.release_storage(opts);
+        let store = self.cfg.release_storage(opts, &held);
         let mut rel = store::deployed(&store, &opts.name).await?;
         let kube = self.cfg.kube();
         let owner = opts.owner();
@@ -90,6 +95,13 @@ impl<'a> Repair<'a> {
             if before.is_none() || before != after.metadata.resource_version {
                 tracing::info!(release = %opts.name, object = %o.reference, "repaired");
                 report.repaired.push(o.reference.clone());
+            }
+            let r = &o.reference;
+            match readiness(r.group(), &r.kind, &after, false) {
+                Readiness::Ready => {}
+                Readiness::Pending(why) | Readiness::Failed(why) => {
+                    report.not_ready.push(format!("{r}: {why}"))
+                }
             }
         }
         let mut wanted = self.labels.clone();

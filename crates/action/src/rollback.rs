@@ -31,7 +31,7 @@ impl<'a> Rollback<'a> {
         let opts = &self.opts;
         self.cfg
             .with_lock(&opts.namespace, &opts.name, |held| async move {
-                let store = self.cfg.release_storage(opts);
+                let store = self.cfg.release_storage(opts, &held);
                 let kube = self.cfg.kube();
                 store::recover_leftover(&store, &opts.name).await?;
                 rollback_steps(&store, &kube, to, opts, &held).await

@@ -33,7 +33,7 @@ impl<'a> ReleaseTest<'a> {
 
     async fn test_locked(&self, held: Held) -> Result<Release> {
         let opts = &self.opts;
-        let store = self.cfg.release_storage(opts);
+        let store = self.cfg.release_storage(opts, &held);
         let name = &opts.name;
         store::recover_leftover(&store, name).await?;
         let mut rel = store::current(&store, name).await?;

@@ -1,6 +1,5 @@
 //! Test support for the verbs' unit tests, in the spirit of Helm's action tests
-//! (`kubefake` + `driver.NewMemory()`): an [`ActionConfig`] over memory storage and
-//! memory locks, whose client talks to [`FakeCluster`], a few hundred lines that
+//! (`kubefake` + `driver.NewMemory()`): an [`ActionConfig`] over memory storage, whose client talks to [`FakeCluster`], a few hundred lines that
 //! answer discovery for a handful of kinds and keep objects in a map. Server-side
 //! apply replaces the object; there is no validation, no field ownership and no
 //! controller, so readiness waits are not for these tests.
@@ -225,13 +224,12 @@ pub(crate) fn fake_client(cluster: Arc<FakeCluster>) -> Client {
     Client::new(svc, NS)
 }
 
-/// An action configuration over memory storage and memory locks, talking to a fresh
-/// fake cluster.
+/// An action configuration over memory storage (the locks on its records), talking
+/// to a fresh fake cluster.
 pub(crate) fn memory_config() -> (ActionConfig, Arc<FakeCluster>) {
     let cluster = Arc::new(FakeCluster::default());
     let cfg = ActionConfig::new(fake_client(cluster.clone()))
-        .with_driver(StorageDriver::Memory(Arc::new(MemoryDriver::new())))
-        .with_memory_locks();
+        .with_driver(StorageDriver::Memory(Arc::new(MemoryDriver::new())));
     (cfg, cluster)
 }
 

@@ -3,8 +3,8 @@
 //! `wait`), run post-delete hooks, and delete the records, or keep them marked
 //! `uninstalled` with `keep_history`.
 //!
-//! In a namespace that is being deleted no Lease can be created; uninstall then runs
-//! without the lock, so the release's finalizer never blocks the namespace deletion.
+//! The lock is an annotation on an existing record, which a namespace being deleted
+//! still accepts, so the release's finalizer never blocks the namespace deletion.
 
 use chart::manifest::UNINSTALL_ORDER;
 use release::record::{Release, Status};
@@ -12,8 +12,8 @@ use release::Time;
 
 use crate::config::ActionConfig;
 use crate::error::{Error, Result};
-use crate::kube::{wait, KubeClient, Object, Owner};
-use crate::lock::{namespace_unusable, Held};
+use crate::kube::{is_kept, owned_by, wait, KubeClient, Object, ObjectRef, Owner};
+use crate::lock::Held;
 use crate::options::UninstallOptions;
 use crate::plan;
 use crate::record::sort_by_kind;
@@ -33,28 +33,53 @@ impl<'a> Uninstall<'a> {
     /// Uninstalls the release; returns its last record as uninstalled.
     pub async fn run(&self) -> Result<Release> {
         let opts = &self.opts;
-        let lock = match self.cfg.lock(&opts.namespace, &opts.name).await {
-            Ok(l) => Some(l),
-            Err(e) if namespace_unusable(&e) => {
-                tracing::warn!(release = %opts.name, namespace = %opts.namespace, error = %e, "uninstalling without the release lock: the namespace refuses new objects");
-                None
+        self.cfg
+            .with_lock(&opts.namespace, &opts.name, |held| {
+                self.uninstall_locked(held)
+            })
+            .await
+    }
+
+    /// After an uninstall: deletes again whatever of `manifest` still exists and still
+    /// belongs to this release (objects kept by `helm.sh/resource-policy: keep` and
+    /// objects now owned by someone else are left alone), and returns what still
+    /// exists. Empty once everything is gone. Needs no records: the manifest is the
+    /// caller's (the operator keeps it in the CR's status). Deletes without waiting,
+    /// as the Go helm-operator's `CleanupRelease`.
+    pub async fn leftovers(&self, manifest: &str) -> Result<Vec<ObjectRef>> {
+        let opts = &self.opts;
+        let kube = KubeClient::new(self.cfg.client().clone());
+        let owner = Owner {
+            name: opts.name.clone(),
+            namespace: opts.namespace.clone(),
+        };
+        let mut objects = plan::stored_objects(&kube, &owner, manifest).await?;
+        sort_by_kind(&mut objects, UNINSTALL_ORDER, |o| o.reference.kind.as_str());
+        let mut left = Vec::new();
+        for o in &objects {
+            if is_kept(&o.object) {
+                continue;
             }
-            Err(e) => return Err(e),
-        };
-        let held = match &lock {
-            Some(l) => l.held(),
-            None => Held::unlocked(&opts.name),
-        };
-        let result = self.uninstall_locked(held).await;
-        if let Some(lock) = lock {
-            lock.release().await;
+            let Some(live) = kube.get(&owner, o).await? else {
+                continue;
+            };
+            if is_kept(&live) || !owned_by(&live, &owner) {
+                continue;
+            }
+            if live.metadata.deletion_timestamp.is_none() {
+                kube.delete(&owner, o).await?;
+            }
+            left.push(o.reference.clone());
         }
-        result
+        Ok(left)
     }
 
     async fn uninstall_locked(&self, held: Held) -> Result<Release> {
         let opts = &self.opts;
-        let store = self.cfg.storage(&opts.namespace).with_max_history(0);
+        let store = self
+            .cfg
+            .locked_storage(&opts.namespace, opts.record_owner.clone(), &held)
+            .with_max_history(0);
         let name = &opts.name;
         store::recover_leftover(&store, name).await?;
         let mut rel = store

@@ -20,7 +20,7 @@ use crate::kube::{wait, KubeClient, Object};
 use crate::lock::Held;
 use crate::options::ActionOptions;
 use crate::plan::{self, Plan};
-use crate::record::{chart_record, new_release, record_labels, Draft};
+use crate::record::{chart_record, new_release, record_labels, record_lookups, Draft};
 use crate::render::{self, Revision};
 use crate::rollback;
 use crate::store;
@@ -166,13 +166,13 @@ impl<'a> Upgrade<'a> {
             .render_in_cluster(chart.clone(), values.clone(), opts, revision);
         let (shown, diff) = match mode {
             DryRun::Server => {
-                let rendered = in_cluster.await?;
+                let (rendered, _) = in_cluster.await?;
                 let diff = self.diff_rendered(&store, &values, &rendered).await?;
                 (rendered, diff)
             }
             DryRun::Client => {
                 let shown = render::render(&chart, values.clone(), opts, revision).await?;
-                let rendered = in_cluster.await?;
+                let (rendered, _) = in_cluster.await?;
                 (shown, self.diff_rendered(&store, &values, &rendered).await?)
             }
         };
@@ -189,7 +189,7 @@ impl<'a> Upgrade<'a> {
 
     async fn upgrade_locked(&self, chart: &Chart, values: Values, held: Held) -> Result<Release> {
         let opts = &self.opts;
-        let store = self.cfg.release_storage(opts);
+        let store = self.cfg.release_storage(opts, &held);
         let name = &opts.name;
         store::recover_leftover(&store, name).await?;
         let last = store::current(&store, name).await?;
@@ -197,7 +197,7 @@ impl<'a> Upgrade<'a> {
         let version = last.version + 1;
         let (chart, values) = self.reuse.apply(chart, values, Some(&previous));
         let chart_rec = chart_record(&chart);
-        let rendered = self
+        let (rendered, lookups) = self
             .cfg
             .render_in_cluster(chart, values.clone(), opts, Revision::upgrade(version))
             .await?;
@@ -219,6 +219,7 @@ impl<'a> Upgrade<'a> {
             info.first_deployed = previous.info.as_ref().and_then(|i| i.first_deployed);
         }
         rel.labels = record_labels(&last.labels, opts, version);
+        record_lookups(&mut rel.labels, opts, lookups);
         store
             .create(&rel)
             .await

@@ -1,5 +1,5 @@
 //! Release locking, recovery of releases left pending by a crash, repair, upgrade
-//! diffs and test hooks, against the embedded API server.
+//! diffs and test hooks, on the test cluster.
 
 mod common;
 
@@ -9,54 +9,56 @@ use action::Error;
 use common::*;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
-use k8s_openapi::api::core::v1::{ConfigMap, Service};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::Client;
+use release::lock::{LockState, LOCK_ANNOTATION};
 use release::Status;
 use serde_json::{json, Map};
 
-async fn put_lease(client: &Client, release: &str, holder: &str, renewed_secs_ago: i64) {
-    let leases: Api<Lease> = Api::default_namespaced(client.clone());
-    let now = jiff::Timestamp::now();
-    let renewed = now
+/// Puts a lock of `holder`, last renewed `renewed_secs_ago`, on the newest record of
+/// `release`, as a rudder process holding it would have.
+async fn put_lock(client: &Client, release: &str, holder: &str, renewed_secs_ago: i64) {
+    let renewed = jiff::Timestamp::now()
         .checked_sub(jiff::SignedDuration::from_secs(renewed_secs_ago))
         .expect("time");
-    let lease = Lease {
-        metadata: kube::api::ObjectMeta {
-            name: Some(format!("rudder.release.{release}")),
-            ..Default::default()
-        },
-        spec: Some(LeaseSpec {
-            holder_identity: Some(holder.to_string()),
-            lease_duration_seconds: Some(30),
-            acquire_time: Some(MicroTime(renewed)),
-            renew_time: Some(MicroTime(renewed)),
-            lease_transitions: Some(0),
-            ..Default::default()
-        }),
+    let lock = LockState {
+        holder: holder.to_string(),
+        acquired: renewed,
+        renewed,
+        duration_seconds: 30,
     };
-    let _ = leases
-        .delete(&lease_name(release), &DeleteParams::default())
-        .await;
-    leases
-        .create(&PostParams::default(), &lease)
+    let key = newest_record(client, release)
         .await
-        .expect("create lease");
+        .expect("a record to lock");
+    Api::<Secret>::default_namespaced(client.clone())
+        .patch(
+            &key,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"annotations": {LOCK_ANNOTATION: lock.encode()}}})),
+        )
+        .await
+        .expect("lock the record");
 }
 
-fn lease_name(release: &str) -> String {
-    format!("rudder.release.{release}")
+async fn newest_record(client: &Client, release: &str) -> Option<String> {
+    storage(client)
+        .history_meta(release)
+        .await
+        .expect("history")
+        .pop()
+        .map(|m| m.key)
 }
 
-async fn lease_exists(client: &Client, release: &str) -> bool {
-    let leases: Api<Lease> = Api::default_namespaced(client.clone());
-    leases
-        .get_opt(&lease_name(release))
+/// How many records of `release` carry a lock.
+async fn locked_records(client: &Client, release: &str) -> usize {
+    storage(client)
+        .history_meta(release)
         .await
-        .expect("read lease")
-        .is_some()
+        .expect("history")
+        .iter()
+        .filter(|m| m.annotations.contains_key(LOCK_ANNOTATION))
+        .count()
 }
 
 fn host() -> String {
@@ -69,9 +71,13 @@ async fn locks_refuse_live_holders_and_take_over_dead_ones() {
     let chart_dir = write_chart(ns.dir());
     let load = || chart::loader::load(&chart_dir).expect("chart loads");
 
+    install(&client, &load(), Map::new(), &opts(&ns, "l"))
+        .await
+        .expect("install");
+    assert_eq!(locked_records(&client, "l").await, 0, "given back");
     // A live holder elsewhere: every action is refused with who and until when.
-    put_lease(&client, "l", "other-host/42/abcd", 0).await;
-    let err = install(&client, &load(), Map::new(), &opts(&ns, "l"))
+    put_lock(&client, "l", "other-host/42/abcd", 0).await;
+    let err = upgrade(&client, &load(), Map::new(), &opts(&ns, "l"))
         .await
         .expect_err("locked");
     let msg = err.to_string();
@@ -81,29 +87,29 @@ async fn locks_refuse_live_holders_and_take_over_dead_ones() {
             && msg.contains("in progress on release \"l\"; retry after"),
         "{msg}"
     );
-    assert!(record_secret(&client, "l", 1).await.is_none());
+    assert!(record_secret(&client, "l", 2).await.is_none());
     let err = uninstall(&client, &action::UninstallOptions::new("l", ns.name()))
         .await
         .expect_err("locked");
     assert!(matches!(err, Error::Locked { .. }), "{err}");
 
-    // An expired Lease is taken over; the action gives the lock back when done.
-    put_lease(&client, "l", "other-host/42/abcd", 120).await;
-    install(&client, &load(), Map::new(), &opts(&ns, "l"))
+    // An expired lock is taken over; the action gives the lock back when done.
+    put_lock(&client, "l", "other-host/42/abcd", 120).await;
+    upgrade(&client, &load(), Map::new(), &opts(&ns, "l"))
         .await
-        .expect("install after expiry");
-    assert!(!lease_exists(&client, "l").await);
+        .expect("upgrade after expiry");
+    assert_eq!(locked_records(&client, "l").await, 0);
 
     // A holder on this host whose process is gone is taken over at once.
     let mut child = std::process::Command::new("true").spawn().expect("spawn");
     let dead_pid = child.id();
     child.wait().expect("wait");
-    put_lease(&client, "l", &format!("{}/{dead_pid}/x", host()), 0).await;
+    put_lock(&client, "l", &format!("{}/{dead_pid}/x", host()), 0).await;
     upgrade(&client, &load(), Map::new(), &opts(&ns, "l"))
         .await
         .expect("upgrade after a dead holder");
     // So is one with our pid that this process never handed out (a restarted pid 1).
-    put_lease(
+    put_lock(
         &client,
         "l",
         &format!("{}/{}/old", host(), std::process::id()),
@@ -113,7 +119,7 @@ async fn locks_refuse_live_holders_and_take_over_dead_ones() {
     rollback(&client, 1, &opts(&ns, "l"))
         .await
         .expect("rollback after a previous incarnation");
-    assert!(!lease_exists(&client, "l").await);
+    assert_eq!(locked_records(&client, "l").await, 0);
 
     // Two concurrent actions of this process: one wins, the other is told it is locked.
     let (oa, ob) = (opts(&ns, "l"), opts(&ns, "l"));
@@ -176,7 +182,7 @@ async fn pending_leftovers_are_recovered() {
     .await;
 
     // Under a live lock it is not a leftover: nothing is recovered.
-    put_lease_live(&client, "p").await;
+    put_lock(&client, "p", "someone-else/7/live", 0).await;
     assert!(recover_pending(&client, &opts(&ns, "p"))
         .await
         .expect("recover")
@@ -185,10 +191,8 @@ async fn pending_leftovers_are_recovered() {
         record_status(&client, "p", 1).await.as_deref(),
         Some("pending-install")
     );
-    Api::<Lease>::default_namespaced(client.clone())
-        .delete(&lease_name("p"), &DeleteParams::default())
-        .await
-        .expect("drop lease");
+    // Its holder ends without giving the lock back: the lock expires.
+    put_lock(&client, "p", "someone-else/7/live", 120).await;
 
     let rel = install(&client, &load(), Map::new(), &opts(&ns, "p"))
         .await
@@ -253,10 +257,6 @@ async fn pending_leftovers_are_recovered() {
         .is_none());
     // Recovery deleted nothing.
     assert!(cms.get_opt("p-cfg").await.expect("read").is_some());
-}
-
-async fn put_lease_live(client: &Client, release: &str) {
-    put_lease(client, release, "someone-else/7/live", 0).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -393,7 +393,7 @@ async fn diff_upgrade_and_test_hooks() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn uninstall_runs_unlocked_in_a_terminating_namespace() {
+async fn uninstall_locks_and_runs_in_a_terminating_namespace() {
     let (ns, client) = start();
     let chart_dir = write_chart(ns.dir());
     let load = || chart::loader::load(&chart_dir).expect("chart loads");
@@ -407,7 +407,7 @@ async fn uninstall_runs_unlocked_in_a_terminating_namespace() {
         .await
         .expect("install");
     // Hold the record (as a CR's finalizer holds the operator's CR) while the
-    // namespace terminates and refuses new objects such as our Lease.
+    // namespace terminates and refuses new objects.
     let secrets: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(client.clone(), doomed);
     secrets
         .patch(
@@ -421,18 +421,18 @@ async fn uninstall_runs_unlocked_in_a_terminating_namespace() {
         .delete(doomed, &DeleteParams::default())
         .await
         .expect("delete namespace");
-    // The namespace now refuses new objects, our Lease included.
-    let leases: Api<Lease> = Api::namespaced(client.clone(), doomed);
-    let probe: Lease =
-        serde_json::from_value(json!({"metadata": {"name": "probe"}})).expect("lease");
-    let refused = leases.create(&PostParams::default(), &probe).await;
+    // The namespace now refuses new objects; the lock needs none (it is an annotation
+    // on the existing record).
+    let probe: ConfigMap =
+        serde_json::from_value(json!({"metadata": {"name": "probe"}})).expect("cm");
+    let refused = Api::<ConfigMap>::namespaced(client.clone(), doomed)
+        .create(&PostParams::default(), &probe)
+        .await;
     assert!(
         matches!(&refused, Err(kube::Error::Api(s)) if s.code == 403),
         "{refused:?}"
     );
     let mut u = action::UninstallOptions::new("z", doomed);
     u.timeout = Duration::from_secs(10);
-    uninstall(&client, &u)
-        .await
-        .expect("uninstall proceeds without the lock");
+    uninstall(&client, &u).await.expect("uninstall proceeds");
 }

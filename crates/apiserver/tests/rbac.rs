@@ -332,6 +332,14 @@ async fn the_shipped_cluster_role_grants_the_operators_requests() {
             "03-cluster-role-binding.yaml",
             "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
         ),
+        (
+            "02-leader-election-role.yaml",
+            "/apis/rbac.authorization.k8s.io/v1/namespaces/rudder-system/roles",
+        ),
+        (
+            "03-leader-election-role-binding.yaml",
+            "/apis/rbac.authorization.k8s.io/v1/namespaces/rudder-system/rolebindings",
+        ),
     ] {
         let yaml = std::fs::read(dir.join(file)).unwrap();
         let r = send_with(&server, None, "POST", path, Some("application/yaml"), &yaml).await;
@@ -386,6 +394,8 @@ async fn the_shipped_cluster_role_grants_the_operators_requests() {
         ("update", "demo.rudder.dev", "hellos", "finalizers", true),
         ("delete", "demo.rudder.dev", "hellos", "", false),
         ("list", "", "pods", "", false),
+        // The release lock is on the records: no Lease next to the CRs.
+        ("create", "coordination.k8s.io", "leases", "", false),
     ] {
         let r = as_user(
             &server,

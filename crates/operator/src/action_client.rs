@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use action::{
-    ActionConfig, ActionOptions, DiscoveryCache, Install, Installed, Recover, Repair, RepairReport,
-    Rollback, Uninstall, UninstallOptions, Upgrade, UpgradeDiff,
+    ActionConfig, ActionOptions, DiscoveryCache, Install, Installed, ObjectRef, Recover, Repair,
+    RepairReport, Rollback, Uninstall, UninstallOptions, Upgrade, UpgradeDiff,
 };
 use async_trait::async_trait;
 use chart::loader::Chart;
@@ -62,10 +62,26 @@ pub trait ActionClient: Send + Sync {
     async fn recover(&self, opts: ActionOptions) -> action::Result<Option<Release>>;
 
     async fn uninstall(&self, opts: UninstallOptions) -> action::Result<Release>;
+
+    /// The chart name of the release's deployed revision (else its newest), decoding
+    /// that one record; `None` when it has no chart metadata or no records.
+    async fn release_chart(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<String>, release::Error>;
+
+    /// After an uninstall: deletes again what of `manifest` still exists and returns
+    /// it (empty once everything is gone); see `action::Uninstall::leftovers`.
+    async fn leftovers(
+        &self,
+        opts: UninstallOptions,
+        manifest: &str,
+    ) -> action::Result<Vec<ObjectRef>>;
 }
 
-/// The real actions: the `action` verbs over one configuration (Secret records, Lease
-/// locks, and the watch's discovery cache).
+/// The real actions: the `action` verbs over one configuration (Secret records, each
+/// release's lock on its newest record, and the watch's discovery cache).
 pub struct Actions {
     cfg: ActionConfig,
 }
@@ -143,5 +159,30 @@ impl ActionClient for Actions {
 
     async fn uninstall(&self, opts: UninstallOptions) -> action::Result<Release> {
         Uninstall::new(&self.cfg, opts).run().await
+    }
+
+    async fn release_chart(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<String>, release::Error> {
+        let storage = self.cfg.storage(namespace);
+        let rel = match storage.deployed(name).await? {
+            Some(rel) => Some(rel),
+            None => storage.last(name).await?,
+        };
+        Ok(rel
+            .and_then(|r| r.chart)
+            .and_then(|c| c.metadata)
+            .map(|m| m.name)
+            .filter(|n| !n.is_empty()))
+    }
+
+    async fn leftovers(
+        &self,
+        opts: UninstallOptions,
+        manifest: &str,
+    ) -> action::Result<Vec<ObjectRef>> {
+        Uninstall::new(&self.cfg, opts).leftovers(manifest).await
     }
 }

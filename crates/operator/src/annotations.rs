@@ -26,6 +26,18 @@ pub const UNINSTALL_DISABLE_HOOKS: &str = "uninstall-disable-hooks";
 pub const UNINSTALL_WAIT: &str = "uninstall-wait";
 pub const UNINSTALL_DESCRIPTION: &str = "uninstall-description";
 pub const RECONCILE_PERIOD: &str = "reconcile-period";
+/// rudder extension: `"true"` pauses the CR (nothing is applied until it is removed).
+pub const RECONCILE_PAUSED: &str = "reconcile-paused";
+/// rudder extension: after an install, `Deployed` waits for the workloads to be ready.
+pub const INSTALL_WAIT: &str = "install-wait";
+/// rudder extension: after an upgrade, `Deployed` waits for the workloads to be ready.
+pub const UPGRADE_WAIT: &str = "upgrade-wait";
+/// rudder extension: how long `install-wait`/`upgrade-wait` wait before `ReleaseFailed`.
+pub const WAIT_TIMEOUT: &str = "wait-timeout";
+
+/// The label every object of a release (and its records) carries: the chart's name,
+/// as the Go helm-operator's clients put it (its cache selects objects by it).
+pub const CHART_LABEL: &str = "helm.sdk.operatorframework.io/chart";
 
 /// Objects outside the CR's namespace name their CR here (`<namespace>/<name>`).
 pub const PRIMARY_RESOURCE: &str = "operator-sdk/primary-resource";
@@ -88,14 +100,19 @@ impl<'a> Annotations<'a> {
 
     /// `reconcile-period` as a Go duration (`30s`, `1m30s`, `2h`).
     pub fn reconcile_period(&self) -> Result<Option<Duration>, AnnotationError> {
-        match self.get(RECONCILE_PERIOD) {
+        self.duration(RECONCILE_PERIOD)
+    }
+
+    /// A duration annotation, as Go's `time.ParseDuration` reads it.
+    pub fn duration(&self, short: &str) -> Result<Option<Duration>, AnnotationError> {
+        match self.get(short) {
             None => Ok(None),
             Some(v) => gostd::time::Duration::parse(v)
                 .ok()
                 .and_then(|d| d.to_std())
                 .map(Some)
                 .ok_or_else(|| AnnotationError {
-                    name: format!("{PREFIX}{RECONCILE_PERIOD}"),
+                    name: format!("{PREFIX}{short}"),
                     value: v.to_string(),
                     expected: "duration (e.g. \"30s\", \"5m\", \"1h30m\")",
                 }),

@@ -12,6 +12,8 @@ pub const INITIALIZED: &str = "Initialized";
 pub const DEPLOYED: &str = "Deployed";
 pub const RELEASE_FAILED: &str = "ReleaseFailed";
 pub const IRRECONCILABLE: &str = "Irreconcilable";
+/// rudder extension: the CR carries `reconcile-paused: "true"`.
+pub const PAUSED: &str = "Paused";
 
 pub const TRUE: &str = "True";
 pub const FALSE: &str = "False";
@@ -23,6 +25,14 @@ pub const INSTALL_ERROR: &str = "InstallError";
 pub const UPGRADE_ERROR: &str = "UpgradeError";
 pub const RECONCILE_ERROR: &str = "ReconcileError";
 pub const UNINSTALL_ERROR: &str = "UninstallError";
+/// rudder extension: `Paused`'s reason.
+pub const RECONCILE_PAUSED: &str = "ReconcilePaused";
+/// rudder extension: `Deployed=False` while the workloads of a release installed or
+/// upgraded with `install-wait`/`upgrade-wait` are not ready yet.
+pub const AWAITING_READINESS: &str = "AwaitingReadiness";
+
+/// Go's message on `Deployed=False/UninstallSuccessful` while `uninstall-wait` waits.
+pub const WAITING_FOR_DELETION: &str = "Waiting until all resources are deleted.";
 
 /// One condition (`HelmAppCondition`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

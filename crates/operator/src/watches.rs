@@ -42,6 +42,14 @@ pub struct Watch {
     /// `dryRunOption`: how the Go operator renders manifests when comparing them
     /// (`server` evaluates `lookup` against the cluster).
     pub dry_run_option: DryRunOption,
+    /// rudder extension (`installWait`): `Deployed` turns True after an install only
+    /// once the release's workloads are ready.
+    pub install_wait: bool,
+    /// rudder extension (`upgradeWait`): the same after an upgrade.
+    pub upgrade_wait: bool,
+    /// rudder extension (`waitTimeout`): how long those waits last before
+    /// `ReleaseFailed` (default 5m).
+    pub wait_timeout: Option<Duration>,
 }
 
 impl Default for Watch {
@@ -59,6 +67,9 @@ impl Default for Watch {
             allow_cluster_scoped: false,
             allowed_namespaces: Vec::new(),
             dry_run_option: DryRunOption::Client,
+            install_wait: false,
+            upgrade_wait: false,
+            wait_timeout: None,
         }
     }
 }
@@ -227,6 +238,9 @@ const FIELDS: &[&str] = &[
     "dryRunOption",
     "allowClusterScoped",
     "allowedNamespaces",
+    "installWait",
+    "upgradeWait",
+    "waitTimeout",
 ];
 
 /// Warnings about what was ignored, one line each.
@@ -442,6 +456,29 @@ fn parse_entry(
                 )))
             }
         };
+    }
+    for (key, field) in [
+        ("installWait", &mut w.install_wait),
+        ("upgradeWait", &mut w.upgrade_wait),
+    ] {
+        if let Some(v) = get(key) {
+            *field = v.as_bool().ok_or_else(|| {
+                fail(format!(
+                    "{key} must be true or false, found {}",
+                    json_kind(v)
+                ))
+            })?;
+        }
+    }
+    if let Some(v) = get("waitTimeout") {
+        let Value::String(s) = v else {
+            return Err(fail(format!(
+                "waitTimeout must be a duration string like \"5m\", found {}",
+                json_kind(v)
+            )));
+        };
+        let d = parse_go_duration(s).map_err(|e| fail(format!("waitTimeout: {e}")))?;
+        w.wait_timeout = Some(d).filter(|d| !d.is_zero());
     }
     if let Some(v) = get("allowClusterScoped") {
         w.allow_cluster_scoped = v.as_bool().ok_or_else(|| {

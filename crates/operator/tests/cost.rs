@@ -1,6 +1,7 @@
 //! What a reconcile costs against the test cluster, counted on the wire: a first
 //! install renders the chart once, and a no-op reconcile (unchanged spec, nothing
-//! drifted) decodes one release record and renders nothing. The counts are printed
+//! drifted) decodes one release record, renders nothing and writes no record (the lock
+//! is two annotation patches of the newest one). The counts are printed
 //! (`--nocapture`) for the record; the bounds are asserted.
 
 mod common;
@@ -21,7 +22,9 @@ struct Counts {
     record_lists: usize,
     /// Creates, updates and deletes of release record Secrets.
     record_writes: usize,
-    /// Creates, updates and deletes of the release lock's Lease.
+    /// Annotation patches of a release record: taking and giving back its lock.
+    lock_writes: usize,
+    /// Writes of Leases (the release lock takes none).
     lease_writes: usize,
     /// Every request.
     total: usize,
@@ -62,6 +65,7 @@ fn counts(seen: &Seen) -> Counts {
             "GET" if record => c.record_gets += 1,
             "GET" if secrets && query.contains("owner%3Dhelm") => c.record_lists += 1,
             "GET" => {}
+            "PATCH" if record => c.lock_writes += 1,
             _ if record || secrets => c.record_writes += 1,
             _ => {}
         }
@@ -113,4 +117,13 @@ async fn a_first_install_renders_once_and_a_no_op_reconcile_decodes_one_record()
         "a no-op reconcile decodes at most one record: {noop:?}"
     );
     assert_eq!(noop.record_writes, 0, "and writes no record: {noop:?}");
+    assert!(
+        noop.lock_writes <= 2,
+        "besides taking and giving back the lock: {noop:?}"
+    );
+    assert_eq!(
+        install.lease_writes + noop.lease_writes,
+        0,
+        "no Lease: {noop:?}"
+    );
 }

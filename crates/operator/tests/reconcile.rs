@@ -261,21 +261,41 @@ async fn bad_specs_are_reported_and_leave_the_release_alone() {
             .contains("the spec asked this chart to fail"),
         "{err}"
     );
+    // As in Go, an upgrade whose candidate cannot be rendered is irreconcilable, and
+    // the deployed release stays Deployed.
     let cr = get_cr(&client, "bad").await;
-    assert_condition(&cr, "ReleaseFailed", "True", "UpgradeError");
-    let msg = condition(&cr, "ReleaseFailed").unwrap()["message"]
+    assert_condition(&cr, "Irreconcilable", "True", "ReconcileError");
+    let msg = condition(&cr, "Irreconcilable").unwrap()["message"]
         .as_str()
         .unwrap_or("")
         .to_string();
-    assert!(msg.starts_with("failed to upgrade release: "), "{msg}");
+    assert!(
+        msg.starts_with("failed to get candidate release: "),
+        "{msg}"
+    );
     assert!(msg.contains("the spec asked this chart to fail"), "{msg}");
+    assert_condition(&cr, "Deployed", "True", "InstallSuccessful");
+    assert!(
+        condition(&cr, "ReleaseFailed").is_none(),
+        "{}",
+        cr.data["status"]
+    );
 
     // A values.schema.json violation.
     set_spec(&client, "bad", json!({"greeting": 5})).await;
     let err = run(&ctx, "bad").await.expect_err("schema violation");
     assert!(err.to_string().contains("greeting"), "{err}");
     let cr = get_cr(&client, "bad").await;
-    assert_condition(&cr, "ReleaseFailed", "True", "UpgradeError");
+    assert_condition(&cr, "Irreconcilable", "True", "ReconcileError");
+    let msg = condition(&cr, "Irreconcilable").unwrap()["message"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    assert!(
+        msg.starts_with("failed to get candidate release: "),
+        "{msg}"
+    );
+    assert_condition(&cr, "Deployed", "True", "InstallSuccessful");
 
     // The deployed release was never touched.
     assert_eq!(revisions(&client, "bad").await, [(1, "deployed".into())]);

@@ -18,6 +18,9 @@ pub enum Error {
     /// Someone else changed the object between our read and our write; retry the action.
     #[error("release record {0:?} was modified concurrently; retry")]
     Conflict(String),
+    /// The record carries the lock of another operation that is still running.
+    #[error("release record {key:?} is locked by {holder:?}: another operation is in progress on the release")]
+    Locked { key: String, holder: String },
     /// The stored object exists but its data cannot be decoded.
     #[error("cannot decode release record {key:?}: {source}")]
     Decode {

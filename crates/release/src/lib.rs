@@ -2,7 +2,7 @@
 //! storage encoding, storage drivers (Secret, ConfigMap, memory) with Helm's object
 //! layout so the real `helm` CLI can list, roll back and uninstall our releases, history
 //! helpers with pruning, a chunked form for records over the Kubernetes size limit, and
-//! a per-release lock kept as a Lease.
+//! a per-release lock kept on the newest release record.
 //!
 //! See `README.md` in this crate for the storage layout and the chunked format.
 

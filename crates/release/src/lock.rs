@@ -1,25 +1,44 @@
-//! A per-release lock so two actions on one release never interleave, kept in the
-//! cluster as a `coordination.k8s.io/v1` Lease named after the release.
+//! A per-release lock so two actions on one release never interleave, kept on the
+//! release's own newest record as the annotation [`LOCK_ANNOTATION`]: no other object
+//! and no extra RBAC rule (Go's helm-operator scaffold grants Secrets everywhere, but
+//! Leases only in the operator's namespace). The `helm` CLI ignores the annotation.
 //!
-//! The Lease records the holder's identity, when it was acquired and last renewed, and
-//! how long it stays valid. A holder renews it while working and deletes it when done.
-//! If a holder dies, its Lease expires `duration` after the last renewal and anyone may
-//! take it over. Every write carries the resource version it read, so two contenders
-//! racing for the same Lease cannot both win: the loser gets [`LockError::Contended`].
+//! # Protocol
+//!
+//! The lock of release `R` is held by `H` when the newest record of `R` (highest
+//! revision) carries a lock naming `H` that has not expired (`renewed` plus
+//! `durationSeconds`).
+//!
+//! * **Take**: read the newest record's lock and resource version. A live lock of
+//!   another holder refuses ([`LockError::Held`]). Otherwise write our lock onto that
+//!   record, conditional on the resource version read: of two contenders one write
+//!   wins, the other gets [`LockError::Contended`] and reads again.
+//! * **No records**: a release without records has nothing to put the lock on; the
+//!   lock is taken at once, and its first write (creating revision 1) is atomic on the
+//!   record's name, so of two installers only one creates it.
+//! * **Hold**: every record the holder writes carries its lock (see
+//!   [`crate::driver::WriteMeta`]): a new revision takes the lock along, and an update
+//!   of a record locked by another live holder is refused. The holder renews the lock
+//!   (a conditional write again) well within its duration.
+//! * **Give back**: remove the annotation from the newest record if it still names us.
+//! * **Crash**: a dead holder's lock expires `durationSeconds` after its last renewal.
+//! * **Lost**: when the newest record names another holder, or carries no lock while
+//!   records exist (someone else wrote a newer revision), the lock is lost and renewal
+//!   says so ([`LockError::Lost`]).
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use jiff::Timestamp;
-use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
-use kube::api::{DeleteParams, PostParams, Preconditions};
-use kube::{Api, Client};
+use serde_json::{json, Value};
 
-/// Prefix of Lease names: `rudder.release.<release name>`.
-pub const LEASE_PREFIX: &str = "rudder.release.";
+use crate::driver::{selector, Driver, WriteMeta, OWNER_HELM};
+use crate::error::Error;
+
+/// The annotation on a release record that holds the release's lock.
+pub const LOCK_ANNOTATION: &str = "rudder.dev/lock";
 
 /// Why a lock could not be taken or kept.
 #[derive(Debug, thiserror::Error)]
@@ -29,64 +48,226 @@ pub enum LockError {
     Held {
         release: String,
         holder: String,
+        acquired: Timestamp,
         expires: Timestamp,
     },
-    /// Another contender wrote the Lease between our read and our write.
+    /// Another contender wrote the record between our read and our write.
     #[error("lock for release {0:?} was taken concurrently; retry")]
     Contended(String),
-    /// Our lock expired and was taken over, or was deleted.
+    /// Our lock expired and was taken over, or a newer record was written without it.
     #[error("lock for release {0:?} is no longer held by us")]
     Lost(String),
-    /// The Kubernetes API call failed.
-    #[error("{context}: {}", crate::api_error::describe(source))]
-    Api {
-        context: String,
+    /// Reading or writing the record failed.
+    #[error("lock for release {release:?}: {source}")]
+    Storage {
+        release: String,
         #[source]
-        source: Box<kube::Error>,
+        source: Box<Error>,
     },
 }
 
-/// The lock state as stored (a Lease's spec plus its resource version).
+/// A lock as the annotation stores it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LeaseState {
-    pub name: String,
+pub struct LockState {
     pub holder: String,
-    pub duration_seconds: i32,
     pub acquired: Timestamp,
     pub renewed: Timestamp,
-    pub transitions: i32,
-    pub resource_version: Option<String>,
+    pub duration_seconds: i64,
 }
 
-impl LeaseState {
+impl LockState {
     /// When the lock lapses unless renewed.
     pub fn expires(&self) -> Timestamp {
         self.renewed
-            .checked_add(jiff::SignedDuration::from_secs(i64::from(
-                self.duration_seconds,
-            )))
+            .checked_add(jiff::SignedDuration::from_secs(self.duration_seconds))
             .unwrap_or(Timestamp::MAX)
+    }
+
+    /// Whether the lock still holds at `now`.
+    pub fn is_live(&self, now: Timestamp) -> bool {
+        !self.holder.is_empty() && self.expires() > now
+    }
+
+    /// The annotation's value: `{"holder":…,"acquired":…,"renewed":…,"durationSeconds":…}`.
+    pub fn encode(&self) -> String {
+        json!({
+            "holder": self.holder,
+            "acquired": self.acquired.to_string(),
+            "renewed": self.renewed.to_string(),
+            "durationSeconds": self.duration_seconds,
+        })
+        .to_string()
+    }
+
+    /// Reads an annotation value; `None` for anything unreadable (treated as no lock,
+    /// so a damaged annotation cannot block a release forever).
+    pub fn decode(value: &str) -> Option<LockState> {
+        let v: Value = serde_json::from_str(value).ok()?;
+        let time = |k: &str| v.get(k)?.as_str()?.parse::<Timestamp>().ok();
+        Some(LockState {
+            holder: v.get("holder")?.as_str()?.to_string(),
+            acquired: time("acquired")?,
+            renewed: time("renewed")?,
+            duration_seconds: v.get("durationSeconds")?.as_i64()?,
+        })
+    }
+
+    /// The lock in a record's annotations.
+    pub fn of(annotations: &BTreeMap<String, String>) -> Option<LockState> {
+        annotations
+            .get(LOCK_ANNOTATION)
+            .and_then(|v| LockState::decode(v))
     }
 }
 
-/// Where lock records live.
-#[async_trait]
-pub trait LockBackend: Send + Sync {
-    async fn get(&self, name: &str) -> Result<Option<LeaseState>, LockError>;
-    /// [`LockError::Contended`] if it exists already.
-    async fn create(&self, state: &LeaseState) -> Result<LeaseState, LockError>;
-    /// [`LockError::Contended`] if the resource version is stale, [`LockError::Lost`] if gone.
-    async fn replace(&self, state: &LeaseState) -> Result<LeaseState, LockError>;
-    /// Deletes only if the resource version still matches; missing is fine.
-    async fn delete(&self, state: &LeaseState) -> Result<(), LockError>;
+/// Refuses a write for `meta.holder` over a record whose annotations hold another
+/// holder's live lock.
+pub(crate) fn check_not_held_by_other(
+    key: &str,
+    annotations: &BTreeMap<String, String>,
+    meta: &WriteMeta,
+) -> Result<(), Error> {
+    let Some(ours) = &meta.holder else {
+        return Ok(());
+    };
+    match LockState::of(annotations) {
+        Some(l) if l.holder != *ours && l.is_live(Timestamp::now()) => Err(Error::Locked {
+            key: key.to_string(),
+            holder: l.holder,
+        }),
+        _ => Ok(()),
+    }
 }
 
-/// A lock we hold.
+/// The record a lock lives on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordRef {
+    pub key: String,
+    pub version: i64,
+    pub resource_version: Option<String>,
+}
+
+/// Where a release's lock is: its newest record (none for a release without records)
+/// and the lock that record carries.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LockSlot {
+    pub record: Option<RecordRef>,
+    pub lock: Option<LockState>,
+}
+
+/// Where locks are kept.
+#[async_trait]
+pub trait LockBackend: Send + Sync {
+    /// The release's lock slot, read now.
+    async fn read(&self, release: &str) -> Result<LockSlot, LockError>;
+    /// Puts `lock` (or, with `None`, no lock) on the slot's record if it is unchanged
+    /// since `slot` was read ([`LockError::Contended`] otherwise). A slot without a
+    /// record writes nothing.
+    async fn write(
+        &self,
+        release: &str,
+        slot: &LockSlot,
+        lock: Option<&LockState>,
+    ) -> Result<(), LockError>;
+}
+
+/// Locks on the newest release record, through a storage driver.
+#[derive(Clone)]
+pub struct RecordLocks {
+    driver: Arc<dyn Driver>,
+}
+
+impl RecordLocks {
+    pub fn new(driver: Arc<dyn Driver>) -> RecordLocks {
+        RecordLocks { driver }
+    }
+}
+
+fn storage_err(release: &str, e: Error) -> LockError {
+    LockError::Storage {
+        release: release.to_string(),
+        source: Box::new(e),
+    }
+}
+
+#[async_trait]
+impl LockBackend for RecordLocks {
+    async fn read(&self, release: &str) -> Result<LockSlot, LockError> {
+        let metas = self
+            .driver
+            .query_meta(&selector([("name", release), ("owner", OWNER_HELM)]))
+            .await
+            .map_err(|e| storage_err(release, e))?;
+        Ok(match metas.into_iter().max_by_key(|m| m.version) {
+            None => LockSlot::default(),
+            Some(m) => LockSlot {
+                lock: LockState::of(&m.annotations),
+                record: Some(RecordRef {
+                    key: m.key,
+                    version: m.version,
+                    resource_version: m.resource_version,
+                }),
+            },
+        })
+    }
+
+    async fn write(
+        &self,
+        release: &str,
+        slot: &LockSlot,
+        lock: Option<&LockState>,
+    ) -> Result<(), LockError> {
+        let Some(record) = &slot.record else {
+            return Ok(());
+        };
+        let value = lock.map(LockState::encode);
+        match self
+            .driver
+            .annotate(
+                &record.key,
+                record.resource_version.as_deref(),
+                LOCK_ANNOTATION,
+                value.as_deref(),
+            )
+            .await
+        {
+            Ok(()) => Ok(()),
+            // Changed or deleted since we read it: read again.
+            Err(Error::Conflict(_)) | Err(Error::NotFound(_)) => {
+                Err(LockError::Contended(release.to_string()))
+            }
+            Err(e) => Err(storage_err(release, e)),
+        }
+    }
+}
+
+/// Shares one backend between several lock owners (e.g. in tests).
+#[async_trait]
+impl<T: LockBackend + ?Sized> LockBackend for Arc<T> {
+    async fn read(&self, release: &str) -> Result<LockSlot, LockError> {
+        (**self).read(release).await
+    }
+
+    async fn write(
+        &self,
+        release: &str,
+        slot: &LockSlot,
+        lock: Option<&LockState>,
+    ) -> Result<(), LockError> {
+        (**self).write(release, slot, lock).await
+    }
+}
+
+/// A lock we hold: the release, our lock as last written, and the record it was on.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LockHandle {
     pub release: String,
-    pub state: LeaseState,
+    pub state: LockState,
+    pub slot: LockSlot,
 }
+
+/// How often a conditional write is retried after losing a race before giving up.
+const RETRIES: usize = 3;
 
 /// Takes, renews and gives back per-release locks for one holder identity.
 pub struct ReleaseLocks<B> {
@@ -95,13 +276,9 @@ pub struct ReleaseLocks<B> {
     duration: Duration,
 }
 
-/// The Lease name for a release.
-pub fn lease_name(release: &str) -> String {
-    format!("{LEASE_PREFIX}{release}")
-}
-
 impl<B: LockBackend> ReleaseLocks<B> {
-    /// Locks held as `holder` (e.g. the pod name), valid `duration` after each renewal.
+    /// Locks held as `holder` (e.g. `host/pid/random`), valid `duration` after each
+    /// renewal.
     pub fn new(backend: B, holder: impl Into<String>, duration: Duration) -> Self {
         ReleaseLocks {
             backend,
@@ -110,69 +287,56 @@ impl<B: LockBackend> ReleaseLocks<B> {
         }
     }
 
-    /// The backend.
     pub fn backend(&self) -> &B {
         &self.backend
     }
 
-    fn duration_seconds(&self) -> i32 {
-        i32::try_from(self.duration.as_secs().max(1)).unwrap_or(i32::MAX)
+    pub fn holder(&self) -> &str {
+        &self.holder
+    }
+
+    fn duration_seconds(&self) -> i64 {
+        i64::try_from(self.duration.as_secs().max(1)).unwrap_or(i64::MAX)
     }
 
     /// Takes the lock now, or fails with [`LockError::Held`].
     pub async fn try_acquire(&self, release: &str) -> Result<LockHandle, LockError> {
-        self.try_acquire_at(release, Timestamp::now()).await
+        self.try_acquire_at(release, Timestamp::now(), None).await
     }
 
-    /// Takes the lock as of `now`. A lock held by our own identity is taken again (we
-    /// restarted); an expired lock of another holder is taken over.
+    /// Takes the lock as of `now`. A lock of our own identity is taken again (we
+    /// restarted); an expired lock, or the lock of `dead` (a holder known to be gone),
+    /// is taken over.
     pub async fn try_acquire_at(
         &self,
         release: &str,
         now: Timestamp,
+        dead: Option<&str>,
     ) -> Result<LockHandle, LockError> {
-        let name = lease_name(release);
-        let state = match self.backend.get(&name).await? {
-            None => {
-                let fresh = LeaseState {
-                    name: name.clone(),
-                    holder: self.holder.clone(),
-                    duration_seconds: self.duration_seconds(),
-                    acquired: now,
-                    renewed: now,
-                    transitions: 0,
-                    resource_version: None,
-                };
-                self.backend.create(&fresh).await?
+        let slot = self.backend.read(release).await?;
+        if let Some(current) = &slot.lock {
+            let ours = current.holder == self.holder;
+            let gone = dead == Some(current.holder.as_str());
+            if !ours && !gone && current.is_live(now) {
+                return Err(LockError::Held {
+                    release: release.to_string(),
+                    holder: current.holder.clone(),
+                    acquired: current.acquired,
+                    expires: current.expires(),
+                });
             }
-            Some(current) => {
-                let ours = current.holder == self.holder;
-                let free = current.holder.is_empty() || current.expires() <= now;
-                if !ours && !free {
-                    return Err(LockError::Held {
-                        release: release.to_string(),
-                        holder: current.holder.clone(),
-                        expires: current.expires(),
-                    });
-                }
-                let next = LeaseState {
-                    holder: self.holder.clone(),
-                    duration_seconds: self.duration_seconds(),
-                    acquired: now,
-                    renewed: now,
-                    transitions: if ours {
-                        current.transitions
-                    } else {
-                        current.transitions.saturating_add(1)
-                    },
-                    ..current
-                };
-                self.backend.replace(&next).await?
-            }
+        }
+        let state = LockState {
+            holder: self.holder.clone(),
+            acquired: now,
+            renewed: now,
+            duration_seconds: self.duration_seconds(),
         };
+        self.backend.write(release, &slot, Some(&state)).await?;
         Ok(LockHandle {
             release: release.to_string(),
             state,
+            slot,
         })
     }
 
@@ -181,322 +345,260 @@ impl<B: LockBackend> ReleaseLocks<B> {
         self.renew_at(handle, Timestamp::now()).await
     }
 
-    /// Extends a held lock as of `now`.
+    /// Extends a held lock as of `now`, on whichever record is newest now (the holder
+    /// may have written a new revision since).
     pub async fn renew_at(
         &self,
         handle: &LockHandle,
         now: Timestamp,
     ) -> Result<LockHandle, LockError> {
         let lost = || LockError::Lost(handle.release.clone());
-        let current = self
-            .backend
-            .get(&handle.state.name)
-            .await?
-            .ok_or_else(lost)?;
-        // Holder identity decides; the resource version may move for unrelated reasons
-        // (e.g. someone labelling the Lease), and the replace below is still guarded by it.
-        if current.holder != self.holder {
-            return Err(lost());
+        for _ in 0..RETRIES {
+            let slot = self.backend.read(&handle.release).await?;
+            match &slot.lock {
+                Some(l) if l.holder == self.holder => {}
+                // The release has no records (any more): nothing to hold on to, and
+                // nothing anyone could take from us.
+                None if slot.record.is_none() => {
+                    return Ok(LockHandle {
+                        slot,
+                        ..handle.clone()
+                    })
+                }
+                _ => return Err(lost()),
+            }
+            let state = LockState {
+                renewed: now,
+                ..handle.state.clone()
+            };
+            match self
+                .backend
+                .write(&handle.release, &slot, Some(&state))
+                .await
+            {
+                Ok(()) => {
+                    return Ok(LockHandle {
+                        release: handle.release.clone(),
+                        state,
+                        slot,
+                    })
+                }
+                Err(LockError::Contended(_)) => continue,
+                Err(e) => return Err(e),
+            }
         }
-        let next = LeaseState {
-            renewed: now,
-            ..current
-        };
-        let state = self.backend.replace(&next).await.map_err(|e| match e {
-            LockError::Contended(_) => lost(),
-            other => other,
-        })?;
-        Ok(LockHandle {
-            release: handle.release.clone(),
-            state,
-        })
+        Err(LockError::Contended(handle.release.clone()))
     }
 
     /// Gives the lock back. Succeeds if it is already gone or was taken over.
     pub async fn release(&self, handle: LockHandle) -> Result<(), LockError> {
-        match self.backend.get(&handle.state.name).await? {
-            Some(current) if current.holder == self.holder => self.backend.delete(&current).await,
-            _ => Ok(()),
+        for _ in 0..RETRIES {
+            let slot = self.backend.read(&handle.release).await?;
+            match &slot.lock {
+                Some(l) if l.holder == self.holder => {}
+                _ => return Ok(()),
+            }
+            match self.backend.write(&handle.release, &slot, None).await {
+                Err(LockError::Contended(_)) => continue,
+                other => return other,
+            }
         }
+        Err(LockError::Contended(handle.release))
     }
 }
 
-/// Locks in process memory, for tests and single-process use.
+/// Locks in process memory, for tests and single-process use: one slot per release,
+/// always there, with a version for conditional writes.
 #[derive(Debug, Default)]
 pub struct MemoryLocks {
-    inner: Mutex<(u64, BTreeMap<String, LeaseState>)>,
+    inner: Mutex<BTreeMap<String, (u64, Option<LockState>)>>,
 }
 
 impl MemoryLocks {
-    fn lock(&self) -> std::sync::MutexGuard<'_, (u64, BTreeMap<String, LeaseState>)> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, (u64, Option<LockState>)>> {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
 #[async_trait]
 impl LockBackend for MemoryLocks {
-    async fn get(&self, name: &str) -> Result<Option<LeaseState>, LockError> {
-        Ok(self.lock().1.get(name).cloned())
+    async fn read(&self, release: &str) -> Result<LockSlot, LockError> {
+        let inner = self.lock();
+        let (version, lock) = inner.get(release).cloned().unwrap_or((0, None));
+        Ok(LockSlot {
+            record: Some(RecordRef {
+                key: release.to_string(),
+                version: 0,
+                resource_version: Some(version.to_string()),
+            }),
+            lock,
+        })
     }
 
-    async fn create(&self, state: &LeaseState) -> Result<LeaseState, LockError> {
+    async fn write(
+        &self,
+        release: &str,
+        slot: &LockSlot,
+        lock: Option<&LockState>,
+    ) -> Result<(), LockError> {
         let mut inner = self.lock();
-        if inner.1.contains_key(&state.name) {
-            return Err(LockError::Contended(state.name.clone()));
+        let entry = inner.entry(release.to_string()).or_insert((0, None));
+        let read = slot
+            .record
+            .as_ref()
+            .and_then(|r| r.resource_version.clone());
+        if read != Some(entry.0.to_string()) {
+            return Err(LockError::Contended(release.to_string()));
         }
-        inner.0 += 1;
-        let stored = LeaseState {
-            resource_version: Some(inner.0.to_string()),
-            ..state.clone()
-        };
-        inner.1.insert(state.name.clone(), stored.clone());
-        Ok(stored)
-    }
-
-    async fn replace(&self, state: &LeaseState) -> Result<LeaseState, LockError> {
-        let mut inner = self.lock();
-        let current = inner
-            .1
-            .get(&state.name)
-            .ok_or_else(|| LockError::Lost(state.name.clone()))?;
-        if current.resource_version != state.resource_version {
-            return Err(LockError::Contended(state.name.clone()));
-        }
-        inner.0 += 1;
-        let stored = LeaseState {
-            resource_version: Some(inner.0.to_string()),
-            ..state.clone()
-        };
-        inner.1.insert(state.name.clone(), stored.clone());
-        Ok(stored)
-    }
-
-    async fn delete(&self, state: &LeaseState) -> Result<(), LockError> {
-        let mut inner = self.lock();
-        if inner.1.get(&state.name).map(|s| &s.resource_version) == Some(&state.resource_version) {
-            inner.1.remove(&state.name);
-        }
+        *entry = (entry.0 + 1, lock.cloned());
         Ok(())
-    }
-}
-
-/// Locks as Leases in one namespace.
-#[derive(Clone)]
-pub struct KubeLocks {
-    api: Api<Lease>,
-    namespace: String,
-}
-
-impl KubeLocks {
-    /// Leases in `namespace` (the namespace of the custom resource).
-    pub fn new(client: Client, namespace: &str) -> KubeLocks {
-        KubeLocks {
-            api: Api::namespaced(client, namespace),
-            namespace: namespace.to_string(),
-        }
-    }
-
-    fn to_lease(state: &LeaseState) -> Lease {
-        Lease {
-            metadata: ObjectMeta {
-                name: Some(state.name.clone()),
-                labels: Some(BTreeMap::from([(
-                    "app.kubernetes.io/managed-by".to_string(),
-                    "rudder".to_string(),
-                )])),
-                resource_version: state.resource_version.clone(),
-                ..ObjectMeta::default()
-            },
-            spec: Some(LeaseSpec {
-                holder_identity: Some(state.holder.clone()),
-                lease_duration_seconds: Some(state.duration_seconds),
-                acquire_time: Some(MicroTime(state.acquired)),
-                renew_time: Some(MicroTime(state.renewed)),
-                lease_transitions: Some(state.transitions),
-                ..LeaseSpec::default()
-            }),
-        }
-    }
-
-    fn from_lease(lease: Lease) -> LeaseState {
-        let spec = lease.spec.unwrap_or_default();
-        let acquired = spec
-            .acquire_time
-            .map(|t| t.0)
-            .unwrap_or(Timestamp::UNIX_EPOCH);
-        LeaseState {
-            name: lease.metadata.name.unwrap_or_default(),
-            holder: spec.holder_identity.unwrap_or_default(),
-            duration_seconds: spec.lease_duration_seconds.unwrap_or(0),
-            acquired,
-            renewed: spec.renew_time.map(|t| t.0).unwrap_or(acquired),
-            transitions: spec.lease_transitions.unwrap_or(0),
-            resource_version: lease.metadata.resource_version,
-        }
-    }
-
-    fn err(&self, op: &str, name: &str, e: kube::Error) -> LockError {
-        if let kube::Error::Api(status) = &e {
-            if status.is_not_found() {
-                return LockError::Lost(name.to_string());
-            }
-            if status.code == 409 {
-                return LockError::Contended(name.to_string());
-            }
-        }
-        LockError::Api {
-            context: format!("{op} Lease {}/{name}", self.namespace),
-            source: Box::new(e),
-        }
-    }
-}
-
-#[async_trait]
-impl LockBackend for KubeLocks {
-    async fn get(&self, name: &str) -> Result<Option<LeaseState>, LockError> {
-        self.api
-            .get_opt(name)
-            .await
-            .map(|l| l.map(Self::from_lease))
-            .map_err(|e| self.err("get", name, e))
-    }
-
-    async fn create(&self, state: &LeaseState) -> Result<LeaseState, LockError> {
-        let mut lease = Self::to_lease(state);
-        lease.metadata.resource_version = None;
-        self.api
-            .create(&PostParams::default(), &lease)
-            .await
-            .map(Self::from_lease)
-            .map_err(|e| self.err("create", &state.name, e))
-    }
-
-    async fn replace(&self, state: &LeaseState) -> Result<LeaseState, LockError> {
-        self.api
-            .replace(&state.name, &PostParams::default(), &Self::to_lease(state))
-            .await
-            .map(Self::from_lease)
-            .map_err(|e| self.err("update", &state.name, e))
-    }
-
-    async fn delete(&self, state: &LeaseState) -> Result<(), LockError> {
-        let dp = DeleteParams {
-            preconditions: Some(Preconditions {
-                resource_version: state.resource_version.clone(),
-                uid: None,
-            }),
-            ..DeleteParams::default()
-        };
-        match self.api.delete(&state.name, &dp).await {
-            Ok(_) => Ok(()),
-            Err(e) => match self.err("delete", &state.name, e) {
-                // Gone, or changed hands since we read it: either way not ours to delete.
-                LockError::Lost(_) | LockError::Contended(_) => Ok(()),
-                other => Err(other),
-            },
-        }
-    }
-}
-
-/// Shares one backend between several lock owners (e.g. in tests).
-#[async_trait]
-impl<T: LockBackend + ?Sized> LockBackend for std::sync::Arc<T> {
-    async fn get(&self, name: &str) -> Result<Option<LeaseState>, LockError> {
-        (**self).get(name).await
-    }
-    async fn create(&self, state: &LeaseState) -> Result<LeaseState, LockError> {
-        (**self).create(state).await
-    }
-    async fn replace(&self, state: &LeaseState) -> Result<LeaseState, LockError> {
-        (**self).replace(state).await
-    }
-    async fn delete(&self, state: &LeaseState) -> Result<(), LockError> {
-        (**self).delete(state).await
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::driver::MemoryDriver;
+    use crate::record::{Release, Status};
+    use crate::Storage;
 
     fn at(secs: i64) -> Timestamp {
         Timestamp::from_second(1_700_000_000 + secs).unwrap()
     }
 
-    fn locks(
-        holder: &str,
-        backend: std::sync::Arc<MemoryLocks>,
-    ) -> ReleaseLocks<std::sync::Arc<MemoryLocks>> {
+    fn locks<B: LockBackend>(holder: &str, backend: B) -> ReleaseLocks<B> {
         ReleaseLocks::new(backend, holder, Duration::from_secs(30))
     }
 
+    async fn record(storage: &Storage, version: i64) {
+        let mut rel = Release {
+            name: "web".into(),
+            namespace: "ns".into(),
+            version,
+            ..Release::default()
+        };
+        rel.set_status(Status::Deployed, "Install complete");
+        storage.create(&rel).await.unwrap();
+    }
+
+    #[test]
+    fn lock_annotations_round_trip_and_damage_reads_as_none() {
+        let l = LockState {
+            holder: "pod-a/1/ff".into(),
+            acquired: at(0),
+            renewed: at(5),
+            duration_seconds: 30,
+        };
+        assert_eq!(LockState::decode(&l.encode()), Some(l.clone()));
+        assert_eq!(l.expires(), at(35));
+        assert!(l.is_live(at(34)) && !l.is_live(at(35)));
+        assert_eq!(LockState::decode("not json"), None);
+        assert_eq!(LockState::decode(r#"{"holder":"x"}"#), None);
+    }
+
     #[tokio::test]
-    async fn second_holder_is_refused_until_expiry() {
-        let backend = std::sync::Arc::new(MemoryLocks::default());
+    async fn the_lock_lives_on_the_newest_record() {
+        let driver = Arc::new(MemoryDriver::new());
+        let storage = Storage::new(driver.clone());
+        let backend = RecordLocks::new(driver.clone());
         let a = locks("a", backend.clone());
         let b = locks("b", backend.clone());
-        let held = a.try_acquire_at("web", at(0)).await.unwrap();
-        assert_eq!(held.state.name, "rudder.release.web");
-        match b.try_acquire_at("web", at(10)).await {
+        // No records: taken at once by anyone, nothing written.
+        let virtual_lock = a.try_acquire_at("web", at(0), None).await.unwrap();
+        assert_eq!(virtual_lock.slot.record, None);
+        b.try_acquire_at("web", at(0), None).await.unwrap();
+
+        record(&storage, 1).await;
+        record(&storage, 2).await;
+        let held = a.try_acquire_at("web", at(0), None).await.unwrap();
+        assert_eq!(held.slot.record.as_ref().map(|r| r.version), Some(2));
+        let on_v2 = driver.annotations_of("sh.helm.release.v1.web.v2").unwrap();
+        assert!(on_v2[LOCK_ANNOTATION].contains("\"holder\":\"a\""));
+        assert!(driver
+            .annotations_of("sh.helm.release.v1.web.v1")
+            .unwrap()
+            .is_empty());
+        match b.try_acquire_at("web", at(10), None).await {
             Err(LockError::Held {
                 holder, expires, ..
-            }) => {
-                assert_eq!(holder, "a");
-                assert_eq!(expires, at(30));
-            }
+            }) => assert_eq!((holder.as_str(), expires), ("a", at(30))),
             other => panic!("expected Held, got {other:?}"),
         }
-        // Renewal pushes expiry out.
+        // Renewal pushes expiry out; past it, b takes over and a has lost it.
         let held = a.renew_at(&held, at(20)).await.unwrap();
-        assert!(matches!(
-            b.try_acquire_at("web", at(40)).await,
-            Err(LockError::Held { .. })
-        ));
-        // Stale past expiry: b takes over, a has lost it.
-        let taken = b.try_acquire_at("web", at(51)).await.unwrap();
-        assert_eq!(taken.state.holder, "b");
-        assert_eq!(taken.state.transitions, 1);
+        assert!(b.try_acquire_at("web", at(40), None).await.is_err());
+        let taken = b.try_acquire_at("web", at(51), None).await.unwrap();
         assert!(matches!(
             a.renew_at(&held, at(52)).await,
             Err(LockError::Lost(_))
         ));
-        // a's release must not drop b's lock.
+        // a's release must not drop b's lock; b's does.
         a.release(held).await.unwrap();
-        assert!(backend.get("rudder.release.web").await.unwrap().is_some());
+        assert!(backend.read("web").await.unwrap().lock.is_some());
         b.release(taken).await.unwrap();
-        assert!(backend.get("rudder.release.web").await.unwrap().is_none());
+        assert_eq!(backend.read("web").await.unwrap().lock, None);
     }
 
     #[tokio::test]
-    async fn locks_are_per_release_and_reentrant_for_same_identity() {
-        let backend = std::sync::Arc::new(MemoryLocks::default());
+    async fn a_newer_record_without_the_lock_means_it_was_lost() {
+        let driver = Arc::new(MemoryDriver::new());
+        let storage = Storage::new(driver.clone());
+        record(&storage, 1).await;
+        let a = locks("a", RecordLocks::new(driver.clone()));
+        let held = a.try_acquire_at("web", at(0), None).await.unwrap();
+        // `helm upgrade` writes revision 2, knowing nothing of the lock.
+        record(&storage, 2).await;
+        assert!(matches!(
+            a.renew_at(&held, at(5)).await,
+            Err(LockError::Lost(_))
+        ));
+    }
+
+    #[tokio::test]
+    async fn a_dead_holder_is_taken_over_and_our_own_lock_is_reentrant() {
+        let driver = Arc::new(MemoryDriver::new());
+        record(&Storage::new(driver.clone()), 1).await;
+        let backend = RecordLocks::new(driver);
         let a = locks("a", backend.clone());
         let b = locks("b", backend.clone());
-        a.try_acquire_at("one", at(0)).await.unwrap();
-        b.try_acquire_at("two", at(0)).await.unwrap();
-        // Same identity after a restart gets its own lock back.
-        let again = a.try_acquire_at("one", at(5)).await.unwrap();
-        assert_eq!(again.state.transitions, 0);
+        a.try_acquire_at("web", at(0), None).await.unwrap();
+        a.try_acquire_at("web", at(1), None).await.unwrap();
+        assert!(b.try_acquire_at("web", at(2), Some("other")).await.is_err());
+        b.try_acquire_at("web", at(2), Some("a")).await.unwrap();
     }
 
     #[tokio::test]
-    async fn stale_resource_version_is_contended() {
-        let backend = MemoryLocks::default();
-        let first = backend
-            .create(&LeaseState {
-                name: "x".into(),
-                holder: "a".into(),
-                duration_seconds: 1,
-                acquired: at(0),
-                renewed: at(0),
-                transitions: 0,
-                resource_version: None,
-            })
+    async fn writes_of_another_live_holder_are_refused() {
+        let driver = Arc::new(MemoryDriver::new());
+        let storage = Storage::new(driver.clone());
+        record(&storage, 1).await;
+        let a = locks("a", RecordLocks::new(driver.clone()));
+        a.try_acquire("web").await.unwrap();
+        let mut rel = storage.get("web", 1).await.unwrap();
+        rel.set_status(Status::Failed, "stale writer");
+        let meta = WriteMeta {
+            holder: Some("b".into()),
+            ..WriteMeta::default()
+        };
+        let err = driver
+            .update_with("sh.helm.release.v1.web.v1", &rel, &meta)
             .await
-            .unwrap();
-        backend.replace(&first).await.unwrap();
+            .unwrap_err();
+        assert!(
+            matches!(err, Error::Locked { ref holder, .. } if holder == "a"),
+            "{err}"
+        );
+        // Unlocked writers (the helm CLI's way) are not stopped.
+        storage.update(&rel).await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn memory_locks_are_conditional() {
+        let backend = MemoryLocks::default();
+        let slot = backend.read("x").await.unwrap();
+        backend.write("x", &slot, None).await.unwrap();
         assert!(matches!(
-            backend.replace(&first).await,
+            backend.write("x", &slot, None).await,
             Err(LockError::Contended(_))
         ));
     }

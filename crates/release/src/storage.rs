@@ -16,8 +16,8 @@ use kube::api::{Api, ListParams};
 use kube::Client;
 
 use crate::driver::{
-    make_key, selector, ConfigMapDriver, Driver, Filter, MemoryDriver, RecordMeta, SecretDriver,
-    OWNER_HELM,
+    make_key, selector, ConfigMapDriver, Driver, Filter, MemoryDriver, RecordMeta, RecordStamp,
+    SecretDriver, WriteMeta, OWNER_HELM,
 };
 use crate::error::{Error, Result};
 use crate::record::{Release, Status};
@@ -112,6 +112,8 @@ pub struct Storage {
     /// Revisions kept per release, counting the newest; 0 means unlimited. The deployed
     /// revision is never pruned.
     pub max_history: usize,
+    /// Owner references, annotations and the lock holder of every record written.
+    stamp: Option<Arc<dyn RecordStamp>>,
 }
 
 impl Storage {
@@ -120,6 +122,23 @@ impl Storage {
         Storage {
             driver,
             max_history: DEFAULT_MAX_HISTORY,
+            stamp: None,
+        }
+    }
+
+    /// Writes every record with the metadata `stamp` chooses for it.
+    pub fn with_stamp(mut self, stamp: Arc<dyn RecordStamp>) -> Storage {
+        self.stamp = Some(stamp);
+        self
+    }
+
+    fn write_meta(&self, rel: &Release) -> WriteMeta {
+        self.stamp.as_ref().map(|s| s.meta(rel)).unwrap_or_default()
+    }
+
+    fn written(&self, rel: &Release) {
+        if let Some(s) = &self.stamp {
+            s.written(rel);
         }
     }
 
@@ -145,16 +164,22 @@ impl Storage {
             self.remove_least_recent(&rel.name, self.max_history - 1)
                 .await?;
         }
+        let meta = self.write_meta(rel);
         self.driver
-            .create(&make_key(&rel.name, rel.version), rel)
-            .await
+            .create_with(&make_key(&rel.name, rel.version), rel, &meta)
+            .await?;
+        self.written(rel);
+        Ok(())
     }
 
     /// Rewrites an existing revision (e.g. to change its status).
     pub async fn update(&self, rel: &Release) -> Result<()> {
+        let meta = self.write_meta(rel);
         self.driver
-            .update(&make_key(&rel.name, rel.version), rel)
-            .await
+            .update_with(&make_key(&rel.name, rel.version), rel, &meta)
+            .await?;
+        self.written(rel);
+        Ok(())
     }
 
     /// Deletes one revision and returns it.

@@ -1,4 +1,4 @@
-//! The Secret and ConfigMap drivers and the Lease lock against the test cluster (the
+//! The Secret and ConfigMap drivers and the record lock against the test cluster (the
 //! embedded API server, or `RUDDER_TEST_KUBECONFIG`'s), checking the exact objects
 //! written, each test in a namespace of its own.
 
@@ -6,14 +6,14 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{ListParams, PostParams};
 use kube::{Api, Client};
 use release::codec;
 use release::driver::objects::ChunkConfig;
-use release::driver::{selector, ConfigMapDriver, Driver, SecretDriver};
-use release::lock::{lease_name, KubeLocks, LockError, ReleaseLocks};
+use release::driver::{selector, ConfigMapDriver, Driver, SecretDriver, WriteMeta};
+use release::lock::{LockError, LockState, RecordLocks, ReleaseLocks, LOCK_ANNOTATION};
 use release::{Error, Release, Status, Storage};
 use testkit::{Cluster, TestNamespace};
 
@@ -268,43 +268,92 @@ async fn chunked_records_in_the_cluster() {
 }
 
 #[tokio::test]
-async fn lease_lock_in_the_cluster() {
+async fn record_lock_in_the_cluster() {
     let (ns, client) = start();
+    let driver: Arc<dyn Driver> = Arc::new(SecretDriver::for_namespace(client.clone(), ns.name()));
+    let storage = Storage::new(driver.clone());
+    storage
+        .create(&rel(&ns, "web", 1, Status::Deployed, "kind: A"))
+        .await
+        .unwrap();
+    let owner = OwnerReference {
+        api_version: "test.rudder.dev/v1".into(),
+        kind: "Demo".into(),
+        name: "web".into(),
+        uid: "uid-1".into(),
+        controller: Some(true),
+        block_owner_deletion: Some(true),
+    };
     let a = ReleaseLocks::new(
-        KubeLocks::new(client.clone(), ns.name()),
+        RecordLocks::new(driver.clone()),
         "pod-a",
         Duration::from_secs(15),
     );
     let b = ReleaseLocks::new(
-        KubeLocks::new(client.clone(), ns.name()),
+        RecordLocks::new(driver.clone()),
         "pod-b",
         Duration::from_secs(15),
     );
     let held = a.try_acquire("web").await.unwrap();
-    let lease = Api::<Lease>::namespaced(client.clone(), ns.name())
-        .get(&lease_name("web"))
-        .await
-        .unwrap();
-    let spec = lease.spec.unwrap();
-    assert_eq!(spec.holder_identity.as_deref(), Some("pod-a"));
-    assert_eq!(spec.lease_duration_seconds, Some(15));
+    let secrets = Api::<Secret>::namespaced(client.clone(), ns.name());
+    let v1 = secrets.get("sh.helm.release.v1.web.v1").await.unwrap();
+    let lock = LockState::of(&v1.metadata.annotations.clone().unwrap_or_default()).unwrap();
+    assert_eq!((lock.holder.as_str(), lock.duration_seconds), ("pod-a", 15));
     assert!(matches!(
         b.try_acquire("web").await,
         Err(LockError::Held { .. })
     ));
+    // The holder's next revision carries the lock (and an owner reference) along.
+    let meta = WriteMeta {
+        owner_references: vec![owner.clone()],
+        annotations: BTreeMap::from([(LOCK_ANNOTATION.to_string(), held.state.encode())]),
+        holder: Some("pod-a".into()),
+    };
+    driver
+        .create_with(
+            "sh.helm.release.v1.web.v2",
+            &rel(&ns, "web", 2, Status::PendingUpgrade, "kind: B"),
+            &meta,
+        )
+        .await
+        .unwrap();
+    let v2 = secrets.get("sh.helm.release.v1.web.v2").await.unwrap();
+    assert_eq!(v2.metadata.owner_references, Some(vec![owner]));
     let held = a.renew(&held).await.unwrap();
+    assert_eq!(
+        held.slot.record.as_ref().map(|r| r.key.as_str()),
+        Some("sh.helm.release.v1.web.v2")
+    );
+    // Another holder's write over the locked record is refused.
+    let stale = WriteMeta {
+        holder: Some("pod-b".into()),
+        ..WriteMeta::default()
+    };
+    let err = driver
+        .update_with(
+            "sh.helm.release.v1.web.v2",
+            &rel(&ns, "web", 2, Status::Failed, "kind: B"),
+            &stale,
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Locked { .. }), "{err}");
     // Past expiry the lock is stale and b takes it over.
     let later = jiff::Timestamp::now()
         .checked_add(jiff::SignedDuration::from_secs(60))
         .unwrap();
-    let taken = b.try_acquire_at("web", later).await.unwrap();
+    let taken = b.try_acquire_at("web", later, None).await.unwrap();
     assert_eq!(taken.state.holder, "pod-b");
     assert!(matches!(a.renew(&held).await, Err(LockError::Lost(_))));
     a.release(held).await.unwrap();
     b.release(taken).await.unwrap();
-    assert!(Api::<Lease>::namespaced(client, ns.name())
-        .get_opt(&lease_name("web"))
-        .await
-        .unwrap()
-        .is_none());
+    let v2 = secrets.get("sh.helm.release.v1.web.v2").await.unwrap();
+    assert!(!v2
+        .metadata
+        .annotations
+        .unwrap_or_default()
+        .contains_key(LOCK_ANNOTATION));
+    // The lock took no object of its own.
+    let all = secrets.list(&ListParams::default()).await.unwrap();
+    assert_eq!(all.items.len(), 2);
 }

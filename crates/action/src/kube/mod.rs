@@ -479,6 +479,14 @@ impl KubeClient {
     }
 }
 
+/// Whether `live` carries `owner`'s Helm ownership annotations.
+pub fn owned_by(live: &DynamicObject, owner: &Owner) -> bool {
+    let ann = live.metadata.annotations.as_ref();
+    let get = |k: &str| ann.and_then(|a| a.get(k));
+    get(RELEASE_NAME_ANNOTATION) == Some(&owner.name)
+        && get(RELEASE_NAMESPACE_ANNOTATION) == Some(&owner.namespace)
+}
+
 /// Refuses an existing object that carries another release's ownership (or none),
 /// unless `take_ownership` is set; objects already owned by `owner` are adopted.
 pub fn check_live_ownership(

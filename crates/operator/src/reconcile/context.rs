@@ -1,5 +1,5 @@
 //! [`Context`]: what every reconcile of one watch shares, fixed when the watch starts
-//! (the chart and its digest, the parsed overrides, the actions, the reporter).
+//! (the chart and its digest, the parsed overrides, the actions, the Event recorder).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,6 +12,7 @@ use kube::Client;
 
 use super::digest::ChartDigest;
 use crate::action_client::{ActionClient, Actions};
+use crate::events::EventRecorder;
 use crate::metrics::Metrics;
 use crate::watches::{Watch, WatchesError};
 
@@ -28,16 +29,32 @@ pub struct Context {
     pub(super) chart: Arc<Chart>,
     /// The chart's half of the inputs digest, hashed once.
     pub(super) chart_digest: ChartDigest,
+    /// The chart label's value: the chart's name, when Kubernetes accepts it as one.
+    pub(super) chart_label: Option<String>,
     /// The watch's `overrideValues`, parsed once.
     pub(super) overrides: Values,
     /// The API resource of the CR kind.
     pub(super) resource: ApiResource,
     metrics: Metrics,
-    pub(super) reporter: Reporter,
+    /// Events of this watch's CRs, correlated across reconciles.
+    pub(super) recorder: Arc<EventRecorder>,
     /// The watch's `reconcilePeriod` or `--reconcile-period`.
     pub(super) reconcile_period: Option<Duration>,
     /// `--suppress-override-values`: mask override values in Events.
     pub(super) suppress_override_values: bool,
+}
+
+/// The chart's name as a label value; `None` (no label) for a name Kubernetes would
+/// refuse there, so a long chart name never fails every write.
+fn chart_label(chart: &Chart) -> Option<String> {
+    let name = &chart.metadata.name;
+    match release::driver::validate_label_value(crate::annotations::CHART_LABEL, name) {
+        Ok(()) if !name.is_empty() => Some(name.clone()),
+        _ => {
+            tracing::warn!(chart = %name, "the chart's name is not a valid label value; objects get no chart label");
+            None
+        }
+    }
 }
 
 impl Context {
@@ -55,16 +72,20 @@ impl Context {
         Ok(Context {
             actions: Arc::new(Actions::new(client.clone(), discovery)),
             chart_digest: ChartDigest::new(&chart),
-            client,
+            chart_label: chart_label(&chart),
             watch,
             chart,
             overrides,
             resource,
             metrics: Metrics::new(),
-            reporter: Reporter {
-                controller: "rudder".into(),
-                instance: None,
-            },
+            recorder: Arc::new(EventRecorder::new(
+                client.clone(),
+                Reporter {
+                    controller: "rudder".into(),
+                    instance: None,
+                },
+            )),
+            client,
             reconcile_period: None,
             suppress_override_values: false,
         })
@@ -81,8 +102,9 @@ impl Context {
         self
     }
 
+    /// Records Events as `reporter` (the Go operator's `<kind>-controller`).
     pub fn with_reporter(mut self, reporter: Reporter) -> Context {
-        self.reporter = reporter;
+        self.recorder = Arc::new(EventRecorder::new(self.client.clone(), reporter));
         self
     }
 

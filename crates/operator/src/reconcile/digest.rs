@@ -22,6 +22,9 @@ const MAX_LABEL: usize = 63;
 pub struct ChartDigest {
     /// The hasher state after the chart.
     state: Sha256,
+    /// Some template (of the chart or a subchart) calls `lookup`: what it renders
+    /// depends on the cluster too, which the digest cannot see.
+    uses_lookup: bool,
 }
 
 impl std::fmt::Debug for ChartDigest {
@@ -36,7 +39,16 @@ impl ChartDigest {
         let mut state = Sha256::new();
         field(&mut state, b"rudder-inputs-v1");
         hash_chart(&mut state, chart);
-        ChartDigest { state }
+        ChartDigest {
+            state,
+            uses_lookup: calls_lookup(chart),
+        }
+    }
+
+    /// Whether a template may call `lookup` (a word search, so a mention in a
+    /// comment counts too: that only costs a render per periodic reconcile).
+    pub fn uses_lookup(&self) -> bool {
+        self.uses_lookup
     }
 
     /// The digest of the chart with `values`, as a label value (hex, 63 chars).
@@ -54,6 +66,15 @@ impl ChartDigest {
 /// The digest of a chart and its merged values, as a label value (hex, 63 chars).
 pub fn inputs_digest(chart: &Chart, values: &Values) -> String {
     ChartDigest::new(chart).with_values(values)
+}
+
+fn calls_lookup(chart: &Chart) -> bool {
+    let word = b"lookup";
+    chart
+        .templates
+        .iter()
+        .any(|t| t.data.windows(word.len()).any(|w| w == word))
+        || chart.dependencies.iter().any(calls_lookup)
 }
 
 /// A length-prefixed field, so concatenations cannot collide.
@@ -165,6 +186,16 @@ mod tests {
             a,
             inputs_digest(&c3, &values(json!({"a": 1, "b": {"c": 2}})))
         );
+    }
+
+    #[test]
+    fn lookups_are_found_in_subcharts_too() {
+        assert!(!ChartDigest::new(&chart()).uses_lookup());
+        let mut sub = chart();
+        sub.templates[0].data = b"{{ (lookup \"v1\" \"ConfigMap\" \"\" \"x\").data }}".to_vec();
+        let mut parent = chart();
+        parent.dependencies.push(sub);
+        assert!(ChartDigest::new(&parent).uses_lookup());
     }
 
     #[test]

@@ -31,6 +31,16 @@ pub enum ReconcileError {
         #[source]
         source: Box<action::Error>,
     },
+    /// The release named after the CR belongs to another chart (Go's message, then
+    /// what to do).
+    #[error("{cr}: {}; rename the custom resource, or uninstall that release first", duplicate_message(.release, .chart))]
+    DuplicateName {
+        cr: String,
+        release: String,
+        chart: String,
+    },
+    #[error("{cr}: {}", no_chart_message(.release))]
+    NoChartMetadata { cr: String, release: String },
     #[error("{cr}: cannot read the records of release {release:?}: {source}")]
     Storage {
         cr: String,
@@ -72,6 +82,22 @@ pub enum ReconcileError {
         #[source]
         source: kube::Error,
     },
+}
+
+/// Go's `getReleaseName` error, as the status shows it.
+pub(super) fn duplicate_message(release: &str, chart: &str) -> String {
+    format!(
+        "failed to get helm release name: duplicate release name: found existing release with name {} for chart {}",
+        gotmpl::gofmt::quote(release),
+        gotmpl::gofmt::quote(chart)
+    )
+}
+
+pub(super) fn no_chart_message(release: &str) -> String {
+    format!(
+        "failed to get helm release name: could not find chart metadata in release with name {}",
+        gotmpl::gofmt::quote(release)
+    )
 }
 
 impl ReconcileError {

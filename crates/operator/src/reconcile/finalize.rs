@@ -1,5 +1,6 @@
 //! The CR's finalizer: added before the first install, so deleting the CR uninstalls
-//! its release first, and removed once the release is gone. A hand-written merge
+//! its release first, and removed once the release (and, with `uninstall-wait`, every
+//! object of it) is gone. A hand-written merge
 //! patch rather than `kube::runtime::finalizer`, because the Go helm-operator's legacy
 //! finalizer name counts (and goes) too.
 
@@ -8,10 +9,16 @@ use kube::api::{Patch, PatchParams};
 use kube::Resource;
 use serde_json::json;
 
+use std::time::Duration;
+
+use super::ownership::Owner;
 use super::report::Step;
 use super::{Outcome, ReconcileError, Run};
 use crate::annotations::{self as ann, FINALIZER, LEGACY_FINALIZER};
 use crate::status as st;
+
+/// How soon `uninstall-wait` looks again when no reconcile period is set.
+const UNINSTALL_WAIT_POLL: Duration = Duration::from_secs(10);
 
 fn ours(finalizer: &str) -> bool {
     finalizer == FINALIZER || finalizer == LEGACY_FINALIZER
@@ -72,7 +79,12 @@ impl Run {
         .inspect_err(|_| self.log().add_finalizer_failed())
     }
 
-    /// Deletion: uninstall the release, then let the CR go.
+    /// Deletion: uninstall the release, then let the CR go. With `uninstall-wait`, as
+    /// the Go operator: the release is uninstalled at once (its records deleted), and
+    /// the finalizer stays, `Deployed=False/UninstallSuccessful` "Waiting until all
+    /// resources are deleted.", until nothing of the manifest kept in
+    /// `status.deployedRelease` exists any more; each reconcile (one per period, never
+    /// a held worker) deletes what is left again.
     pub(super) async fn finalize(&mut self) -> Result<Outcome, ReconcileError> {
         let fins = self.cr.meta().finalizers.clone().unwrap_or_default();
         if !fins.iter().any(|f| ours(f)) {
@@ -83,22 +95,36 @@ impl Run {
             let msg = e.to_string();
             return Err(self.fail(Step::Uninstall, msg, e).await);
         }
+        let history = self
+            .ctx
+            .actions
+            .history(&self.namespace, &self.name)
+            .await
+            .map_err(|e| self.storage_err(e))?;
+        if let Owner::Theirs(err) = self.release_owner(&history).await? {
+            // Never this CR's release: nothing to uninstall, and the other release
+            // stays exactly as it is.
+            tracing::info!(cr = %self.cr_id, reason = %err, "the release is another chart's; removing the finalizer without uninstalling it");
+            return self.remove_finalizer().await;
+        }
         let a = self.annotations();
+        let wait = a.bool_or(ann::UNINSTALL_WAIT, false);
         let mut opts = UninstallOptions::new(&self.name, &self.namespace);
         opts.disable_hooks = a.bool_or(ann::UNINSTALL_DISABLE_HOOKS, false);
-        opts.wait = a.bool_or(ann::UNINSTALL_WAIT, false);
         opts.description = a.text(ann::UNINSTALL_DESCRIPTION);
-        match self.ctx.actions.uninstall(opts).await {
+        opts.record_owner = Some(self.owner_reference());
+        match self.ctx.actions.uninstall(opts.clone()).await {
             Ok(rel) => {
                 self.log().uninstalled();
                 self.status.remove(st::RELEASE_FAILED);
-                self.status
-                    .set(st::DEPLOYED, st::FALSE, st::UNINSTALL_SUCCESSFUL, "");
-                self.status.deployed_release = None;
+                if !wait {
+                    self.status
+                        .set(st::DEPLOYED, st::FALSE, st::UNINSTALL_SUCCESSFUL, "");
+                    self.status.deployed_release = None;
+                }
                 self.events
                     .normal(
                         st::UNINSTALL_SUCCESSFUL,
-                        "Uninstall",
                         format!(
                             "Uninstalled release {} (revision {})",
                             self.name, rel.version
@@ -115,9 +141,52 @@ impl Run {
                 return Err(self.action_failed(Step::Uninstall, source, None, msg).await);
             }
         }
+        if wait {
+            self.status.set(
+                st::DEPLOYED,
+                st::FALSE,
+                st::UNINSTALL_SUCCESSFUL,
+                st::WAITING_FOR_DELETION,
+            );
+        }
         self.write_status()
             .await
             .inspect_err(|_| self.log().cr_status_update_failed())?;
+        let manifest = self
+            .status
+            .deployed_release
+            .as_ref()
+            .map(|d| d.manifest.clone())
+            .filter(|m| !m.is_empty());
+        if let (true, Some(manifest)) = (wait, manifest) {
+            self.log().uninstall_wait();
+            match self.ctx.actions.leftovers(opts, &manifest).await {
+                Err(source) => {
+                    let msg = source.to_string();
+                    return Err(self.action_failed(Step::Uninstall, source, None, msg).await);
+                }
+                Ok(left) if !left.is_empty() => {
+                    let left: Vec<String> = left.iter().map(ToString::to_string).collect();
+                    tracing::debug!(cr = %self.cr_id, left = ?left, "objects of the uninstalled release still exist");
+                    self.log().waiting_for_deletion();
+                    let again = self.requeue_after().ok().flatten();
+                    return Ok(Outcome {
+                        requeue_after: Some(again.unwrap_or(UNINSTALL_WAIT_POLL)),
+                        dependents: Vec::new(),
+                    });
+                }
+                Ok(_) => {
+                    self.status.remove(st::RELEASE_FAILED);
+                    self.write_status()
+                        .await
+                        .inspect_err(|_| self.log().cr_status_update_failed())?;
+                }
+            }
+        }
+        self.remove_finalizer().await
+    }
+
+    async fn remove_finalizer(&mut self) -> Result<Outcome, ReconcileError> {
         self.log().removing_finalizer();
         self.edit_finalizers(|fins| {
             let before = fins.len();

@@ -7,14 +7,19 @@
 //!
 //! This module is the flow only. What to do with the release is decided by
 //! [`plan::decide`] from its history; the release actions go through an
-//! [`ActionClient`]; `finalize` handles deletion and `report` writes how each step
-//! ended into the status, an Event and the metrics.
+//! [`ActionClient`]; `finalize` handles deletion (and `uninstall-wait`), `ownership`
+//! refuses a release of another chart, `lookups` notices changed looked-up objects,
+//! `readiness` holds `Deployed` back until the workloads are ready (opt-in), and
+//! `report` writes how each step ended into the status, an Event and the metrics.
 
 mod context;
 pub mod digest;
 mod error;
 mod finalize;
+mod lookups;
+mod ownership;
 pub mod plan;
+mod readiness;
 mod report;
 pub mod transform;
 pub mod values;
@@ -37,7 +42,7 @@ use crate::status::{self as st, HelmAppStatus};
 use crate::watches::Watch;
 pub use context::{Context, DISCOVERY_TTL};
 pub use error::ReconcileError;
-use plan::{Decision, Deployed, ATTEMPT_LABEL, REVISION_LABEL, ROLLBACK_OF_LABEL};
+use plan::{Decision, Deployed, ATTEMPT_LABEL, LOOKUPS_LABEL, REVISION_LABEL, ROLLBACK_OF_LABEL};
 use report::Step;
 
 /// One attempt at changing the release: the values, their inputs digest, and which
@@ -85,11 +90,7 @@ pub async fn reconcile(
     CrLog::new(&namespace, &name, &r.api_version, &r.kind).reconciling();
     let api: Api<DynamicObject> =
         Api::namespaced_with(ctx.client.clone(), &namespace, &ctx.resource);
-    let events = EventSink::new(
-        ctx.client.clone(),
-        ctx.reporter.clone(),
-        cr.object_ref(&ctx.resource),
-    );
+    let events = EventSink::new(ctx.recorder.clone(), cr.object_ref(&ctx.resource));
     let status = HelmAppStatus::of(&cr);
     let mut run = Run {
         original: status.clone(),
@@ -102,10 +103,15 @@ pub async fn reconcile(
         gvk: gvk_label(&ctx.resource),
         cr,
         ctx,
+        poll_soon: false,
     };
     if run.cr.meta().deletion_timestamp.is_some() {
         return run.finalize().await;
     }
+    if run.annotations().bool_or(ann::RECONCILE_PAUSED, false) {
+        return run.paused().await;
+    }
+    run.status.remove(st::PAUSED);
     run.reconcile().await
 }
 
@@ -126,6 +132,8 @@ struct Run {
     original: HelmAppStatus,
     status: HelmAppStatus,
     gvk: String,
+    /// Look again soon (a release waiting for its workloads), not only after the period.
+    poll_soon: bool,
 }
 
 impl Run {
@@ -178,7 +186,6 @@ impl Run {
             self.events
                 .normal(
                     events::MIGRATED,
-                    "Migrate",
                     format!(
                         "Moved the records of release {} to Secrets: {report:?}",
                         self.name
@@ -200,6 +207,16 @@ impl Run {
         Ok(values)
     }
 
+    /// The labels every record of this CR's release carries besides the digest: the
+    /// chart label, as on every other object of the release.
+    fn chart_labels(&self) -> BTreeMap<String, String> {
+        self.ctx
+            .chart_label
+            .iter()
+            .map(|c| (ann::CHART_LABEL.to_string(), c.clone()))
+            .collect()
+    }
+
     fn action_options(&self, digest: &str, attempt: u32) -> ActionOptions {
         let mut opts = ActionOptions::new(&self.name, &self.namespace);
         // An upgrade inherits the previous record's labels; "null" drops a rollback
@@ -209,9 +226,27 @@ impl Run {
             (ATTEMPT_LABEL.to_string(), attempt.to_string()),
             (ROLLBACK_OF_LABEL.to_string(), "null".to_string()),
         ]);
-        opts.transform = Some(transform::transform(Arc::new(self.policy())));
+        opts.labels.extend(self.chart_labels());
+        let policy = self.policy();
+        opts.record_owner = Some(policy.owner.clone());
+        opts.lookups_label = Some(LOOKUPS_LABEL.to_string());
+        opts.transform = Some(transform::transform(Arc::new(policy)));
         opts.revision_label = Some(REVISION_LABEL.to_string());
         opts
+    }
+
+    /// The CR as the owner of its release's objects and records (Go's
+    /// `metav1.NewControllerRef`).
+    fn owner_reference(&self) -> OwnerReference {
+        let r = &self.ctx.resource;
+        OwnerReference {
+            api_version: r.api_version.clone(),
+            kind: r.kind.clone(),
+            name: self.name.clone(),
+            uid: self.cr.meta().uid.clone().unwrap_or_default(),
+            controller: Some(true),
+            block_owner_deletion: Some(true),
+        }
     }
 
     fn policy(&self) -> transform::Policy {
@@ -222,19 +257,13 @@ impl Run {
             format!("{}.{}", r.kind, r.group)
         };
         transform::Policy {
-            owner: OwnerReference {
-                api_version: r.api_version.clone(),
-                kind: r.kind.clone(),
-                name: self.name.clone(),
-                uid: self.cr.meta().uid.clone().unwrap_or_default(),
-                controller: Some(true),
-                block_owner_deletion: Some(true),
-            },
+            owner: self.owner_reference(),
             namespace: self.namespace.clone(),
             primary_type,
             allow_cluster_scoped: self.ctx.watch.allow_cluster_scoped,
             allowed_namespaces: self.ctx.watch.allowed_namespaces.clone(),
             watch: watch_name(&self.ctx.watch),
+            chart_label: self.ctx.chart_label.clone(),
         }
     }
 
@@ -252,8 +281,14 @@ impl Run {
                 return Err(self.irreconcilable(msg, err).await);
             }
         };
-        self.ensure_finalizer().await?;
-        self.status.set(st::INITIALIZED, st::TRUE, "", "");
+        if let Err(source) = self.readiness_timeout() {
+            let err = ReconcileError::Annotation {
+                cr: self.cr_id.clone(),
+                source,
+            };
+            let msg = err_message(&err);
+            return Err(self.irreconcilable(msg, err).await);
+        }
         let values = match self.values() {
             Ok(v) => v,
             Err(err) => {
@@ -265,8 +300,21 @@ impl Run {
             let msg = err.to_string();
             return Err(self.irreconcilable(msg, err).await);
         }
-        self.status.remove(st::IRRECONCILABLE);
         Ok((values, requeue_after))
+    }
+
+    /// `reconcile-paused`: nothing is applied or changed but the `Paused` condition.
+    async fn paused(&mut self) -> Result<Outcome, ReconcileError> {
+        tracing::info!(cr = %self.cr_id, "Reconciliation is paused");
+        let message = format!(
+            "Reconciliation is paused: remove the annotation {}{} (or set it to \"false\") to resume",
+            ann::PREFIX,
+            ann::RECONCILE_PAUSED
+        );
+        self.status
+            .set(st::PAUSED, st::TRUE, st::RECONCILE_PAUSED, message);
+        self.write_status().await?;
+        Ok(Outcome::default())
     }
 
     async fn reconcile(&mut self) -> Result<Outcome, ReconcileError> {
@@ -277,6 +325,11 @@ impl Run {
             .history(&self.namespace, &self.name)
             .await
             .map_err(|e| self.storage_err(e))?;
+        // Before the finalizer: a CR refused here must never uninstall that release.
+        self.check_owner(&history).await?;
+        self.ensure_finalizer().await?;
+        self.status.set(st::INITIALIZED, st::TRUE, "", "");
+        self.status.remove(st::IRRECONCILABLE);
         let mut recovered = false;
         let rel = loop {
             let decision = plan::decide(&history, &digest, unix_now());
@@ -323,8 +376,16 @@ impl Run {
                     let attempt = Attempt::new(values, &digest, attempt);
                     break self.compare_renders(attempt, &deployed).await?;
                 }
-                Decision::Repair => break self.repair(&digest, BTreeMap::new()).await?,
+                Decision::Repair if self.ctx.chart_digest.uses_lookup() => {
+                    break self.refresh_lookups(values, &digest, &history).await?;
+                }
+                Decision::Repair => break self.repair(&digest, self.chart_labels()).await?,
             }
+        };
+        let requeue_after = if self.poll_soon {
+            Some(requeue_after.map_or(plan::READINESS_POLL, |p| p.min(plan::READINESS_POLL)))
+        } else {
+            requeue_after
         };
         self.deployed(rel, requeue_after).await
     }
@@ -346,16 +407,25 @@ impl Run {
                     "the deployed revision was made outside the operator and differs from the CR's spec: upgrading to the spec");
                 self.upgrade(attempt, deployed).await
             }
-            Ok(_) => {
+            Ok(diff) => {
                 let digest = attempt.digest;
-                let stamp = BTreeMap::from([(digest::LABEL.to_string(), digest.to_string())]);
+                let mut stamp = self.chart_labels();
+                stamp.insert(digest::LABEL.to_string(), digest.to_string());
+                if let Some(l) = diff.lookups {
+                    stamp.insert(LOOKUPS_LABEL.to_string(), l);
+                }
                 self.repair(digest, stamp).await
             }
-            Err(source) => {
-                let msg = format!("failed to upgrade release: {source}");
-                Err(self.action_failed(Step::Upgrade, source, None, msg).await)
-            }
+            Err(source) => Err(self.candidate_failed(source).await),
         }
+    }
+
+    /// The upgrade's candidate release could not be built (Go's `Sync`): the inputs
+    /// are `Irreconcilable`, the deployed release and its `Deployed` stay as they are.
+    async fn candidate_failed(&mut self, source: action::Error) -> ReconcileError {
+        let msg = format!("failed to get candidate release: {source}");
+        let err = self.action_error("upgrade", source, None);
+        self.irreconcilable(msg, err).await
     }
 
     async fn install(&mut self, attempt: Attempt<'_>) -> Result<Release, ReconcileError> {
@@ -363,6 +433,8 @@ impl Run {
         let a = self.annotations();
         opts.disable_hooks = a.bool_or(ann::INSTALL_DISABLE_HOOKS, false);
         opts.description = a.text(ann::INSTALL_DESCRIPTION);
+        // As Go: before every install attempt.
+        self.warn_overrides().await;
         let installed = Arc::clone(&self.ctx.actions)
             .install(&self.ctx.chart, attempt.values, opts)
             .await;
@@ -375,7 +447,6 @@ impl Run {
                 Ok(release)
             }
             Ok(Installed { release, .. }) => {
-                self.warn_overrides().await;
                 self.log().installed();
                 let note = format!(
                     "Installed release {} (revision {})",
@@ -393,7 +464,6 @@ impl Run {
                 Err(self.fail(Step::Install, msg, err).await)
             }
             Err(source) => {
-                self.warn_overrides().await;
                 let msg = format!("failed to install release: {source}");
                 let retry_in = plan::action_retry(attempt.number, !changed_nothing(&source));
                 Err(self
@@ -429,6 +499,7 @@ impl Run {
                 self.succeeded(&rel, Step::Upgrade, note).await;
                 return Ok(rel);
             }
+            Err(e) if candidate_error(&e) => return Err(self.candidate_failed(e).await),
             Err(e) => e,
         };
         let mut msg = format!("failed to upgrade release: {source}");
@@ -444,6 +515,8 @@ impl Run {
             let mut ropts = ActionOptions::new(&self.name, &self.namespace);
             ropts.force = rollback_force;
             ropts.transform = transform;
+            ropts.record_owner = Some(self.owner_reference());
+            ropts.lookups_label = Some(LOOKUPS_LABEL.to_string());
             ropts.revision_label = Some(REVISION_LABEL.to_string());
             ropts.labels = BTreeMap::from([
                 (ROLLBACK_OF_LABEL.to_string(), digest.to_string()),
@@ -452,10 +525,11 @@ impl Run {
             if let Some(d) = &deployed.digest {
                 ropts.labels.insert(digest::LABEL.to_string(), d.clone());
             }
+            ropts.labels.extend(self.chart_labels());
             if let Err(rollback) = self.rollback(deployed.version, ropts).await {
                 msg = format!("failed upgrade ({source}) and failed rollback: {rollback}");
                 self.events
-                    .warning(events::ROLLBACK_ERROR, "Rollback", msg.clone())
+                    .warning(events::ROLLBACK_ERROR, msg.clone())
                     .await;
             }
         }
@@ -471,10 +545,7 @@ impl Run {
         match self.ctx.actions.rollback(to, opts).await {
             Ok(rel) => {
                 self.events
-                    .normal(
-                        events::ROLLED_BACK,
-                        "Rollback",
-                        format!(
+                    .normal(events::ROLLED_BACK, format!(
                             "Rolled release {} back to revision {to} (as revision {}) after the failed upgrade",
                             self.name, rel.version
                         ),
@@ -495,8 +566,10 @@ impl Run {
         stamp: BTreeMap<String, String>,
     ) -> Result<Release, ReconcileError> {
         // The inputs match the deployed release again: an earlier failed change is no
-        // longer being attempted (as in Go).
-        self.status.remove(st::RELEASE_FAILED);
+        // longer being attempted (as in Go); a readiness timeout stays until ready.
+        if !self.awaiting_readiness() {
+            self.status.remove(st::RELEASE_FAILED);
+        }
         let opts = self.action_options(digest, 1);
         match Arc::clone(&self.ctx.actions).repair(opts, stamp).await {
             Ok((rel, report)) => {
@@ -524,8 +597,27 @@ fn watch_name(w: &Watch) -> String {
 fn err_message(err: &ReconcileError) -> String {
     match err {
         ReconcileError::InvalidSpec { message, .. } => message.clone(),
+        ReconcileError::DuplicateName { release, chart, .. } => {
+            error::duplicate_message(release, chart)
+        }
+        ReconcileError::NoChartMetadata { release, .. } => error::no_chart_message(release),
         other => other.to_string(),
     }
+}
+
+/// Errors of building an upgrade's candidate release (rendering it, resolving and
+/// checking its objects): Go's `Sync` fails with them before any upgrade.
+fn candidate_error(e: &action::Error) -> bool {
+    matches!(
+        e,
+        action::Error::Render { .. }
+            | action::Error::RenderAborted { .. }
+            | action::Error::InvalidDocument { .. }
+            | action::Error::UnknownKind { .. }
+            | action::Error::Discovery { .. }
+            | action::Error::Transform { .. }
+            | action::Error::Conflict { .. }
+    )
 }
 
 /// Errors raised before an action touched any object.

@@ -10,11 +10,20 @@ use release::record::Status;
 use release::RecordMeta;
 
 use super::digest;
+use crate::annotations::CHART_LABEL;
 
 /// Labels rudder writes on release records besides the inputs digest.
 pub const ATTEMPT_LABEL: &str = "rudder.dev/attempt";
 /// On a rollback record: the inputs digest whose upgrade failed and was rolled back.
 pub const ROLLBACK_OF_LABEL: &str = "rudder.dev/rollback-of";
+/// On records of charts that call `lookup`: the digest of what the lookups returned.
+pub const LOOKUPS_LABEL: &str = "rudder.dev/lookups-digest";
+
+/// How soon to check again while a release's workloads become ready.
+pub const READINESS_POLL: Duration = Duration::from_secs(5);
+/// How long `install-wait`/`upgrade-wait` wait by default (Helm's `--timeout`).
+pub const READINESS_TIMEOUT: Duration = Duration::from_secs(300);
+
 /// The revision rudder wrote its labels for. `helm upgrade` and `helm rollback` copy
 /// a record's custom labels onto the record they write, so on a record of another
 /// number they are a copy and say nothing about that revision's inputs.
@@ -167,6 +176,107 @@ pub fn decide(history: &[RecordMeta], digest: &str, now: i64) -> Decision {
     }
 }
 
+/// Which chart a release's records say they are of.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReleaseChart {
+    /// No records: the name is free.
+    Free,
+    /// The newest record carrying the chart label names this chart.
+    Labelled(String),
+    /// Records without the label (Helm or an older rudder made them): decode one.
+    Unknown,
+}
+
+/// Which chart the release of `history` belongs to, as far as the labels tell. A CR
+/// must never take over a release of another chart that happens to have its name.
+pub fn release_chart(history: &[RecordMeta]) -> ReleaseChart {
+    if history.is_empty() {
+        return ReleaseChart::Free;
+    }
+    history
+        .iter()
+        .rev()
+        .find_map(|m| m.labels.get(CHART_LABEL))
+        .map_or(ReleaseChart::Unknown, |c| ReleaseChart::Labelled(c.clone()))
+}
+
+/// What a reconcile with unchanged inputs does for a chart that calls `lookup`, once a
+/// fresh render said what its lookups return now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Lookups {
+    /// The looked-up objects are as they were (or their change is still backing off
+    /// after a failed upgrade): repair, recording the digest on a record without one.
+    Repair { stamp: Option<String> },
+    /// A looked-up object changed since the deployed revision: upgrade.
+    Upgrade { attempt: u32, deployed: Deployed },
+}
+
+/// Decides, for a history whose deployed revision has inputs `digest`, whether the
+/// lookups digest `now_lookups` of a fresh render means an upgrade. A record without
+/// a lookups digest gets the current one (no upgrade: it was rendered against the
+/// cluster too), and failed upgrades of these inputs back off as any other.
+pub fn lookups(
+    history: &[RecordMeta],
+    digest: &str,
+    now_lookups: Option<&str>,
+    now: i64,
+) -> Lookups {
+    let deployed = history
+        .iter()
+        .filter(|m| m.status == Status::Deployed)
+        .max_by_key(|m| m.version);
+    let Some(d) = deployed else {
+        return Lookups::Repair { stamp: None };
+    };
+    let recorded = d.labels.get(LOOKUPS_LABEL).map(String::as_str);
+    match (recorded, now_lookups) {
+        (None, now) => {
+            return Lookups::Repair {
+                stamp: now.map(str::to_string),
+            }
+        }
+        (Some(r), Some(n)) if r == n => return Lookups::Repair { stamp: None },
+        _ => {}
+    }
+    let failures = failures_with(history, digest);
+    if failures
+        .as_ref()
+        .is_some_and(|f| f.remaining(now).is_some())
+    {
+        return Lookups::Repair { stamp: None };
+    }
+    Lookups::Upgrade {
+        attempt: failures.map_or(1, |f| f.attempts + 1),
+        deployed: Deployed {
+            version: d.version,
+            digest: d.labels.get(digest::LABEL).cloned(),
+            newest: history.last().map_or(d.version, |n| n.version),
+        },
+    }
+}
+
+/// Where a release waiting for its workloads stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Readiness {
+    Ready,
+    /// Not ready yet; look again after [`READINESS_POLL`].
+    Waiting,
+    /// Not ready `timeout` after the revision was deployed.
+    TimedOut,
+}
+
+/// Whether a release whose objects are `ready` (or not), deployed at `deployed_at`
+/// (Unix seconds), is ready, still waiting, or past `timeout` at `now`.
+pub fn readiness(ready: bool, deployed_at: Option<i64>, timeout: Duration, now: i64) -> Readiness {
+    if ready {
+        return Readiness::Ready;
+    }
+    match deployed_at {
+        Some(at) if now.saturating_sub(at) >= timeout.as_secs() as i64 => Readiness::TimedOut,
+        _ => Readiness::Waiting,
+    }
+}
+
 /// A label rudder wrote for this very record: `None` when the record carries the
 /// label copied from another revision (see [`REVISION_LABEL`]). Records written before
 /// rudder stamped revisions count as its own; their first repair stamps them.
@@ -265,6 +375,7 @@ mod tests {
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
+            ..RecordMeta::default()
         }
     }
 
@@ -454,6 +565,96 @@ mod tests {
                 retry_in: Duration::from_secs(10)
             }
         );
+    }
+
+    #[test]
+    fn the_chart_of_a_release_is_read_from_its_labels() {
+        assert_eq!(release_chart(&[]), ReleaseChart::Free);
+        let helms = [meta(1, Status::Deployed, &[])];
+        assert_eq!(release_chart(&helms), ReleaseChart::Unknown);
+        let ours = [
+            meta(1, Status::Superseded, &[(CHART_LABEL, "old")]),
+            meta(2, Status::Deployed, &[(CHART_LABEL, "demo")]),
+            meta(3, Status::Failed, &[]),
+        ];
+        assert_eq!(release_chart(&ours), ReleaseChart::Labelled("demo".into()));
+    }
+
+    #[test]
+    fn a_changed_lookup_upgrades_once_and_backs_off_after_failing() {
+        let deployed_with = |l: &[(&str, &str)]| {
+            let mut labels = vec![(digest::LABEL, D)];
+            labels.extend_from_slice(l);
+            [meta(1, Status::Deployed, &labels)]
+        };
+        // A record without the lookups digest gets it; nothing is upgraded.
+        assert_eq!(
+            lookups(&deployed_with(&[]), D, Some("l1"), 0),
+            Lookups::Repair {
+                stamp: Some("l1".into())
+            }
+        );
+        let history = deployed_with(&[(LOOKUPS_LABEL, "l1")]);
+        assert_eq!(
+            lookups(&history, D, Some("l1"), 0),
+            Lookups::Repair { stamp: None }
+        );
+        assert_eq!(
+            lookups(&history, D, Some("l2"), 0),
+            Lookups::Upgrade {
+                attempt: 1,
+                deployed: deployed(1, Some(D), 1)
+            }
+        );
+        // Lookups that stopped happening are a change too.
+        assert!(matches!(
+            lookups(&history, D, None, 0),
+            Lookups::Upgrade { .. }
+        ));
+        // The upgrade failed and was rolled back: wait for its backoff.
+        let failed = [
+            meta(
+                1,
+                Status::Superseded,
+                &[(digest::LABEL, D), (LOOKUPS_LABEL, "l1")],
+            ),
+            meta(
+                2,
+                Status::Failed,
+                &[
+                    (digest::LABEL, D),
+                    (ATTEMPT_LABEL, "1"),
+                    ("modifiedAt", "100"),
+                ],
+            ),
+            meta(
+                3,
+                Status::Deployed,
+                &[
+                    (digest::LABEL, D),
+                    (ROLLBACK_OF_LABEL, D),
+                    (LOOKUPS_LABEL, "l1"),
+                    ("modifiedAt", "101"),
+                ],
+            ),
+        ];
+        assert_eq!(
+            lookups(&failed, D, Some("l2"), 105),
+            Lookups::Repair { stamp: None }
+        );
+        assert!(matches!(
+            lookups(&failed, D, Some("l2"), 200),
+            Lookups::Upgrade { attempt: 2, .. }
+        ));
+    }
+
+    #[test]
+    fn readiness_times_out_from_the_deployment() {
+        let t = Duration::from_secs(60);
+        assert_eq!(readiness(true, Some(0), t, 1_000), Readiness::Ready);
+        assert_eq!(readiness(false, Some(0), t, 59), Readiness::Waiting);
+        assert_eq!(readiness(false, Some(0), t, 60), Readiness::TimedOut);
+        assert_eq!(readiness(false, None, t, 1_000), Readiness::Waiting);
     }
 
     #[test]

@@ -44,7 +44,7 @@ impl Step {
     }
 
     /// The condition the step sets when it fails, and that condition's reason.
-    fn failure(self) -> (&'static str, &'static str) {
+    pub(super) fn failure(self) -> (&'static str, &'static str) {
         match self {
             Step::Install => (st::RELEASE_FAILED, st::INSTALL_ERROR),
             Step::Upgrade => (st::RELEASE_FAILED, st::UPGRADE_ERROR),
@@ -52,20 +52,10 @@ impl Step {
             Step::Uninstall => (st::RELEASE_FAILED, st::UNINSTALL_ERROR),
         }
     }
-
-    /// The Event's action.
-    fn event_action(self) -> &'static str {
-        match self {
-            Step::Install => "Install",
-            Step::Upgrade => "Upgrade",
-            Step::Reconcile => "Reconcile",
-            Step::Uninstall => "Uninstall",
-        }
-    }
 }
 
 /// The release's notes, as the `Deployed` condition's message.
-fn notes(rel: &Release) -> String {
+pub(super) fn notes(rel: &Release) -> String {
     rel.info
         .as_ref()
         .map(|i| i.notes.clone())
@@ -74,7 +64,7 @@ fn notes(rel: &Release) -> String {
 
 /// The `Deployed` reason of a release that was not changed now: as Go says it, by
 /// whether the deployed revision is the first.
-fn reason_by_version(rel: &Release) -> &'static str {
+pub(super) fn reason_by_version(rel: &Release) -> &'static str {
     if rel.version == 1 {
         st::INSTALL_SUCCESSFUL
     } else {
@@ -131,9 +121,7 @@ impl Run {
         let (condition, reason) = step.failure();
         self.status
             .set(condition, st::TRUE, reason, message.clone());
-        self.events
-            .warning(reason, step.event_action(), message)
-            .await;
+        self.events.warning(reason, message).await;
         if let Err(e) = self.write_status().await {
             let after = match step {
                 Step::Install => FailedStep::Install,
@@ -185,13 +173,17 @@ impl Run {
         self.fail(step, message, err).await
     }
 
-    /// `step` changed the release to `rel`: `Deployed` and a Normal Event with `note`.
+    /// `step` changed the release to `rel`: `Deployed` (or, in readiness mode, waiting
+    /// for the workloads first) and a Normal Event with `note`.
     pub(super) async fn succeeded(&mut self, rel: &Release, step: Step, note: String) {
-        self.status
-            .set(st::DEPLOYED, st::TRUE, step.success(), notes(rel));
-        self.events
-            .normal(step.success(), step.event_action(), note)
-            .await;
+        if self.waits_for_readiness(step) {
+            self.status.remove(st::RELEASE_FAILED);
+            self.await_readiness(rel, &[]);
+        } else {
+            self.status
+                .set(st::DEPLOYED, st::TRUE, step.success(), notes(rel));
+        }
+        self.events.normal(step.success(), note).await;
     }
 
     /// A release without records was recorded over its `found` live objects.
@@ -200,15 +192,18 @@ impl Run {
         self.events
             .normal(
                 events::ADOPTED,
-                "Adopt",
                 format!(
                     "Recorded release {} revision {} over its existing objects",
                     self.name, rel.version
                 ),
             )
             .await;
-        self.status
-            .set(st::DEPLOYED, st::TRUE, reason_by_version(rel), notes(rel));
+        if self.waits_for_readiness(Step::Install) {
+            self.await_readiness(rel, &[]);
+        } else {
+            self.status
+                .set(st::DEPLOYED, st::TRUE, reason_by_version(rel), notes(rel));
+        }
     }
 
     /// The unchanged release `rel` was applied again; `report` says what had drifted.
@@ -219,7 +214,6 @@ impl Run {
             self.events
                 .normal(
                     events::REPAIRED,
-                    "Reconcile",
                     format!(
                         "Re-applied {} object(s) of release {} revision {}: {}",
                         objects.len(),
@@ -229,6 +223,10 @@ impl Run {
                     ),
                 )
                 .await;
+        }
+        if self.awaiting_readiness() {
+            self.check_readiness(rel, &report.not_ready);
+            return;
         }
         self.log().reconciled();
         self.status
@@ -266,7 +264,10 @@ impl Run {
         requeue_after: Option<Duration>,
     ) -> Result<Outcome, ReconcileError> {
         self.status.remove(st::IRRECONCILABLE);
-        self.status.remove(st::RELEASE_FAILED);
+        // A readiness timeout stays until the workloads are ready.
+        if !self.awaiting_readiness() {
+            self.status.remove(st::RELEASE_FAILED);
+        }
         self.status.deployed_release = Some(DeployedRelease {
             name: rel.name.clone(),
             manifest: rel.manifest.clone(),
@@ -290,10 +291,14 @@ impl Run {
         let suppress = self.ctx.suppress_override_values;
         for (key, value) in &self.ctx.watch.override_values {
             let shown = if suppress { "****" } else { value.as_str() };
-            let note =
-                format!("Chart value {key:?} overridden to {shown:?} by operator's watches.yaml");
+            // Go's `%q`.
+            let note = format!(
+                "Chart value {} overridden to {} by operator's watches.yaml",
+                gotmpl::gofmt::quote(key),
+                gotmpl::gofmt::quote(shown)
+            );
             self.events
-                .warning(events::OVERRIDE_VALUES_IN_USE, "Reconcile", note)
+                .warning(events::OVERRIDE_VALUES_IN_USE, note)
                 .await;
         }
     }

@@ -1,7 +1,9 @@
 //! The per-object transform of a CR's release: objects in the CR's namespace get an
 //! ownerReference to the CR; objects elsewhere get the Go helm-operator's
 //! `operator-sdk/primary-resource*` annotations, and are refused unless the watch lets
-//! the release reach that far (`allowClusterScoped`, `allowedNamespaces`).
+//! the release reach that far (`allowClusterScoped`, `allowedNamespaces`). Every
+//! object gets the label `helm.sdk.operatorframework.io/chart=<chart name>`, as the
+//! Go operator's label-injecting client sets it.
 
 use std::sync::Arc;
 
@@ -9,7 +11,7 @@ use action::{ObjectRef, Transform};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::DynamicObject;
 
-use crate::annotations::{PRIMARY_RESOURCE, PRIMARY_RESOURCE_TYPE};
+use crate::annotations::{CHART_LABEL, PRIMARY_RESOURCE, PRIMARY_RESOURCE_TYPE};
 
 /// What the transform needs to know about the CR and its watch.
 #[derive(Debug, Clone)]
@@ -23,12 +25,20 @@ pub struct Policy {
     pub allowed_namespaces: Vec<String>,
     /// `group/version Kind` of the watch, for messages.
     pub watch: String,
+    /// The value of [`CHART_LABEL`] (the chart's name, when it is a valid label value).
+    pub chart_label: Option<String>,
 }
 
 impl Policy {
     /// Adds the owner reference or the primary-resource annotations, or refuses the
     /// object with a message naming it and the `watches.yaml` field to set.
     pub fn apply(&self, obj: &mut DynamicObject, oref: &ObjectRef) -> Result<(), String> {
+        if let Some(chart) = &self.chart_label {
+            obj.metadata
+                .labels
+                .get_or_insert_with(Default::default)
+                .insert(CHART_LABEL.to_string(), chart.clone());
+        }
         match &oref.namespace {
             Some(ns) if *ns == self.namespace => {
                 self.add_owner(obj);
@@ -109,6 +119,7 @@ mod tests {
             allow_cluster_scoped: false,
             allowed_namespaces: vec!["shared".into()],
             watch: "demo.rudder.dev/v1alpha1 Hello".into(),
+            chart_label: Some("hello".into()),
         }
     }
 
@@ -135,6 +146,7 @@ mod tests {
         let mut o = obj();
         p.apply(&mut o, &oref("ConfigMap", Some("apps"))).unwrap();
         p.apply(&mut o, &oref("ConfigMap", Some("apps"))).unwrap();
+        assert_eq!(o.metadata.labels.as_ref().unwrap()[CHART_LABEL], "hello");
         let refs = o.metadata.owner_references.unwrap();
         assert_eq!(refs.len(), 1);
         assert_eq!(refs[0].uid, "u-1");

@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+pub mod cluster;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -34,6 +36,12 @@ pub fn start() -> (TestNamespace, Client) {
     let ns = cluster.namespace("reconcile");
     let client = ns.client();
     (ns, client)
+}
+
+/// Installs the demo CRD unless the cluster has it already (a real cluster shared by
+/// several tests), and waits until it is served.
+pub async fn install_crd_if_missing(client: &Client) {
+    testkit::crd::install_crd(client, &testkit::crd::open_crd(GROUP, VERSION, KIND)).await;
 }
 
 pub fn resource() -> ApiResource {

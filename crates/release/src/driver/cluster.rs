@@ -7,8 +7,9 @@ use async_trait::async_trait;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::ByteString;
-use kube::api::{DeleteParams, ListParams, PostParams};
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
+use serde_json::json;
 
 use super::objects::{ObjectBackend, ObjectDriver, RawObject};
 use super::SECRET_TYPE;
@@ -63,12 +64,35 @@ fn map_err(kind: &str, namespace: &str, op: &str, name: &str, e: kube::Error) ->
     Error::api(format!("{op} {kind} {namespace}/{name}"), e)
 }
 
+/// Sets or removes one annotation of `name` with a merge patch, conditional on
+/// `resource_version` when given.
+async fn patch_annotation<K>(
+    api: &Api<K>,
+    name: &str,
+    resource_version: Option<&str>,
+    annotation: &str,
+    value: Option<&str>,
+) -> std::result::Result<(), kube::Error>
+where
+    K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let mut meta = json!({"annotations": {annotation: value}});
+    if let Some(rv) = resource_version {
+        meta["resourceVersion"] = json!(rv);
+    }
+    let patch = json!({ "metadata": meta });
+    api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .map(|_| ())
+}
+
 fn meta(obj: &RawObject) -> ObjectMeta {
     ObjectMeta {
         name: Some(obj.name.clone()),
         labels: Some(obj.labels.clone()),
         annotations: (!obj.annotations.is_empty()).then(|| obj.annotations.clone()),
         resource_version: obj.resource_version.clone(),
+        owner_references: (!obj.owner_references.is_empty()).then(|| obj.owner_references.clone()),
         ..ObjectMeta::default()
     }
 }
@@ -79,6 +103,8 @@ fn raw_from_meta(m: &ObjectMeta) -> RawObject {
         labels: m.labels.clone().unwrap_or_default(),
         annotations: m.annotations.clone().unwrap_or_default(),
         resource_version: m.resource_version.clone(),
+        owner_references: m.owner_references.clone().unwrap_or_default(),
+        finalizers: m.finalizers.clone().unwrap_or_default(),
         ..RawObject::default()
     }
 }
@@ -179,6 +205,18 @@ impl ObjectBackend for SecretBackend {
             .map(|_| ())
             .map_err(|e| self.err("delete", name, e))
     }
+
+    async fn annotate(
+        &self,
+        name: &str,
+        resource_version: Option<&str>,
+        annotation: &str,
+        value: Option<&str>,
+    ) -> Result<()> {
+        patch_annotation(&self.api, name, resource_version, annotation, value)
+            .await
+            .map_err(|e| self.err("annotate", name, e))
+    }
 }
 
 /// ConfigMaps in one namespace.
@@ -275,5 +313,17 @@ impl ObjectBackend for ConfigMapBackend {
             .await
             .map(|_| ())
             .map_err(|e| self.err("delete", name, e))
+    }
+
+    async fn annotate(
+        &self,
+        name: &str,
+        resource_version: Option<&str>,
+        annotation: &str,
+        value: Option<&str>,
+    ) -> Result<()> {
+        patch_annotation(&self.api, name, resource_version, annotation, value)
+            .await
+            .map_err(|e| self.err("annotate", name, e))
     }
 }

@@ -7,14 +7,39 @@ use std::sync::Mutex;
 use async_trait::async_trait;
 
 use super::{
-    filter_system_labels, labels_match, record_labels, Driver, Filter, RecordMeta, OWNER_HELM,
+    filter_system_labels, labels_match, record_labels, Driver, Filter, RecordMeta, WriteMeta,
+    OWNER_HELM,
 };
 use crate::error::{Error, Result};
 use crate::record::Release;
 use crate::time::Time;
 
-/// Stored labels and the record, by key.
-type Records = BTreeMap<String, (BTreeMap<String, String>, Release)>;
+/// One stored record with the object metadata a cluster driver would keep.
+#[derive(Debug, Clone)]
+struct Entry {
+    labels: BTreeMap<String, String>,
+    annotations: BTreeMap<String, String>,
+    resource_version: u64,
+    release: Release,
+}
+
+/// Stored records by key, and the last resource version handed out.
+#[derive(Debug, Default)]
+struct Records {
+    entries: BTreeMap<String, Entry>,
+    version: u64,
+}
+
+impl Records {
+    fn next_version(&mut self) -> u64 {
+        self.version += 1;
+        self.version
+    }
+
+    fn values(&self) -> impl Iterator<Item = &Entry> {
+        self.entries.values()
+    }
+}
 
 /// Records held in process memory. Cheap to clone records out; never encodes.
 #[derive(Debug, Default)]
@@ -35,7 +60,12 @@ impl MemoryDriver {
 
     /// The stored labels of a record, as a cluster driver would have written them.
     pub fn labels_of(&self, key: &str) -> Option<BTreeMap<String, String>> {
-        self.lock().get(key).map(|(l, _)| l.clone())
+        self.lock().entries.get(key).map(|e| e.labels.clone())
+    }
+
+    /// The stored annotations of a record.
+    pub fn annotations_of(&self, key: &str) -> Option<BTreeMap<String, String>> {
+        self.lock().entries.get(key).map(|e| e.annotations.clone())
     }
 }
 
@@ -53,8 +83,9 @@ impl Driver for MemoryDriver {
 
     async fn get(&self, key: &str) -> Result<Release> {
         self.lock()
+            .entries
             .get(key)
-            .map(|(l, r)| with_labels(l, r))
+            .map(|e| with_labels(&e.labels, &e.release))
             .ok_or_else(|| Error::NotFound(key.to_string()))
     }
 
@@ -63,8 +94,8 @@ impl Driver for MemoryDriver {
         Ok(self
             .lock()
             .values()
-            .filter(|(l, _)| labels_match(&owner, l))
-            .map(|(l, r)| with_labels(l, r))
+            .filter(|e| labels_match(&owner, &e.labels))
+            .map(|e| with_labels(&e.labels, &e.release))
             .filter(|r| filter(r))
             .collect())
     }
@@ -73,8 +104,8 @@ impl Driver for MemoryDriver {
         let found: Vec<Release> = self
             .lock()
             .values()
-            .filter(|(l, _)| labels_match(labels, l))
-            .map(|(l, r)| with_labels(l, r))
+            .filter(|e| labels_match(labels, &e.labels))
+            .map(|e| with_labels(&e.labels, &e.release))
             .collect();
         if found.is_empty() {
             return Err(Error::NotFound(format!("{labels:?}")));
@@ -85,38 +116,87 @@ impl Driver for MemoryDriver {
     async fn query_meta(&self, labels: &BTreeMap<String, String>) -> Result<Vec<RecordMeta>> {
         Ok(self
             .lock()
+            .entries
             .iter()
-            .filter(|(_, (l, _))| labels_match(labels, l))
-            .map(|(k, (l, _))| RecordMeta::from_labels(k, l))
+            .filter(|(_, e)| labels_match(labels, &e.labels))
+            .map(|(k, e)| RecordMeta {
+                annotations: e.annotations.clone(),
+                resource_version: Some(e.resource_version.to_string()),
+                ..RecordMeta::from_labels(k, &e.labels)
+            })
             .collect())
     }
 
-    async fn create(&self, key: &str, rel: &Release) -> Result<()> {
+    async fn create_with(&self, key: &str, rel: &Release, meta: &WriteMeta) -> Result<()> {
         let mut records = self.lock();
-        if records.contains_key(key) {
+        if records.entries.contains_key(key) {
             return Err(Error::AlreadyExists(key.to_string()));
         }
         let mut labels = record_labels(rel);
         labels.insert("createdAt".into(), Time::now().unix_seconds().to_string());
-        records.insert(key.to_string(), (labels, rel.clone()));
+        let resource_version = records.next_version();
+        let entry = Entry {
+            labels,
+            annotations: meta.annotations.clone(),
+            resource_version,
+            release: rel.clone(),
+        };
+        records.entries.insert(key.to_string(), entry);
         Ok(())
     }
 
-    async fn update(&self, key: &str, rel: &Release) -> Result<()> {
+    async fn update_with(&self, key: &str, rel: &Release, meta: &WriteMeta) -> Result<()> {
         let mut records = self.lock();
-        let slot = records
+        let resource_version = records.next_version();
+        let entry = records
+            .entries
             .get_mut(key)
             .ok_or_else(|| Error::NotFound(key.to_string()))?;
+        crate::lock::check_not_held_by_other(key, &entry.annotations, meta)?;
         let mut labels = record_labels(rel);
         labels.insert("modifiedAt".into(), Time::now().unix_seconds().to_string());
-        *slot = (labels, rel.clone());
+        *entry = Entry {
+            labels,
+            annotations: meta.annotations.clone(),
+            resource_version,
+            release: rel.clone(),
+        };
+        Ok(())
+    }
+
+    async fn annotate(
+        &self,
+        key: &str,
+        resource_version: Option<&str>,
+        annotation: &str,
+        value: Option<&str>,
+    ) -> Result<()> {
+        let mut records = self.lock();
+        let next = records.next_version();
+        let entry = records
+            .entries
+            .get_mut(key)
+            .ok_or_else(|| Error::NotFound(key.to_string()))?;
+        if let Some(rv) = resource_version {
+            if rv != entry.resource_version.to_string() {
+                return Err(Error::Conflict(key.to_string()));
+            }
+        }
+        match value {
+            Some(v) => entry
+                .annotations
+                .insert(annotation.to_string(), v.to_string()),
+            None => entry.annotations.remove(annotation),
+        };
+        entry.resource_version = next;
         Ok(())
     }
 
     async fn delete(&self, key: &str) -> Result<Release> {
         self.lock()
+            .entries
             .remove(key)
-            .map(|(l, r)| with_labels(&l, &r))
+            .map(|e| with_labels(&e.labels, &e.release))
             .ok_or_else(|| Error::NotFound(key.to_string()))
     }
 }

@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 
 use async_trait::async_trait;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 
 use crate::error::{Error, Result};
 use crate::record::{Release, Status};
@@ -113,6 +114,47 @@ pub struct RecordMeta {
     pub status: Status,
     /// All labels of the stored object.
     pub labels: BTreeMap<String, String>,
+    /// The stored object's annotations (where the release lock lives).
+    pub annotations: BTreeMap<String, String>,
+    /// The stored object's resource version, for writes conditional on it.
+    pub resource_version: Option<String>,
+}
+
+impl Default for RecordMeta {
+    fn default() -> RecordMeta {
+        RecordMeta {
+            key: String::new(),
+            name: String::new(),
+            version: 0,
+            status: Status::Unknown,
+            labels: BTreeMap::new(),
+            annotations: BTreeMap::new(),
+            resource_version: None,
+        }
+    }
+}
+
+/// Object metadata a record write carries besides Helm's labels, chosen by whoever
+/// writes through [`crate::Storage`] (see [`RecordStamp`]): owner references (the
+/// operator's CR owns its release's records, as the Go helm-operator's records are),
+/// annotations (the release lock), and the lock holder the write is made for.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct WriteMeta {
+    pub owner_references: Vec<OwnerReference>,
+    pub annotations: BTreeMap<String, String>,
+    /// When set, an update refuses to overwrite a record whose lock annotation names
+    /// another holder that is still live ([`Error::Locked`]), and retries a write that
+    /// lost a race only against this holder's own lock renewals.
+    pub holder: Option<String>,
+}
+
+/// Chooses the [`WriteMeta`] of each record a [`crate::Storage`] writes, and hears
+/// which records were written.
+pub trait RecordStamp: Send + Sync {
+    /// The metadata `rel`'s record is written with.
+    fn meta(&self, rel: &Release) -> WriteMeta;
+    /// `rel`'s record was written.
+    fn written(&self, _rel: &Release) {}
 }
 
 impl RecordMeta {
@@ -139,6 +181,8 @@ impl RecordMeta {
                 .map(|s| Status::from(s.as_str()))
                 .unwrap_or(Status::Unknown),
             labels: labels.clone(),
+            annotations: BTreeMap::new(),
+            resource_version: None,
         }
     }
 }
@@ -175,10 +219,32 @@ pub trait Driver: Send + Sync {
     async fn query_meta(&self, labels: &BTreeMap<String, String>) -> Result<Vec<RecordMeta>>;
 
     /// Stores a new record; [`Error::AlreadyExists`] if the key is taken.
-    async fn create(&self, key: &str, rel: &Release) -> Result<()>;
+    async fn create(&self, key: &str, rel: &Release) -> Result<()> {
+        self.create_with(key, rel, &WriteMeta::default()).await
+    }
 
     /// Replaces an existing record; [`Error::NotFound`] if there is none.
-    async fn update(&self, key: &str, rel: &Release) -> Result<()>;
+    async fn update(&self, key: &str, rel: &Release) -> Result<()> {
+        self.update_with(key, rel, &WriteMeta::default()).await
+    }
+
+    /// [`Driver::create`] with owner references and annotations on the stored object.
+    async fn create_with(&self, key: &str, rel: &Release, meta: &WriteMeta) -> Result<()>;
+
+    /// [`Driver::update`] with owner references and annotations on the stored object
+    /// (replacing the ones it had, as Helm's update replaces the whole object).
+    async fn update_with(&self, key: &str, rel: &Release, meta: &WriteMeta) -> Result<()>;
+
+    /// Sets (`Some`) or removes (`None`) one annotation of the record stored under
+    /// `key`, leaving its content alone; with `resource_version`, only if the object
+    /// is unchanged since ([`Error::Conflict`] otherwise).
+    async fn annotate(
+        &self,
+        key: &str,
+        resource_version: Option<&str>,
+        annotation: &str,
+        value: Option<&str>,
+    ) -> Result<()>;
 
     /// Deletes a record and returns what it held.
     async fn delete(&self, key: &str) -> Result<Release>;

@@ -46,9 +46,11 @@ use base64::Engine;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+
 use super::{
     filter_system_labels, labels_match, record_labels, validate_label_value, Driver, Filter,
-    RecordMeta, OWNER_HELM, RELEASE_KEY,
+    RecordMeta, WriteMeta, OWNER_HELM, RELEASE_KEY,
 };
 use crate::codec;
 use crate::error::{Error, Result};
@@ -73,7 +75,7 @@ pub const CHUNK_SECRET_TYPE: &str = "rudder.dev/release.v1.chunk";
 const MARKER: &str = "this revision was stored in chunks by rudder because it exceeds the Kubernetes object size limit; the helm CLI cannot read it";
 
 /// A stored object reduced to what the drivers use.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct RawObject {
     pub name: String,
     pub labels: BTreeMap<String, String>,
@@ -85,11 +87,30 @@ pub struct RawObject {
     /// When set on replace, the write fails with [`Error::Conflict`] if the stored
     /// object has changed since.
     pub resource_version: Option<String>,
+    pub owner_references: Vec<OwnerReference>,
+    /// Kept across updates: a record held by someone's finalizer stays held.
+    pub finalizers: Vec<String>,
 }
 
 impl RawObject {
     fn data_size(&self) -> usize {
         self.data.values().map(Vec::len).sum()
+    }
+
+    /// What the object's labels and metadata say about the record it holds.
+    fn record_meta(&self) -> RecordMeta {
+        RecordMeta {
+            annotations: self.annotations.clone(),
+            resource_version: self.resource_version.clone(),
+            ..RecordMeta::from_labels(&self.name, &self.labels)
+        }
+    }
+
+    /// Puts `meta`'s owner references and annotations on the object.
+    fn stamp(&mut self, meta: &WriteMeta) {
+        self.owner_references = meta.owner_references.clone();
+        self.annotations
+            .extend(meta.annotations.iter().map(|(k, v)| (k.clone(), v.clone())));
     }
 }
 
@@ -109,6 +130,15 @@ pub trait ObjectBackend: Send + Sync {
     async fn replace(&self, obj: &RawObject) -> Result<()>;
     /// [`Error::NotFound`] if missing.
     async fn delete(&self, name: &str) -> Result<()>;
+    /// Sets (`Some`) or removes (`None`) one annotation, touching nothing else;
+    /// [`Error::Conflict`] when `resource_version` is given and stale.
+    async fn annotate(
+        &self,
+        name: &str,
+        resource_version: Option<&str>,
+        annotation: &str,
+        value: Option<&str>,
+    ) -> Result<()>;
 }
 
 /// When and how records are split.
@@ -277,7 +307,7 @@ impl<B: ObjectBackend> ObjectDriver<B> {
                 annotations: BTreeMap::from([("rudder.dev/chunk-of".to_string(), key.to_string())]),
                 type_: is_secret.then(|| CHUNK_SECRET_TYPE.to_string()),
                 data: BTreeMap::from([(CHUNK_KEY.to_string(), piece.to_vec())]),
-                resource_version: None,
+                ..RawObject::default()
             })
             .collect();
         let index = ChunkIndex {
@@ -307,7 +337,7 @@ impl<B: ObjectBackend> ObjectDriver<B> {
                 (RELEASE_KEY.to_string(), marker.into_bytes()),
                 (CHUNKS_KEY.to_string(), index_json),
             ]),
-            resource_version: None,
+            ..RawObject::default()
         };
         Ok((index_obj, chunks))
     }
@@ -435,14 +465,18 @@ impl<B: ObjectBackend> Driver for ObjectDriver<B> {
             .await?
             .iter()
             .filter(|o| !Self::is_chunk(o))
-            .map(|o| RecordMeta::from_labels(&o.name, &o.labels))
+            .map(RawObject::record_meta)
             .collect())
     }
 
-    async fn create(&self, key: &str, rel: &Release) -> Result<()> {
+    async fn create_with(&self, key: &str, rel: &Release, meta: &WriteMeta) -> Result<()> {
         let mut labels = record_labels(rel);
         labels.insert("createdAt".into(), now_label());
-        let (main, chunks) = self.build(key, rel, labels)?;
+        let (mut main, mut chunks) = self.build(key, rel, labels)?;
+        main.stamp(meta);
+        for chunk in &mut chunks {
+            chunk.owner_references = meta.owner_references.clone();
+        }
         if chunks.is_empty() {
             return self.backend.create(&main).await;
         }
@@ -458,24 +492,58 @@ impl<B: ObjectBackend> Driver for ObjectDriver<B> {
         Ok(())
     }
 
-    async fn update(&self, key: &str, rel: &Release) -> Result<()> {
-        let existing = self
+    async fn update_with(&self, key: &str, rel: &Release, meta: &WriteMeta) -> Result<()> {
+        let mut existing = self
             .backend
             .get(key)
             .await?
             .ok_or_else(|| Error::NotFound(key.to_string()))?;
         let mut labels = record_labels(rel);
         labels.insert("modifiedAt".into(), now_label());
-        let (mut main, chunks) = self.build(key, rel, labels)?;
-        main.resource_version = existing.resource_version.clone();
+        let (mut main, mut chunks) = self.build(key, rel, labels)?;
+        main.stamp(meta);
+        for chunk in &mut chunks {
+            chunk.owner_references = meta.owner_references.clone();
+        }
         self.write_chunks(&chunks).await?;
-        self.backend.replace(&main).await?;
+        let mut attempts = 0;
+        loop {
+            crate::lock::check_not_held_by_other(key, &existing.annotations, meta)?;
+            main.resource_version = existing.resource_version.clone();
+            main.finalizers = existing.finalizers.clone();
+            match self.backend.replace(&main).await {
+                Ok(()) => break,
+                // Only the holder's own lock renewals race with its writes; anything
+                // else that changed the record since we read it wins.
+                Err(Error::Conflict(_)) if meta.holder.is_some() && attempts < 3 => {
+                    attempts += 1;
+                    existing = self
+                        .backend
+                        .get(key)
+                        .await?
+                        .ok_or_else(|| Error::NotFound(key.to_string()))?;
+                }
+                Err(e) => return Err(e),
+            }
+        }
         let was_chunked = existing.data.contains_key(CHUNKS_KEY);
         if was_chunked || !chunks.is_empty() {
             let (name, version) = Self::rel_name_version(key, &existing);
             self.delete_chunks(&name, version, &chunks).await?;
         }
         Ok(())
+    }
+
+    async fn annotate(
+        &self,
+        key: &str,
+        resource_version: Option<&str>,
+        annotation: &str,
+        value: Option<&str>,
+    ) -> Result<()> {
+        self.backend
+            .annotate(key, resource_version, annotation, value)
+            .await
     }
 
     async fn delete(&self, key: &str) -> Result<Release> {
@@ -618,6 +686,33 @@ impl ObjectBackend for MemoryObjects {
             .remove(name)
             .map(|_| ())
             .ok_or_else(|| Error::NotFound(name.to_string()))
+    }
+
+    async fn annotate(
+        &self,
+        name: &str,
+        resource_version: Option<&str>,
+        annotation: &str,
+        value: Option<&str>,
+    ) -> Result<()> {
+        let mut inner = self.lock();
+        inner.0 += 1;
+        let next = inner.0.to_string();
+        let obj = inner
+            .1
+            .get_mut(name)
+            .ok_or_else(|| Error::NotFound(name.to_string()))?;
+        if resource_version.is_some() && obj.resource_version.as_deref() != resource_version {
+            return Err(Error::Conflict(name.to_string()));
+        }
+        match value {
+            Some(v) => obj
+                .annotations
+                .insert(annotation.to_string(), v.to_string()),
+            None => obj.annotations.remove(annotation),
+        };
+        obj.resource_version = Some(next);
+        Ok(())
     }
 }
 

@@ -45,19 +45,43 @@ struct State {
     /// Another action holds the release: recovery finds nothing to do.
     locked: bool,
     repaired: Vec<ObjectRef>,
+    /// What repair finds not ready.
+    not_ready: Vec<String>,
+    /// The chart name decoding a record finds.
+    chart: Option<String>,
+    /// The lookups digest a diff reports.
+    lookups: Option<String>,
+    /// What each `leftovers` call finds, in turn (then nothing).
+    leftovers: Vec<Vec<ObjectRef>>,
+    /// Upgrades fail rendering their candidate, writing nothing.
+    render_fails: bool,
+    /// When the revisions written were deployed.
+    deployed_at: Option<release::Time>,
+    /// The options of the last install, upgrade or rollback.
+    last_opts: Option<ActionOptions>,
 }
 
-fn meta(version: i64, status: Status, labels: BTreeMap<String, String>) -> RecordMeta {
+/// A record of the demo chart, as rudder labels them.
+fn meta(version: i64, status: Status, mut labels: BTreeMap<String, String>) -> RecordMeta {
+    labels
+        .entry(ann::CHART_LABEL.to_string())
+        .or_insert_with(|| "demo".to_string());
+    bare_meta(version, status, labels)
+}
+
+/// A record with exactly `labels` (Helm's, or an older rudder's).
+fn bare_meta(version: i64, status: Status, labels: BTreeMap<String, String>) -> RecordMeta {
     RecordMeta {
         key: format!("sh.helm.release.v1.app.v{version}"),
         name: "app".into(),
         version,
         status,
         labels,
+        ..RecordMeta::default()
     }
 }
 
-fn release_of(m: &RecordMeta) -> Release {
+fn release_of(m: &RecordMeta, deployed_at: Option<release::Time>) -> Release {
     Release {
         name: m.name.clone(),
         namespace: NS.into(),
@@ -65,6 +89,7 @@ fn release_of(m: &RecordMeta) -> Release {
         info: Some(Info {
             status: Some(m.status.clone()),
             notes: "the notes".into(),
+            last_deployed: deployed_at,
             ..Info::default()
         }),
         labels: m.labels.clone(),
@@ -121,6 +146,9 @@ impl FakeActions {
     fn called(&self, verb: &'static str, opts: Option<&ActionOptions>) -> action::Result<()> {
         let mut s = self.lock();
         s.calls.push(verb);
+        if let Some(opts) = opts {
+            s.last_opts = Some(opts.clone());
+        }
         match s.fail.get(verb).copied() {
             None => Ok(()),
             Some(writes) => {
@@ -151,7 +179,7 @@ impl FakeActions {
         let version = s.history.last().map_or(1, |m| m.version + 1);
         let m = meta(version, Status::Deployed, written(&base, opts, version));
         s.history.push(m.clone());
-        release_of(&m)
+        release_of(&m, s.deployed_at)
     }
 }
 
@@ -178,8 +206,24 @@ impl ActionClient for FakeActions {
     }
 
     async fn upgrade(&self, _: &Chart, _: Values, opts: ActionOptions) -> action::Result<Release> {
+        if self.lock().render_fails {
+            self.called("upgrade", None)?;
+            return Err(action::Error::RenderAborted {
+                release: opts.name.clone(),
+                message: "template: demo/templates/cm.yaml:3:7: executing \"demo/templates/cm.yaml\" at <.Values.x.y>: nil pointer evaluating interface {}.y".into(),
+            });
+        }
         self.called("upgrade", Some(&opts))?;
-        Ok(self.deploy(&opts, true))
+        let mut rel = self.deploy(&opts, true);
+        let lookups = self.lock().lookups.clone();
+        if let (Some(l), Some(label)) = (lookups, &opts.lookups_label) {
+            let mut s = self.lock();
+            if let Some(m) = s.history.last_mut() {
+                m.labels.insert(label.clone(), l);
+                rel.labels = m.labels.clone();
+            }
+        }
+        Ok(rel)
     }
 
     async fn diff_upgrade(
@@ -189,8 +233,10 @@ impl ActionClient for FakeActions {
         _: ActionOptions,
     ) -> action::Result<UpgradeDiff> {
         self.called("diff", None)?;
+        let s = self.lock();
         Ok(UpgradeDiff {
-            changed: self.lock().diff_changed,
+            changed: s.diff_changed,
+            lookups: s.lookups.clone(),
             ..UpgradeDiff::default()
         })
     }
@@ -208,6 +254,8 @@ impl ActionClient for FakeActions {
         self.called("repair", None)?;
         let mut s = self.lock();
         let repaired = s.repaired.clone();
+        let not_ready = s.not_ready.clone();
+        let deployed_at = s.deployed_at;
         let deployed = s
             .history
             .iter_mut()
@@ -222,7 +270,13 @@ impl ActionClient for FakeActions {
                 .labels
                 .insert(label.clone(), deployed.version.to_string());
         }
-        Ok((release_of(deployed), RepairReport { repaired }))
+        Ok((
+            release_of(deployed, deployed_at),
+            RepairReport {
+                repaired,
+                not_ready,
+            },
+        ))
     }
 
     async fn recover(&self, _opts: ActionOptions) -> action::Result<Option<Release>> {
@@ -235,7 +289,7 @@ impl ActionClient for FakeActions {
             return Ok(None);
         };
         newest.status = Status::Failed;
-        Ok(Some(release_of(newest)))
+        Ok(Some(release_of(newest, None)))
     }
 
     async fn uninstall(&self, opts: UninstallOptions) -> action::Result<Release> {
@@ -249,7 +303,31 @@ impl ActionClient for FakeActions {
                 release: opts.name.clone(),
             })?;
         s.history.clear();
-        Ok(release_of(&last))
+        Ok(release_of(&last, None))
+    }
+
+    async fn release_chart(
+        &self,
+        _ns: &str,
+        _name: &str,
+    ) -> Result<Option<String>, release::Error> {
+        let mut s = self.lock();
+        s.calls.push("release_chart");
+        Ok(s.chart.clone())
+    }
+
+    async fn leftovers(
+        &self,
+        _opts: UninstallOptions,
+        _manifest: &str,
+    ) -> action::Result<Vec<ObjectRef>> {
+        self.called("leftovers", None)?;
+        let mut s = self.lock();
+        Ok(if s.leftovers.is_empty() {
+            Vec::new()
+        } else {
+            s.leftovers.remove(0)
+        })
     }
 }
 
@@ -344,7 +422,7 @@ impl FakeApi {
             .filter(|(m, p, _)| m == Method::POST && p.ends_with("/events"))
             .map(|(_, _, e)| {
                 let s = |k: &str| e[k].as_str().unwrap_or_default().to_string();
-                (s("type"), s("reason"), s("note"))
+                (s("type"), s("reason"), s("message"))
             })
             .collect()
     }
@@ -402,6 +480,7 @@ fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
 struct Setup {
     watch: Watch,
     suppress: bool,
+    chart: Chart,
 }
 
 impl Default for Setup {
@@ -414,6 +493,7 @@ impl Default for Setup {
                 ..Watch::default()
             },
             suppress: false,
+            chart: demo_chart(),
         }
     }
 }
@@ -428,7 +508,7 @@ impl Setup {
         let ctx = Context::new(
             api.client(),
             Arc::new(self.watch),
-            Arc::new(demo_chart()),
+            Arc::new(self.chart),
             resource(),
         )
         .expect("context")
@@ -445,6 +525,8 @@ async fn reconcile_once(
 ) -> (Result<Outcome, ReconcileError>, Arc<FakeApi>) {
     Setup::default().reconcile(actions, cr).await
 }
+
+mod go_parity;
 
 #[tokio::test]
 async fn a_new_cr_is_installed_with_its_digest() {
@@ -787,7 +869,7 @@ async fn deleting_the_cr_uninstalls_then_drops_the_finalizer() {
     )]);
     let (result, api) = reconcile_once(&actions, deleted.clone()).await;
     result.expect("uninstalled");
-    assert_eq!(actions.calls(), ["uninstall"]);
+    assert_eq!(actions.calls(), ["history", "uninstall"]);
     assert_eq!(api.finalizer_patches(), [json!(["other.example/keep"])]);
     let (status, reason, _) = api.condition(st::DEPLOYED).expect("Deployed");
     assert_eq!(

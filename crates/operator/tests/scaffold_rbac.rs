@@ -15,7 +15,6 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use testkit::apiserver::Authorization;
 use common::cluster::TestCluster;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
@@ -27,6 +26,7 @@ use kube::Client;
 use operator::reconcile::{reconcile, Context};
 use operator::watches::Watch;
 use serde_json::{json, Value};
+use testkit::apiserver::Authorization;
 
 fn sample() -> Option<PathBuf> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/memcached-operator");
@@ -53,7 +53,7 @@ fn list(v: &Value) -> Vec<String> {
 
 fn rules(path: &std::path::Path) -> Vec<Rule> {
     let text = std::fs::read_to_string(path).expect("role.yaml");
-    let role = chart::yaml::parse_yaml_to_json(&text).expect("role is YAML");
+    let role = gocodec::yaml::parse_yaml_to_json(&text).expect("role is YAML");
     role["rules"]
         .as_array()
         .expect("rules")
@@ -153,7 +153,7 @@ async fn the_go_scaffolds_role_grants_every_request() {
         std::fs::read_to_string(dir.join("config/crd/bases/cache.example.com_memcacheds.yaml"))
             .expect("CRD");
     let crd: CustomResourceDefinition =
-        serde_json::from_value(chart::yaml::parse_yaml_to_json(&crd_text).expect("YAML"))
+        serde_json::from_value(gocodec::yaml::parse_yaml_to_json(&crd_text).expect("YAML"))
             .expect("CRD");
     match Api::<CustomResourceDefinition>::all(tc.client.clone())
         .create(&PostParams::default(), &crd)
@@ -192,7 +192,7 @@ async fn the_go_scaffolds_role_grants_every_request() {
         std::fs::read_to_string(dir.join("config/samples/cache_v1alpha1_memcached.yaml"))
             .expect("sample");
     let mut cr: DynamicObject =
-        serde_json::from_value(chart::yaml::parse_yaml_to_json(&sample_text).expect("YAML"))
+        serde_json::from_value(gocodec::yaml::parse_yaml_to_json(&sample_text).expect("YAML"))
             .expect("CR");
     cr.metadata.namespace = Some(tc.namespace.clone());
     crs.create(&PostParams::default(), &cr)
@@ -270,7 +270,7 @@ async fn the_go_scaffolds_role_grants_every_request() {
 
 fn yaml<T: serde::de::DeserializeOwned>(path: &std::path::Path) -> T {
     let text = std::fs::read_to_string(path).expect("read YAML");
-    serde_json::from_value(chart::yaml::parse_yaml_to_json(&text).expect("YAML")).expect("object")
+    serde_json::from_value(gocodec::yaml::parse_yaml_to_json(&text).expect("YAML")).expect("object")
 }
 
 async fn create<T>(api: &Api<T>, obj: &T)

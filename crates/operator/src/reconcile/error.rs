@@ -88,15 +88,15 @@ pub enum ReconcileError {
 pub(super) fn duplicate_message(release: &str, chart: &str) -> String {
     format!(
         "failed to get helm release name: duplicate release name: found existing release with name {} for chart {}",
-        gotmpl::gofmt::quote(release),
-        gotmpl::gofmt::quote(chart)
+        gostd::strconv::quote(release),
+        gostd::strconv::quote(chart)
     )
 }
 
 pub(super) fn no_chart_message(release: &str) -> String {
     format!(
         "failed to get helm release name: could not find chart metadata in release with name {}",
-        gotmpl::gofmt::quote(release)
+        gostd::strconv::quote(release)
     )
 }
 

@@ -10,7 +10,7 @@
 //! without the label gets it (rendered against the cluster as it was, so no upgrade),
 //! and a failed upgrade of the same inputs backs off like any other.
 
-use chart::loader::Values;
+use chart::values::Values;
 use release::record::Release;
 use release::RecordMeta;
 

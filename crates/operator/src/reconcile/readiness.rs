@@ -132,15 +132,9 @@ fn named(not_ready: &[String]) -> String {
     out
 }
 
-/// A duration as Go prints it (`5m0s`, `90s` as `1m30s`).
+/// A duration as Go prints it (`5m0s`, `90s` as `1m30s`), in whole seconds.
 fn go_duration(d: Duration) -> String {
-    let secs = d.as_secs();
-    let (h, m, s) = (secs / 3600, secs / 60 % 60, secs % 60);
-    match (h, m) {
-        (0, 0) => format!("{s}s"),
-        (0, _) => format!("{m}m{s}s"),
-        _ => format!("{h}h{m}m{s}s"),
-    }
+    gostd::time::Duration::from_std(Duration::from_secs(d.as_secs())).to_string()
 }
 
 #[cfg(test)]

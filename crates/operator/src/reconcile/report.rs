@@ -294,8 +294,8 @@ impl Run {
             // Go's `%q`.
             let note = format!(
                 "Chart value {} overridden to {} by operator's watches.yaml",
-                gotmpl::gofmt::quote(key),
-                gotmpl::gofmt::quote(shown)
+                gostd::strconv::quote(key),
+                gostd::strconv::quote(shown)
             );
             self.events
                 .warning(events::OVERRIDE_VALUES_IN_USE, note)

@@ -167,7 +167,9 @@ async fn a_rollback_to_a_client_side_revision_applies_and_records_server_side() 
     )
     .await
     .expect("upgrade");
-    let rel = rollback(&client, 1, &opts(&ns, "rb")).await.expect("rollback");
+    let rel = rollback(&client, 1, &opts(&ns, "rb"))
+        .await
+        .expect("rollback");
     assert_eq!((rel.version, rel.apply_method.as_str()), (3, "ssa"));
     let stored = store.get("rb", 3).await.expect("v3");
     assert_eq!(stored.apply_method, "ssa");

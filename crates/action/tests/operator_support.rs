@@ -269,7 +269,10 @@ async fn repair_reports_what_is_not_ready() {
         .run(&chart, Map::new())
         .await
         .expect("install");
-    let (_, report) = Repair::new(&cfg, opts(&ns, "w")).run().await.expect("repair");
+    let (_, report) = Repair::new(&cfg, opts(&ns, "w"))
+        .run()
+        .await
+        .expect("repair");
     assert_eq!(report.not_ready.len(), 1, "{report:?}");
     assert!(
         report.not_ready[0].starts_with(&format!("Deployment {}/w-web: ", ns.name())),

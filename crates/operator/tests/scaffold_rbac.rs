@@ -15,7 +15,6 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use testkit::apiserver::Authorization;
 use common::cluster::TestCluster;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
@@ -27,6 +26,7 @@ use kube::Client;
 use operator::reconcile::{reconcile, Context};
 use operator::watches::Watch;
 use serde_json::{json, Value};
+use testkit::apiserver::Authorization;
 
 fn sample() -> Option<PathBuf> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/memcached-operator");

@@ -5,12 +5,12 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use testkit::apiserver::{Authorization, Config, Server};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, DeleteParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::Client;
 use serde_json::json;
+use testkit::apiserver::{Authorization, Config, Server};
 
 pub struct TestCluster {
     server: Option<Server>,

@@ -58,6 +58,14 @@ fn normalized(obj: &Value) -> Value {
         ] {
             m.remove(k);
         }
+        // The operator labels every object of its releases with the chart's name, as
+        // the Go helm-operator does; a CLI release has no such label.
+        if let Some(l) = m.get_mut("labels").and_then(Value::as_object_mut) {
+            l.remove("helm.sdk.operatorframework.io/chart");
+            if l.is_empty() {
+                m.remove("labels");
+            }
+        }
         if let Some(a) = m.get_mut("annotations").and_then(Value::as_object_mut) {
             a.remove("meta.helm.sh/release-namespace");
             a.remove("deployment.kubernetes.io/revision");

@@ -26,8 +26,6 @@ const SETTLE: Duration = Duration::from_secs(120);
 const SYSTEM_NS: &str = "memcached-operator-system";
 const SA: &str = "memcached-operator-controller-manager";
 const CR: &str = "memcached-sample";
-/// The grant rudder needs today beyond the scaffold's RBAC (see its use).
-const SUPPLEMENT: &str = "rudder-e2e-beyond-scaffold";
 
 fn sample_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/memcached-operator")
@@ -441,32 +439,6 @@ fn operator_sdk_memcached_sample_runs_unchanged() {
     // The operator authenticates as the sample's ServiceAccount where requests are
     // authorized, so the scaffold's RBAC is what it runs with.
     let operator_kubeconfig = if cluster.rbac {
-        // What rudder still needs beyond the scaffold's RBAC, until the per-release
-        // lock lives on the release record and Events go through core/v1 (issue 12
-        // items 10 and 8): Leases and events.k8s.io Events in the CRs' namespaces.
-        // Delete this grant once those land; the test must then pass without it.
-        let grant = json!([
-                {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-                 "metadata": {"name": SUPPLEMENT},
-                 "rules": [
-                    {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
-                     "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"]},
-                    {"apiGroups": ["events.k8s.io"], "resources": ["events"],
-                     "verbs": ["create", "patch", "update"]}]},
-                {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-                 "metadata": {"name": SUPPLEMENT},
-                 "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": SUPPLEMENT},
-                 "subjects": [{"kind": "ServiceAccount", "name": SA, "namespace": SYSTEM_NS}]}]);
-        let docs: Vec<String> = grant
-            .as_array()
-            .expect("list")
-            .iter()
-            .map(|d| d.to_string())
-            .collect();
-        cluster.apply(&docs.join("\n---\n"));
-        eprintln!(
-            "NOTE: granting {SUPPLEMENT} on top of the scaffold's RBAC (issue 12 items 8 and 10)"
-        );
         let token = cluster.token(SYSTEM_NS, SA);
         cluster.kubeconfig_for(&token, "operator.kubeconfig")
     } else {
@@ -767,12 +739,6 @@ fn operator_sdk_memcached_sample_runs_unchanged() {
     drop(op);
 
     cluster.kubectl(&["delete", "namespace", &ns, "--wait=false"]);
-    cluster.kubectl(&[
-        "delete",
-        "--ignore-not-found",
-        "clusterrolebinding,clusterrole",
-        SUPPLEMENT,
-    ]);
     cluster.kubectl_with(
         &cluster.kubeconfig,
         &["delete", "--ignore-not-found", "--wait=false", "-f", "-"],

@@ -30,6 +30,7 @@ pub struct ClusterBuilder {
     simulate_readiness: bool,
     helper: bool,
     tls: bool,
+    authorization: apiserver::Authorization,
 }
 
 impl Default for ClusterBuilder {
@@ -38,6 +39,7 @@ impl Default for ClusterBuilder {
             simulate_readiness: true,
             helper: false,
             tls: false,
+            authorization: apiserver::Authorization::AlwaysAllow,
         }
     }
 }
@@ -65,6 +67,14 @@ impl ClusterBuilder {
     /// cluster, which has its own transport).
     pub fn tls(mut self, on: bool) -> Self {
         self.tls = on;
+        self
+    }
+
+    /// How the embedded server authorizes requests (default: everything is allowed;
+    /// `Rbac` evaluates Roles and ServiceAccount tokens as kube-apiserver does). The
+    /// kubeconfig's credentials stay the admin's. An external cluster enforces its own.
+    pub fn authorization(mut self, authorization: apiserver::Authorization) -> Self {
+        self.authorization = authorization;
         self
     }
 
@@ -97,6 +107,7 @@ impl ClusterBuilder {
                     kubeconfig_out: Some(kubeconfig.clone()),
                     simulate_readiness: self.simulate_readiness && !self.helper,
                     tls: self.tls,
+                    authorization: self.authorization,
                     ..apiserver::Config::default()
                 };
                 let server = worker
@@ -200,6 +211,18 @@ impl Cluster {
         match kube::Client::try_from(self.inner.config.clone()) {
             Ok(c) => c,
             Err(e) => panic!("cannot build a client for the test cluster: {e}"),
+        }
+    }
+
+    /// A client of this cluster (on the caller's runtime) that authenticates with
+    /// `token` alone, such as a ServiceAccount's.
+    pub fn client_with_token(&self, token: &str) -> kube::Client {
+        let mut config = self.inner.config.clone();
+        config.auth_info = Default::default();
+        config.auth_info.token = Some(token.to_string().into());
+        match kube::Client::try_from(config) {
+            Ok(c) => c,
+            Err(e) => panic!("cannot build a token client for the test cluster: {e}"),
         }
     }
 

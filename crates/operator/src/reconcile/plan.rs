@@ -228,7 +228,7 @@ pub fn lookups(
     let Some(d) = deployed else {
         return Lookups::Repair { stamp: None };
     };
-    let recorded = d.labels.get(LOOKUPS_LABEL).map(String::as_str);
+    let recorded = own_label(d, LOOKUPS_LABEL);
     match (recorded, now_lookups) {
         (None, now) => {
             return Lookups::Repair {
@@ -249,7 +249,7 @@ pub fn lookups(
         attempt: failures.map_or(1, |f| f.attempts + 1),
         deployed: Deployed {
             version: d.version,
-            digest: d.labels.get(digest::LABEL).cloned(),
+            digest: own_label(d, digest::LABEL).map(str::to_string),
             newest: history.last().map_or(d.version, |n| n.version),
         },
     }
@@ -611,6 +611,23 @@ mod tests {
             lookups(&history, D, None, 0),
             Lookups::Upgrade { .. }
         ));
+        // A digest `helm upgrade` copied onto its own revision is not this record's:
+        // it is stamped afresh, never taken for a change.
+        let copied = [meta(
+            2,
+            Status::Deployed,
+            &[
+                (digest::LABEL, D),
+                (LOOKUPS_LABEL, "l1"),
+                (REVISION_LABEL, "1"),
+            ],
+        )];
+        assert_eq!(
+            lookups(&copied, D, Some("l2"), 0),
+            Lookups::Repair {
+                stamp: Some("l2".into())
+            }
+        );
         // The upgrade failed and was rolled back: wait for its backoff.
         let failed = [
             meta(

@@ -23,20 +23,14 @@ pub type ConfigMapDriver = ObjectDriver<ConfigMapBackend>;
 impl SecretDriver {
     /// A Secret driver for `namespace`.
     pub fn for_namespace(client: Client, namespace: &str) -> SecretDriver {
-        ObjectDriver::new(SecretBackend {
-            api: Api::namespaced(client, namespace),
-            namespace: namespace.to_string(),
-        })
+        ObjectDriver::new(SecretBackend::new(client, namespace))
     }
 }
 
 impl ConfigMapDriver {
     /// A ConfigMap driver for `namespace`.
     pub fn for_namespace(client: Client, namespace: &str) -> ConfigMapDriver {
-        ObjectDriver::new(ConfigMapBackend {
-            api: Api::namespaced(client, namespace),
-            namespace: namespace.to_string(),
-        })
+        ObjectDriver::new(ConfigMapBackend::new(client, namespace))
     }
 }
 
@@ -109,18 +103,33 @@ fn raw_from_meta(m: &ObjectMeta) -> RawObject {
     }
 }
 
-/// Secrets in one namespace.
-#[derive(Clone)]
-pub struct SecretBackend {
-    api: Api<Secret>,
-    namespace: String,
+/// A kind of object records can be kept in, and how a record maps onto it.
+pub trait RecordKind:
+    kube::Resource<Scope = kube::core::NamespaceResourceScope, DynamicType = ()>
+    + Clone
+    + serde::Serialize
+    + serde::de::DeserializeOwned
+    + std::fmt::Debug
+    + Send
+    + Sync
+    + 'static
+{
+    /// The kind as messages name it.
+    const KIND: &'static str;
+    /// Helm's object `type` for records of this kind, where the kind has one.
+    const RECORD_TYPE: Option<&'static str>;
+    fn to_raw(self) -> RawObject;
+    fn from_raw(obj: &RawObject) -> Self;
 }
 
-impl SecretBackend {
-    fn to_raw(s: Secret) -> RawObject {
-        let mut raw = raw_from_meta(&s.metadata);
-        raw.type_ = s.type_;
-        raw.data = s
+impl RecordKind for Secret {
+    const KIND: &'static str = "Secret";
+    const RECORD_TYPE: Option<&'static str> = Some(SECRET_TYPE);
+
+    fn to_raw(self) -> RawObject {
+        let mut raw = raw_from_meta(&self.metadata);
+        raw.type_ = self.type_;
+        raw.data = self
             .data
             .unwrap_or_default()
             .into_iter()
@@ -142,94 +151,15 @@ impl SecretBackend {
             ..Secret::default()
         }
     }
-
-    fn err(&self, op: &str, name: &str, e: kube::Error) -> Error {
-        map_err("Secret", &self.namespace, op, name, e)
-    }
 }
 
-#[async_trait]
-impl ObjectBackend for SecretBackend {
-    fn kind(&self) -> &'static str {
-        "Secret"
-    }
+impl RecordKind for ConfigMap {
+    const KIND: &'static str = "ConfigMap";
+    const RECORD_TYPE: Option<&'static str> = None;
 
-    fn record_type(&self) -> Option<&'static str> {
-        Some(SECRET_TYPE)
-    }
-
-    async fn get(&self, name: &str) -> Result<Option<RawObject>> {
-        match self.api.get_opt(name).await {
-            Ok(s) => Ok(s.map(Self::to_raw)),
-            Err(e) => Err(self.err("get", name, e)),
-        }
-    }
-
-    async fn list(&self, selector: &BTreeMap<String, String>) -> Result<Vec<RawObject>> {
-        let lp = ListParams::default().labels(&selector_string(selector));
-        match self.api.list(&lp).await {
-            Ok(list) => Ok(list.items.into_iter().map(Self::to_raw).collect()),
-            Err(e) => Err(Error::api(
-                format!(
-                    "list Secrets in {} with labels {}",
-                    self.namespace,
-                    selector_string(selector)
-                ),
-                e,
-            )),
-        }
-    }
-
-    async fn create(&self, obj: &RawObject) -> Result<()> {
-        let mut secret = Self::from_raw(obj);
-        secret.metadata.resource_version = None;
-        self.api
-            .create(&PostParams::default(), &secret)
-            .await
-            .map(|_| ())
-            .map_err(|e| self.err("create", &obj.name, e))
-    }
-
-    async fn replace(&self, obj: &RawObject) -> Result<()> {
-        self.api
-            .replace(&obj.name, &PostParams::default(), &Self::from_raw(obj))
-            .await
-            .map(|_| ())
-            .map_err(|e| self.err("update", &obj.name, e))
-    }
-
-    async fn delete(&self, name: &str) -> Result<()> {
-        self.api
-            .delete(name, &DeleteParams::default())
-            .await
-            .map(|_| ())
-            .map_err(|e| self.err("delete", name, e))
-    }
-
-    async fn annotate(
-        &self,
-        name: &str,
-        resource_version: Option<&str>,
-        annotation: &str,
-        value: Option<&str>,
-    ) -> Result<()> {
-        patch_annotation(&self.api, name, resource_version, annotation, value)
-            .await
-            .map_err(|e| self.err("annotate", name, e))
-    }
-}
-
-/// ConfigMaps in one namespace.
-#[derive(Clone)]
-pub struct ConfigMapBackend {
-    api: Api<ConfigMap>,
-    namespace: String,
-}
-
-impl ConfigMapBackend {
-    fn to_raw(c: ConfigMap) -> RawObject {
-        let mut raw = raw_from_meta(&c.metadata);
-        raw.data = c
+    fn to_raw(self) -> RawObject {
+        let mut raw = raw_from_meta(&self.metadata);
+        raw.data = self
             .data
             .unwrap_or_default()
             .into_iter()
@@ -251,25 +181,46 @@ impl ConfigMapBackend {
             ..ConfigMap::default()
         }
     }
+}
+
+/// Objects of kind `K` in one namespace.
+#[derive(Clone)]
+pub struct KindBackend<K: RecordKind> {
+    api: Api<K>,
+    namespace: String,
+}
+
+/// Secrets in one namespace.
+pub type SecretBackend = KindBackend<Secret>;
+/// ConfigMaps in one namespace.
+pub type ConfigMapBackend = KindBackend<ConfigMap>;
+
+impl<K: RecordKind> KindBackend<K> {
+    fn new(client: Client, namespace: &str) -> Self {
+        KindBackend {
+            api: Api::namespaced(client, namespace),
+            namespace: namespace.to_string(),
+        }
+    }
 
     fn err(&self, op: &str, name: &str, e: kube::Error) -> Error {
-        map_err("ConfigMap", &self.namespace, op, name, e)
+        map_err(K::KIND, &self.namespace, op, name, e)
     }
 }
 
 #[async_trait]
-impl ObjectBackend for ConfigMapBackend {
+impl<K: RecordKind> ObjectBackend for KindBackend<K> {
     fn kind(&self) -> &'static str {
-        "ConfigMap"
+        K::KIND
     }
 
     fn record_type(&self) -> Option<&'static str> {
-        None
+        K::RECORD_TYPE
     }
 
     async fn get(&self, name: &str) -> Result<Option<RawObject>> {
         match self.api.get_opt(name).await {
-            Ok(c) => Ok(c.map(Self::to_raw)),
+            Ok(o) => Ok(o.map(K::to_raw)),
             Err(e) => Err(self.err("get", name, e)),
         }
     }
@@ -277,10 +228,11 @@ impl ObjectBackend for ConfigMapBackend {
     async fn list(&self, selector: &BTreeMap<String, String>) -> Result<Vec<RawObject>> {
         let lp = ListParams::default().labels(&selector_string(selector));
         match self.api.list(&lp).await {
-            Ok(list) => Ok(list.items.into_iter().map(Self::to_raw).collect()),
+            Ok(list) => Ok(list.items.into_iter().map(K::to_raw).collect()),
             Err(e) => Err(Error::api(
                 format!(
-                    "list ConfigMaps in {} with labels {}",
+                    "list {}s in {} with labels {}",
+                    K::KIND,
                     self.namespace,
                     selector_string(selector)
                 ),
@@ -290,10 +242,10 @@ impl ObjectBackend for ConfigMapBackend {
     }
 
     async fn create(&self, obj: &RawObject) -> Result<()> {
-        let mut cm = Self::from_raw(obj);
-        cm.metadata.resource_version = None;
+        let mut o = K::from_raw(obj);
+        o.meta_mut().resource_version = None;
         self.api
-            .create(&PostParams::default(), &cm)
+            .create(&PostParams::default(), &o)
             .await
             .map(|_| ())
             .map_err(|e| self.err("create", &obj.name, e))
@@ -301,7 +253,7 @@ impl ObjectBackend for ConfigMapBackend {
 
     async fn replace(&self, obj: &RawObject) -> Result<()> {
         self.api
-            .replace(&obj.name, &PostParams::default(), &Self::from_raw(obj))
+            .replace(&obj.name, &PostParams::default(), &K::from_raw(obj))
             .await
             .map(|_| ())
             .map_err(|e| self.err("update", &obj.name, e))

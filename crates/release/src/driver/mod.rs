@@ -17,7 +17,9 @@ pub mod cluster;
 pub mod memory;
 pub mod objects;
 
-pub use cluster::{ConfigMapBackend, ConfigMapDriver, SecretBackend, SecretDriver};
+pub use cluster::{
+    ConfigMapBackend, ConfigMapDriver, KindBackend, RecordKind, SecretBackend, SecretDriver,
+};
 pub use memory::MemoryDriver;
 pub use objects::{ChunkConfig, MemoryObjects, ObjectBackend, ObjectDriver, RawObject};
 

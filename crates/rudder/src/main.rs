@@ -1,6 +1,10 @@
 //! The `rudder` command line: the operator, the embedded API server, and
 //! Helm-compatible chart and release commands.
 
+// Flag docs are clap's help text, written for the terminal as Helm's are
+// (`x[0]=y`, `<tmp>`), not for rustdoc.
+#![allow(rustdoc::broken_intra_doc_links, rustdoc::invalid_html_tags)]
+
 use clap::{Parser, Subcommand};
 
 mod error_text;

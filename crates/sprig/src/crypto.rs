@@ -759,7 +759,7 @@ fn list(args: &[Value], i: usize) -> Vec<Value> {
 }
 
 /// The parameter type of Sprig's `certificate` parameters (checked by
-/// [`cert_arg`] while the engine cannot check host types itself).
+/// `cert_arg` while the engine cannot check host types itself).
 pub const CERT_TY: Ty = Ty::Any;
 
 fn cert_arg(args: &[Value], i: usize) -> Result<Certificate, FuncError> {

@@ -503,7 +503,7 @@ impl SemverObject {
 }
 
 /// The parameter type of `*semver.Version` method parameters (checked by
-/// [`version_arg`] while the engine cannot check host types itself).
+/// `version_arg` while the engine cannot check host types itself).
 pub const VERSION_TY: Ty = Ty::Any;
 
 fn version_arg(v: &Value) -> Result<Option<Version>, FuncError> {

@@ -7,7 +7,7 @@
 //!
 //! This module is the flow only. What to do with the release is decided by
 //! [`plan::decide`] from its history; the release actions go through an
-//! [`ActionClient`]; `finalize` handles deletion (and `uninstall-wait`), `ownership`
+//! [`ActionClient`](crate::ActionClient); `finalize` handles deletion (and `uninstall-wait`), `ownership`
 //! refuses a release of another chart, `lookups` notices changed looked-up objects,
 //! `readiness` holds `Deployed` back until the workloads are ready (opt-in), and
 //! `report` writes how each step ended into the status, an Event and the metrics.

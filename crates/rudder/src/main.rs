@@ -10,6 +10,7 @@ use clap::{Parser, Subcommand};
 mod error_text;
 mod release_cmds;
 mod run;
+mod runtime;
 mod template;
 mod up;
 
@@ -66,7 +67,7 @@ struct ApiserverArgs {
 }
 
 fn run_apiserver(args: ApiserverArgs) -> anyhow::Result<()> {
-    let rt = tokio::runtime::Runtime::new()?;
+    let rt = runtime::deep_stack_runtime()?;
     rt.block_on(async move {
         let server = apiserver::Server::start(apiserver::Config {
             listen: args.listen,

@@ -373,7 +373,7 @@ fn init_progress_log() {
 /// Runs a release command; returns the process exit code.
 pub fn run(cmd: ReleaseCommand) -> anyhow::Result<i32> {
     init_progress_log();
-    let rt = tokio::runtime::Runtime::new().context("starting the async runtime")?;
+    let rt = crate::runtime::deep_stack_runtime().context("starting the async runtime")?;
     rt.block_on(async move {
         let out = match cmd {
             ReleaseCommand::Install(a) => install(*a).await?,

@@ -263,10 +263,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     } else {
         tracing::info!(target: "cmd", namespaces = ?options.watch_namespaces, "Watching namespaces");
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+    let runtime = crate::runtime::deep_stack_runtime().context("cannot start the async runtime")?;
     runtime.block_on(async move {
         let metrics = Metrics::new();
         let client = client(args.kubeconfig.as_ref(), &metrics).await?;

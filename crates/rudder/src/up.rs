@@ -118,7 +118,7 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
 
 pub fn run(args: UpArgs) -> anyhow::Result<()> {
     init_logging();
-    let rt = tokio::runtime::Runtime::new()?;
+    let rt = crate::runtime::deep_stack_runtime()?;
     rt.block_on(up(args))
 }
 

@@ -1005,3 +1005,69 @@ fn deploy_manifests_apply_to_a_cluster() {
         .get(&["serviceaccount", "rudder-operator", "-n", c.ns()])
         .is_some());
 }
+
+/// A chart whose `depth` value makes it render a block mapping nested that deep.
+const NESTING_CHART: &[(&str, &str)] = &[
+    (
+        "Chart.yaml",
+        "apiVersion: v2\nname: nesting\nversion: 0.1.0\n",
+    ),
+    ("values.yaml", "depth: 0\n"),
+    (
+        "templates/cm.yaml",
+        r#"apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}
+data:
+  depth: {{ .Values.depth | quote }}
+{{- if .Values.depth }}
+nested:
+{{- range $i := until (int .Values.depth) }}
+{{ repeat (int (add1 $i)) " " }}k:
+{{- end }}
+{{- end }}
+"#,
+    ),
+];
+
+#[test]
+fn a_cr_rendering_deeply_nested_output_fails_alone() {
+    let Some(c) = Cluster::start("nesting") else {
+        return;
+    };
+    let chart = testkit::write_chart(c.dir(), "nesting", NESTING_CHART);
+    c.apply_yaml(&test_crd("Nest", "nests"));
+    c.wait_crd("nests.e2e.rudder.dev");
+    let op = c.operator("operator", &test_watches(c.dir(), "Nest", &chart), &[]);
+    // 5,000 levels from a 12-byte spec: more than the 3,000 that once overflowed the
+    // operator's stack on every start, within the 10,000 Go's YAML reader accepts.
+    c.apply_yaml(&format!(
+        "apiVersion: e2e.rudder.dev/v1\nkind: Nest\nmetadata: {{name: deep, namespace: {ns}}}\nspec: {{depth: 5000}}\n---\napiVersion: e2e.rudder.dev/v1\nkind: Nest\nmetadata: {{name: fine, namespace: {ns}}}\nspec: {{depth: 0}}\n",
+        ns = c.ns()
+    ));
+    let deep = c.wait_condition("nest", "deep", "ReleaseFailed", "True", &op);
+    let message = cond_field(&deep, "ReleaseFailed", "message");
+    assert!(!message.is_empty() && message.len() < 4096, "{message}");
+    c.wait_condition("nest", "fine", "Deployed", "True", &op);
+    // The operator is still up, and a restart meets the deep CR again and survives it.
+    let mut op = op;
+    assert!(op.exited().is_none(), "the operator exited\n{}", op.logs());
+    drop(op);
+    let mut again = c.operator(
+        "operator-again",
+        &test_watches(c.dir(), "Nest", &chart),
+        &[],
+    );
+    c.apply_yaml(&format!(
+        "apiVersion: e2e.rudder.dev/v1\nkind: Nest\nmetadata: {{name: later, namespace: {ns}}}\nspec: {{depth: 0}}\n",
+        ns = c.ns()
+    ));
+    c.wait_condition("nest", "later", "Deployed", "True", &again);
+    assert!(
+        again.exited().is_none(),
+        "the operator exited\n{}",
+        again.logs()
+    );
+    assert!(c.records("deep").iter().all(|(_, s)| s != "deployed"));
+}

@@ -12,16 +12,6 @@ use gotmpl::{Func, FuncError, FuncMap, Map, Ty, Value};
 use gocodec::json::{self, Target};
 use gocodec::{toml, yaml};
 
-fn func(
-    params: &[Ty],
-    result: &'static str,
-    imp: impl Fn(&[Value]) -> Result<Value, FuncError> + 'static,
-) -> Func {
-    let mut f = Func::new(params, move |_, args| imp(&args));
-    f.result = result;
-    f
-}
-
 fn arg(args: &[Value]) -> &Value {
     args.first().unwrap_or(&Value::Nil)
 }
@@ -59,13 +49,13 @@ pub fn register(m: &mut FuncMap) {
     // YAML (Helm).
     m.insert(
         "toYaml",
-        func(ANY, S, |a| {
+        Func::pure(ANY, S, |a| {
             Ok(Value::string(yaml::to_yaml(arg(a)).unwrap_or_default()))
         }),
     );
     m.insert(
         "mustToYaml",
-        func(ANY, S, |a| {
+        Func::pure(ANY, S, |a| {
             yaml::to_yaml(arg(a))
                 .map(Value::string)
                 .map_err(|e| FuncError::new(e.to_string()))
@@ -73,7 +63,7 @@ pub fn register(m: &mut FuncMap) {
     );
     m.insert(
         "toYamlPretty",
-        func(ANY, S, |a| {
+        Func::pure(ANY, S, |a| {
             Ok(Value::string(
                 yaml::to_yaml_pretty(arg(a)).unwrap_or_default(),
             ))
@@ -81,7 +71,7 @@ pub fn register(m: &mut FuncMap) {
     );
     m.insert(
         "fromYaml",
-        func(STR, MAP, |a| {
+        Func::pure(STR, MAP, |a| {
             Ok(match yaml::parse_yaml_map(str_arg(a)) {
                 Ok(m) => Value::map(m),
                 Err(e) => error_map(e.to_string()),
@@ -90,7 +80,7 @@ pub fn register(m: &mut FuncMap) {
     );
     m.insert(
         "fromYamlArray",
-        func(STR, LIST, |a| {
+        Func::pure(STR, LIST, |a| {
             Ok(match yaml::parse_yaml_list(str_arg(a)) {
                 Ok(l) => Value::list(l),
                 Err(e) => Value::list(vec![Value::string(e.to_string())]),
@@ -101,13 +91,13 @@ pub fn register(m: &mut FuncMap) {
     // JSON (Helm's; Sprig adds toPrettyJson, toRawJson and mustFromJson).
     m.insert(
         "toJson",
-        func(ANY, S, |a| {
+        Func::pure(ANY, S, |a| {
             Ok(Value::string(json::to_json(arg(a)).unwrap_or_default()))
         }),
     );
     m.insert(
         "mustToJson",
-        func(ANY, S, |a| {
+        Func::pure(ANY, S, |a| {
             json::to_json(arg(a))
                 .map(Value::string)
                 .map_err(|e| FuncError::new(e.to_string()))
@@ -115,7 +105,7 @@ pub fn register(m: &mut FuncMap) {
     );
     m.insert(
         "fromJson",
-        func(STR, MAP, |a| {
+        Func::pure(STR, MAP, |a| {
             let (v, err) = json::parse_partial(str_arg(a), Target::Map);
             let m = match v {
                 Value::Map(m) => m,
@@ -129,7 +119,7 @@ pub fn register(m: &mut FuncMap) {
     );
     m.insert(
         "fromJsonArray",
-        func(STR, LIST, |a| {
+        Func::pure(STR, LIST, |a| {
             Ok(match json::parse(str_arg(a), Target::List) {
                 Ok(Value::List(l)) => Value::List(l),
                 Ok(_) => Value::list(Vec::new()),
@@ -141,7 +131,7 @@ pub fn register(m: &mut FuncMap) {
     // TOML (Helm).
     m.insert(
         "toToml",
-        func(ANY, S, |a| {
+        Func::pure(ANY, S, |a| {
             nil_toml(a)?;
             Ok(Value::string(match toml::to_toml(arg(a)) {
                 Ok(s) => s,
@@ -151,7 +141,7 @@ pub fn register(m: &mut FuncMap) {
     );
     m.insert(
         "mustToToml",
-        func(ANY, S, |a| {
+        Func::pure(ANY, S, |a| {
             nil_toml(a)?;
             toml::to_toml(arg(a))
                 .map(Value::string)
@@ -160,7 +150,7 @@ pub fn register(m: &mut FuncMap) {
     );
     m.insert(
         "fromToml",
-        func(STR, MAP, |a| Ok(toml::parse_toml_value(str_arg(a)))),
+        Func::pure(STR, MAP, |a| Ok(toml::parse_toml_value(str_arg(a)))),
     );
 }
 

@@ -722,6 +722,21 @@ impl Func {
             imp: Rc::new(imp),
         }
     }
+    /// A function of fixed parameters that needs nothing from the render
+    /// (most of Sprig's and Helm's), with its Go result type as `%T` of the
+    /// function value shows it.
+    pub fn pure(
+        params: &[Ty],
+        result: &'static str,
+        imp: impl Fn(&[Value]) -> Result<Value, FuncError> + 'static,
+    ) -> Func {
+        Func {
+            params: params.into(),
+            variadic: None,
+            result,
+            imp: Rc::new(move |_, args| imp(&args)),
+        }
+    }
     /// A function whose last parameter is `...variadic`.
     pub fn variadic(
         params: &[Ty],

@@ -6,16 +6,6 @@
 use gocodec::json::{self, Target};
 use gotmpl::{Func, FuncError, FuncMap, Ty, Value};
 
-fn func(
-    params: &[Ty],
-    result: &'static str,
-    imp: impl Fn(&[Value]) -> Result<Value, FuncError> + 'static,
-) -> Func {
-    let mut f = Func::new(params, move |_, args| imp(&args));
-    f.result = result;
-    f
-}
-
 fn arg(args: &[Value]) -> &Value {
     args.first().unwrap_or(&Value::Nil)
 }
@@ -28,7 +18,7 @@ pub fn register(m: &mut FuncMap) {
 
     m.insert(
         "toPrettyJson",
-        func(ANY, S, |a| {
+        Func::pure(ANY, S, |a| {
             Ok(Value::string(
                 json::to_pretty_json(arg(a)).unwrap_or_default(),
             ))
@@ -36,7 +26,7 @@ pub fn register(m: &mut FuncMap) {
     );
     m.insert(
         "mustToPrettyJson",
-        func(ANY, S_ERR, |a| {
+        Func::pure(ANY, S_ERR, |a| {
             json::to_pretty_json(arg(a))
                 .map(Value::string)
                 .map_err(|e| FuncError::new(e.to_string()))
@@ -45,7 +35,7 @@ pub fn register(m: &mut FuncMap) {
     // Sprig's toRawJson panics on failure, so it fails the render too.
     m.insert(
         "toRawJson",
-        func(ANY, S, |a| {
+        Func::pure(ANY, S, |a| {
             json::to_raw_json(arg(a))
                 .map(Value::string)
                 .map_err(|e| FuncError::new(e.to_string()))
@@ -53,7 +43,7 @@ pub fn register(m: &mut FuncMap) {
     );
     m.insert(
         "mustToRawJson",
-        func(ANY, S_ERR, |a| {
+        Func::pure(ANY, S_ERR, |a| {
             json::to_raw_json(arg(a))
                 .map(Value::string)
                 .map_err(|e| FuncError::new(e.to_string()))
@@ -61,7 +51,7 @@ pub fn register(m: &mut FuncMap) {
     );
     m.insert(
         "mustFromJson",
-        func(&[Ty::String], "(interface {}, error)", |a| {
+        Func::pure(&[Ty::String], "(interface {}, error)", |a| {
             json::parse(a.first().and_then(Value::as_str).unwrap_or(""), Target::Any)
                 .map_err(|e| FuncError::new(e.to_string()))
         }),

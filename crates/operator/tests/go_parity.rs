@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::cluster::{eventually, TestCluster};
+use common::cluster::TestCluster;
 use common::{resource, GROUP, KIND, VERSION};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Secret};
@@ -24,6 +24,7 @@ use kube::{Client, ResourceExt};
 use operator::reconcile::{reconcile, Context, Outcome, ReconcileError};
 use operator::watches::Watch;
 use serde_json::{json, Value};
+use testkit::eventually;
 
 const CHART_LABEL: &str = "helm.sdk.operatorframework.io/chart";
 
@@ -246,7 +247,8 @@ async fn records_are_owned_by_the_cr_and_collected_with_it() {
         .delete("own", &DeleteParams::default())
         .await
         .expect("delete CR");
-    eventually(Duration::from_secs(60), "records collected", || async {
+    // Wait for: records collected.
+    eventually(Duration::from_secs(60), || async {
         records(&tc, "own").await.is_empty().then_some(())
     })
     .await;

@@ -9,13 +9,14 @@ mod common;
 
 use std::time::Duration;
 
-use common::cluster::{eventually, TestCluster};
+use common::cluster::TestCluster;
 use common::{resource, GROUP, KIND, VERSION};
 use futures::channel::oneshot;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use operator::Options;
 use serde_json::{json, Value};
+use testkit::eventually;
 
 const WAIT: Duration = Duration::from_secs(90);
 
@@ -95,13 +96,15 @@ async fn uninstall_wait_holds_no_worker() {
         json!({"helm.sdk.operatorframework.io/uninstall-wait": "true"}),
     )
     .await;
-    eventually(WAIT, "a deployed", deployed_true("a")).await;
+    // Wait for: a deployed.
+    eventually(WAIT, deployed_true("a")).await;
 
     crs.delete("a", &DeleteParams::default())
         .await
         .expect("delete CR a");
     let secrets: Api<Secret> = Api::namespaced(tc.client.clone(), &tc.namespace);
-    let cr = eventually(WAIT, "a waiting for its objects", || async {
+    // Wait for: a waiting for its objects.
+    let cr = eventually(WAIT, || async {
         let cr = crs.get("a").await.ok()?;
         (deployed(&cr)?.2 == "Waiting until all resources are deleted.").then_some(cr)
     })
@@ -118,7 +121,8 @@ async fn uninstall_wait_holds_no_worker() {
         "{}",
         cr.data["status"]
     );
-    eventually(WAIT, "a's records deleted at once", || async {
+    // Wait for: a's records deleted at once.
+    eventually(WAIT, || async {
         let list = secrets
             .list(&ListParams::default().labels("owner=helm,name=a"))
             .await
@@ -129,7 +133,8 @@ async fn uninstall_wait_holds_no_worker() {
 
     // One worker, and it is not held: another CR is installed meanwhile.
     create("b", json!({}), json!({})).await;
-    eventually(WAIT, "b deployed while a waits", deployed_true("b")).await;
+    // Wait for: b deployed while a waits.
+    eventually(WAIT, deployed_true("b")).await;
     assert!(
         crs.get_opt("a").await.expect("read a").is_some(),
         "a still waits"
@@ -144,7 +149,8 @@ async fn uninstall_wait_holds_no_worker() {
     )
     .await
     .expect("release the object");
-    eventually(WAIT, "CR a gone", || async {
+    // Wait for: CR a gone.
+    eventually(WAIT, || async {
         crs.get_opt("a").await.ok()?.is_none().then_some(())
     })
     .await;

@@ -4,7 +4,6 @@
 //! ends (so a real cluster is left as it was found, CRD aside).
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use kube::Client;
 use testkit::apiserver::Authorization;
@@ -61,21 +60,5 @@ impl TestCluster {
         tokio::task::spawn_blocking(move || drop(ns))
             .await
             .expect("namespace teardown");
-    }
-}
-
-/// Polls `check` until it returns `Some`, for at most `timeout`.
-pub async fn eventually<T, F, Fut>(timeout: Duration, what: &str, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let start = std::time::Instant::now();
-    loop {
-        if let Some(v) = check().await {
-            return v;
-        }
-        assert!(start.elapsed() < timeout, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }

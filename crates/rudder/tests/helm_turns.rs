@@ -263,15 +263,9 @@ fn take_turns(cluster: &Cluster, refs: &References, name: &str, steps: &[Step]) 
     }
 }
 
-#[test]
-fn rudder_and_helm_take_turns_applying_server_side() {
-    let Some(cluster) = Cluster::start("ssa") else {
-        return;
-    };
-    let refs = References::new(&cluster);
-    take_turns(
-        &cluster,
-        &refs,
+/// Sequences of turns with Helm applying server-side (its default), each on a fresh release.
+const SERVER_SIDE_TURNS: &[(&str, &[Step])] = &[
+    (
         "rudder-first",
         &[
             Install(Rudder, 'a', DEFAULTS),
@@ -284,10 +278,8 @@ fn rudder_and_helm_take_turns_applying_server_side() {
             Upgrade(Helm, 'b', SERVER_SIDE),
             Uninstall(Helm),
         ],
-    );
-    take_turns(
-        &cluster,
-        &refs,
+    ),
+    (
         "helm-first",
         &[
             Install(Helm, 'a', DEFAULTS),
@@ -298,18 +290,12 @@ fn rudder_and_helm_take_turns_applying_server_side() {
             Upgrade(Rudder, 'c', DEFAULTS),
             Uninstall(Rudder),
         ],
-    );
-}
+    ),
+];
 
-#[test]
-fn rudder_and_helm_take_turns_with_helms_client_side_apply() {
-    let Some(cluster) = Cluster::start("csa") else {
-        return;
-    };
-    let refs = References::new(&cluster);
-    take_turns(
-        &cluster,
-        &refs,
+/// Sequences of turns with Helm's client-side apply in the mix, each on a fresh release.
+const CLIENT_SIDE_TURNS: &[(&str, &[Step])] = &[
+    (
         "helm-csa-first",
         &[
             Install(Helm, 'a', CLIENT_SIDE),
@@ -324,10 +310,8 @@ fn rudder_and_helm_take_turns_with_helms_client_side_apply() {
             Upgrade(Helm, 'a', DEFAULTS),
             Uninstall(Helm),
         ],
-    );
-    take_turns(
-        &cluster,
-        &refs,
+    ),
+    (
         "rudder-then-helm-csa",
         &[
             Install(Rudder, 'a', DEFAULTS),
@@ -342,7 +326,29 @@ fn rudder_and_helm_take_turns_with_helms_client_side_apply() {
             Rollback(Helm, 4, DEFAULTS),
             Uninstall(Rudder),
         ],
-    );
+    ),
+];
+
+#[test]
+fn rudder_and_helm_take_turns_applying_server_side() {
+    let Some(cluster) = Cluster::start("ssa") else {
+        return;
+    };
+    let refs = References::new(&cluster);
+    for (name, steps) in SERVER_SIDE_TURNS {
+        take_turns(&cluster, &refs, name, steps);
+    }
+}
+
+#[test]
+fn rudder_and_helm_take_turns_with_helms_client_side_apply() {
+    let Some(cluster) = Cluster::start("csa") else {
+        return;
+    };
+    let refs = References::new(&cluster);
+    for (name, steps) in CLIENT_SIDE_TURNS {
+        take_turns(&cluster, &refs, name, steps);
+    }
 }
 
 /// A namespaced CRD for the operator case (cluster-scoped: deleted when dropped).

@@ -174,28 +174,7 @@ fn yaml(text: &str) -> Result<Value, String> {
 /// The deepest nesting of `[`/`{` in JSON text, outside strings; for YAML
 /// it also counts indentation, so it bounds the depth from above.
 pub(crate) fn json_depth(body: &[u8]) -> usize {
-    let (mut depth, mut max, mut in_str, mut esc) = (0usize, 0usize, false, false);
-    for &b in body {
-        if in_str {
-            match (esc, b) {
-                (true, _) => esc = false,
-                (false, b'\\') => esc = true,
-                (false, b'"') => in_str = false,
-                _ => {}
-            }
-            continue;
-        }
-        match b {
-            b'"' => in_str = true,
-            b'[' | b'{' => {
-                depth += 1;
-                max = max.max(depth);
-            }
-            b']' | b'}' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-    }
-    max
+    gostd::json::nesting_depth(body, usize::MAX)
 }
 
 /// An upper bound of a body's nesting, JSON or YAML (flow brackets plus

@@ -87,31 +87,7 @@ pub fn json_depth(v: &serde_json::Value) -> usize {
 /// to one past [`MAX_DEPTH`]: a check that costs no recursion before
 /// handing the text to a recursive parser.
 pub fn json_text_depth(text: &[u8]) -> usize {
-    let (mut open, mut deepest, mut in_string, mut escaped) = (0usize, 0usize, false, false);
-    for &b in text {
-        if in_string {
-            match (escaped, b) {
-                (true, _) => escaped = false,
-                (false, b'\\') => escaped = true,
-                (false, b'"') => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
-        match b {
-            b'"' => in_string = true,
-            b'{' | b'[' => {
-                open += 1;
-                deepest = deepest.max(open);
-                if deepest > MAX_DEPTH {
-                    break;
-                }
-            }
-            b'}' | b']' => open = open.saturating_sub(1),
-            _ => {}
-        }
-    }
-    deepest
+    gostd::json::nesting_depth(text, MAX_DEPTH)
 }
 
 /// Parses JSON text with serde_json as deep as Go's `encoding/json` reads

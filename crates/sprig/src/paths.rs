@@ -4,36 +4,10 @@
 
 use gotmpl::{Func, FuncError, FuncMap, Map, Ty, Value};
 
-/// Go's `path.Clean`.
-pub fn clean(path: &str) -> String {
-    if path.is_empty() {
-        return ".".into();
-    }
-    let rooted = path.starts_with('/');
-    let mut parts: Vec<&str> = Vec::new();
-    for seg in path.split('/') {
-        match seg {
-            "" | "." => {}
-            ".." => {
-                if parts.last().is_some_and(|p| *p != "..") {
-                    parts.pop();
-                } else if !rooted {
-                    parts.push("..");
-                }
-            }
-            s => parts.push(s),
-        }
-    }
-    let joined = parts.join("/");
-    match (rooted, joined.is_empty()) {
-        (true, _) => format!("/{joined}"),
-        (false, true) => ".".into(),
-        (false, false) => joined,
-    }
-}
+use gostd::path::clean;
 
 /// Go's `path.Base`.
-pub fn base(path: &str) -> String {
+pub(crate) fn base(path: &str) -> String {
     if path.is_empty() {
         return ".".into();
     }
@@ -48,13 +22,13 @@ pub fn base(path: &str) -> String {
 }
 
 /// Go's `path.Dir`.
-pub fn dir(path: &str) -> String {
+pub(crate) fn dir(path: &str) -> String {
     let i = path.rfind('/').map(|i| i + 1).unwrap_or(0);
     clean(&path[..i])
 }
 
 /// Go's `path.Ext`.
-pub fn ext(path: &str) -> String {
+pub(crate) fn ext(path: &str) -> String {
     for (i, c) in path.char_indices().rev() {
         match c {
             '/' => break,
@@ -66,7 +40,7 @@ pub fn ext(path: &str) -> String {
 }
 
 /// Go's `path.IsAbs`.
-pub fn is_abs(path: &str) -> bool {
+pub(crate) fn is_abs(path: &str) -> bool {
     path.starts_with('/')
 }
 
@@ -197,7 +171,7 @@ fn hexval(c: u8) -> u8 {
 
 /// The parts of Go's `url.URL` that Sprig exposes.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct Url {
+pub(crate) struct Url {
     pub scheme: String,
     pub opaque: String,
     /// `(username, password)`.
@@ -359,7 +333,7 @@ fn parse_no_fragment(raw: &str) -> Result<Url, String> {
 }
 
 /// Go's `url.Parse`; the error is the text of Go's `*url.Error`.
-pub fn parse_url(raw: &str) -> Result<Url, String> {
+pub(crate) fn parse_url(raw: &str) -> Result<Url, String> {
     let (u, frag) = match raw.split_once('#') {
         Some((u, f)) => (u, Some(f)),
         None => (raw, None),
@@ -374,7 +348,7 @@ pub fn parse_url(raw: &str) -> Result<Url, String> {
 
 impl Url {
     /// `u.Hostname()`.
-    pub fn hostname(&self) -> String {
+    pub(crate) fn hostname(&self) -> String {
         let host = &self.host;
         if let Some(rest) = host.strip_prefix('[') {
             return rest.split(']').next().unwrap_or("").to_string();
@@ -404,7 +378,7 @@ impl Url {
     }
 
     /// `u.String()`.
-    pub fn to_url_string(&self) -> String {
+    pub(crate) fn to_url_string(&self) -> String {
         let mut buf = String::new();
         if !self.scheme.is_empty() {
             buf.push_str(&self.scheme);
@@ -513,7 +487,7 @@ fn str_fn<T: Into<Value> + 'static>(m: &mut FuncMap, name: &str, f: fn(&str) -> 
     );
 }
 
-pub fn register(m: &mut FuncMap) {
+pub(crate) fn register(m: &mut FuncMap) {
     for prefix in ["", "os"] {
         let name = |n: &str| {
             if prefix.is_empty() {

@@ -319,7 +319,7 @@ pub fn archive_files_with(data: &[u8], budget: &Budget) -> Result<Vec<BufferedFi
         if n.starts_with('/') {
             return Err(arch("chart illegally contains absolute paths".into()));
         }
-        let n = clean_path(&n);
+        let n = gostd::path::clean(&n);
         if n == "." {
             return Err(arch(format!(
                 "chart illegally contains content outside the base directory: {raw_name:?}"
@@ -351,31 +351,6 @@ pub fn archive_files_with(data: &[u8], budget: &Budget) -> Result<Vec<BufferedFi
         return Err(arch("no files in chart archive".into()));
     }
     Ok(files)
-}
-
-/// Go's `path.Clean`.
-fn clean_path(p: &str) -> String {
-    let rooted = p.starts_with('/');
-    let mut out: Vec<&str> = Vec::new();
-    for seg in p.split('/') {
-        match seg {
-            "" | "." => {}
-            ".." => {
-                if out.last().is_some_and(|s| *s != "..") {
-                    out.pop();
-                } else if !rooted {
-                    out.push("..");
-                }
-            }
-            s => out.push(s),
-        }
-    }
-    let joined = out.join("/");
-    match (rooted, joined.is_empty()) {
-        (true, _) => format!("/{joined}"),
-        (false, true) => ".".to_string(),
-        (false, false) => joined,
-    }
 }
 
 /// Go's `filepath.Ext`.
@@ -603,8 +578,8 @@ mod tests {
 
     #[test]
     fn clean() {
-        assert_eq!(clean_path("a/./b/../c"), "a/c");
-        assert_eq!(clean_path(""), ".");
-        assert_eq!(clean_path("../a"), "../a");
+        assert_eq!(gostd::path::clean("a/./b/../c"), "a/c");
+        assert_eq!(gostd::path::clean(""), ".");
+        assert_eq!(gostd::path::clean("../a"), "../a");
     }
 }

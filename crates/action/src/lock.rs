@@ -21,9 +21,9 @@ use release::lock::{LockBackend, LockError, LockHandle, LockState, ReleaseLocks,
 use crate::error::{Error, Result};
 
 /// How long a lock stays valid after each renewal.
-pub const LOCK_DURATION: Duration = Duration::from_secs(30);
+pub(crate) const LOCK_DURATION: Duration = Duration::from_secs(30);
 /// How often a held lock is renewed.
-pub const RENEW_EVERY: Duration = Duration::from_secs(10);
+pub(crate) const RENEW_EVERY: Duration = Duration::from_secs(10);
 
 /// Identities this process holds right now; a same-pid holder not in here is dead.
 fn live() -> &'static Mutex<HashSet<String>> {
@@ -51,7 +51,7 @@ pub fn hostname() -> String {
 }
 
 /// A fresh holder identity: `host/pid/random`.
-pub fn new_identity() -> String {
+pub(crate) fn new_identity() -> String {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
     h.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));

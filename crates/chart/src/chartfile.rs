@@ -11,9 +11,9 @@ use serde_json::{Map, Value as Json};
 use std::collections::BTreeMap;
 
 /// API version of charts that keep dependencies in `requirements.yaml`.
-pub const API_VERSION_V1: &str = "v1";
+pub(crate) const API_VERSION_V1: &str = "v1";
 /// API version of charts that keep dependencies in `Chart.yaml`.
-pub const API_VERSION_V2: &str = "v2";
+pub(crate) const API_VERSION_V2: &str = "v2";
 
 /// A problem in a chart's metadata files.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -168,7 +168,7 @@ impl Metadata {
         if self.version.is_empty() {
             return Err(v("chart.metadata.version is required"));
         }
-        if sprig::semver::parse_version(&self.version).is_err() {
+        if sprig::parse_version(&self.version).is_err() {
             return Err(v(&format!(
                 "chart.metadata.version {:?} is invalid",
                 self.version

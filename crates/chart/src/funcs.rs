@@ -38,7 +38,7 @@ fn nil_toml(args: &[Value]) -> Result<(), FuncError> {
 }
 
 /// Registers Helm's functions under their template names.
-pub fn register(m: &mut FuncMap) {
+pub(crate) fn register(m: &mut FuncMap) {
     crate::values::methods::register(m);
     const ANY: &[Ty] = &[Ty::Any];
     const STR: &[Ty] = &[Ty::String];

@@ -10,18 +10,18 @@ use gotmpl::{Func, List, ListKind, Map, Object, Ty, Value};
 /// `.Files`: the chart's non-template files (Helm's `files`, a
 /// `map[string][]byte` with methods).
 #[derive(Debug, Clone, Default)]
-pub struct Files {
+pub(crate) struct Files {
     files: Rc<BTreeMap<String, Rc<[u8]>>>,
 }
 
 impl Files {
-    pub fn new(files: BTreeMap<String, Rc<[u8]>>) -> Self {
+    pub(crate) fn new(files: BTreeMap<String, Rc<[u8]>>) -> Self {
         Files {
             files: Rc::new(files),
         }
     }
 
-    pub fn from_pairs<I, S, B>(pairs: I) -> Self
+    pub(crate) fn from_pairs<I, S, B>(pairs: I) -> Self
     where
         I: IntoIterator<Item = (S, B)>,
         S: Into<String>,
@@ -46,7 +46,7 @@ impl Files {
 
     /// The files whose paths match a gobwas-style glob (`*` within a path
     /// segment, `**` across segments), as Helm's `Files.Glob`.
-    pub fn glob(&self, pattern: &str) -> Files {
+    pub(crate) fn glob(&self, pattern: &str) -> Files {
         let Some(re) = glob_regex(pattern) else {
             return Files::default();
         };
@@ -203,7 +203,7 @@ impl Object for Files {
 
 /// The Kubernetes version templates see (`.Capabilities.KubeVersion`).
 #[derive(Debug, Clone)]
-pub struct KubeVersion {
+pub(crate) struct KubeVersion {
     pub version: String,
     pub major: String,
     pub minor: String,
@@ -211,7 +211,7 @@ pub struct KubeVersion {
 
 impl KubeVersion {
     /// Parses `v1.29.0`, `1.29`, `v1.29.3-gke.1` into Helm's form.
-    pub fn parse(s: &str) -> Option<KubeVersion> {
+    pub(crate) fn parse(s: &str) -> Option<KubeVersion> {
         let t = s.trim().trim_start_matches('v');
         let mut parts = t.splitn(3, '.');
         let major = parts.next()?.to_string();
@@ -281,7 +281,7 @@ impl Object for KubeVersion {
 
 /// `.Capabilities.APIVersions`: a list of group/versions with `Has`.
 #[derive(Debug, Clone)]
-pub struct VersionSet(pub Rc<Vec<String>>);
+pub(crate) struct VersionSet(pub Rc<Vec<String>>);
 
 impl Object for VersionSet {
     fn type_name(&self) -> String {
@@ -323,7 +323,7 @@ impl Object for VersionSet {
 }
 
 /// The API group/versions Helm v4.2 assumes when no cluster is asked.
-pub const DEFAULT_API_VERSIONS: &[&str] = &[
+pub(crate) const DEFAULT_API_VERSIONS: &[&str] = &[
     "v1",
     "admissionregistration.k8s.io/v1",
     "admissionregistration.k8s.io/v1alpha1",
@@ -383,7 +383,7 @@ pub const DEFAULT_API_VERSIONS: &[&str] = &[
 
 /// `.Capabilities`.
 #[derive(Debug, Clone)]
-pub struct Capabilities {
+pub(crate) struct Capabilities {
     pub kube_version: KubeVersion,
     pub api_versions: VersionSet,
 }
@@ -396,7 +396,7 @@ impl Default for Capabilities {
 
 impl Capabilities {
     /// The default API versions plus `extra` (`--api-versions`).
-    pub fn new(kube_version: KubeVersion, extra: &[String]) -> Self {
+    pub(crate) fn new(kube_version: KubeVersion, extra: &[String]) -> Self {
         let mut v: Vec<String> = DEFAULT_API_VERSIONS.iter().map(|s| s.to_string()).collect();
         for e in extra {
             if !v.contains(e) {
@@ -410,7 +410,7 @@ impl Capabilities {
     }
 
     /// Exactly `api_versions` (a cluster's discovered set), without the defaults.
-    pub fn exact(kube_version: KubeVersion, api_versions: Vec<String>) -> Self {
+    pub(crate) fn exact(kube_version: KubeVersion, api_versions: Vec<String>) -> Self {
         Capabilities {
             kube_version,
             api_versions: VersionSet(Rc::new(api_versions)),

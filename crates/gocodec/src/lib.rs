@@ -11,6 +11,8 @@
 //! [`depth`] holds the nesting limits these readers share with Go, and
 //! [`memo`] the per-thread tables that remember parses of the same text.
 
+#![warn(unreachable_pub)]
+
 pub mod depth;
 pub mod json;
 pub mod memo;

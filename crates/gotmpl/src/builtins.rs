@@ -6,7 +6,7 @@ use std::cmp::Ordering;
 use crate::value::{List, MapKind, UintKind, Value};
 
 /// Go's `len`.
-pub fn length(v: &Value) -> Result<i64, String> {
+pub(crate) fn length(v: &Value) -> Result<i64, String> {
     Ok(match v {
         Value::Nil => return Err("len of nil pointer".into()),
         Value::Invalid => return Err("reflect: call of reflect.Value.Type on zero Value".into()),
@@ -41,7 +41,7 @@ fn index_arg(i: &Value, cap: usize) -> Result<usize, String> {
 }
 
 /// Go's `index`.
-pub fn index(item: &Value, indexes: &[Value]) -> Result<Value, String> {
+pub(crate) fn index(item: &Value, indexes: &[Value]) -> Result<Value, String> {
     let mut item = item.clone();
     if item.is_nil() {
         return Err("index of untyped nil".into());
@@ -98,7 +98,7 @@ pub fn index(item: &Value, indexes: &[Value]) -> Result<Value, String> {
 }
 
 /// Go's builtin `slice`.
-pub fn slice(item: &Value, indexes: &[Value]) -> Result<Value, String> {
+pub(crate) fn slice(item: &Value, indexes: &[Value]) -> Result<Value, String> {
     if item.is_nil() {
         return Err("slice of untyped nil".into());
     }
@@ -188,7 +188,7 @@ fn comparable(v: &Value) -> bool {
 }
 
 /// Go's `eq`: true if `a` equals any of `others`.
-pub fn eq(a: &Value, others: &[Value]) -> Result<bool, String> {
+pub(crate) fn eq(a: &Value, others: &[Value]) -> Result<bool, String> {
     if others.is_empty() {
         return Err("missing argument for comparison".into());
     }
@@ -249,7 +249,7 @@ pub fn eq(a: &Value, others: &[Value]) -> Result<bool, String> {
 }
 
 /// Go's `lt`.
-pub fn lt(a: &Value, b: &Value) -> Result<bool, String> {
+pub(crate) fn lt(a: &Value, b: &Value) -> Result<bool, String> {
     let k1 = basic_kind(a);
     if k1 == BasicKind::Invalid {
         return Err("invalid type for comparison".into());
@@ -275,7 +275,7 @@ pub fn lt(a: &Value, b: &Value) -> Result<bool, String> {
 }
 
 /// Go's `le`.
-pub fn le(a: &Value, b: &Value) -> Result<bool, String> {
+pub(crate) fn le(a: &Value, b: &Value) -> Result<bool, String> {
     if lt(a, b)? {
         return Ok(true);
     }

@@ -7,7 +7,7 @@ use crate::value::Value;
 use gostd::unicode::is_print;
 
 /// Go's `template.HTMLEscapeString`.
-pub fn html_escape(s: &str) -> String {
+pub(crate) fn html_escape(s: &str) -> String {
     if !s.contains(['"', '\'', '&', '<', '>', '\0']) {
         return s.to_string();
     }
@@ -30,7 +30,7 @@ pub fn html_escape(s: &str) -> String {
 /// Go's `template.JSEscapeString` (as of Go 1.26: backslash and quotes
 /// backslashed; `<`, `>`, `&`, `=`, control characters and non-printable
 /// runes as `\uXXXX`; the backtick is left alone, unlike `html/template`).
-pub fn js_escape(s: &str) -> String {
+pub(crate) fn js_escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 16);
     for c in s.chars() {
         match c {
@@ -51,7 +51,7 @@ pub fn js_escape(s: &str) -> String {
 
 /// Go's `url.QueryEscape`: space as `+`, everything but `A-Za-z0-9-_.~` as
 /// `%XX` of its UTF-8 bytes.
-pub fn query_escape(s: &str) -> String {
+pub(crate) fn query_escape(s: &str) -> String {
     const HEX: &[u8; 16] = b"0123456789ABCDEF";
     let mut out = String::with_capacity(s.len() + 8);
     for &b in s.as_bytes() {
@@ -73,7 +73,7 @@ pub fn query_escape(s: &str) -> String {
 /// Go's `evalArgs` for the escaping builtins: a lone string argument is used
 /// as is; otherwise the arguments are joined with `fmt.Sprint`, a missing
 /// or nil argument showing as `<no value>`.
-pub fn eval_args(args: &[Value]) -> String {
+pub(crate) fn eval_args(args: &[Value]) -> String {
     if let [Value::String(s)] = args {
         return s.to_string();
     }

@@ -5,7 +5,7 @@
 use std::borrow::Cow;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ItemType {
+pub(crate) enum ItemType {
     Error,
     Bool,
     Char,
@@ -44,7 +44,7 @@ pub enum ItemType {
 }
 
 #[derive(Clone, Debug)]
-pub struct Item<'a> {
+pub(crate) struct Item<'a> {
     pub typ: ItemType,
     /// Byte offset of the item in the input.
     pub pos: usize,
@@ -57,7 +57,7 @@ pub struct Item<'a> {
 
 impl Item<'_> {
     /// How Go's parser names an item in "unexpected X" errors.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         match self.typ {
             ItemType::Eof => "EOF".to_string(),
             ItemType::Error => self.val.to_string(),
@@ -116,7 +116,7 @@ fn keyword(s: &str) -> Option<ItemType> {
 }
 
 /// Lexes the whole input. The last item is `Eof` or `Error`.
-pub fn lex(input: &str) -> Vec<Item<'_>> {
+pub(crate) fn lex(input: &str) -> Vec<Item<'_>> {
     let mut l = Lexer {
         input,
         // Roughly one item per 8 bytes of template text; growing the

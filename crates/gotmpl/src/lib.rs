@@ -2,15 +2,17 @@
 //! Go `fmt` semantics. It knows nothing of Helm; hosts add functions through
 //! a [`FuncMap`] and objects through the [`Object`] trait.
 
-pub mod builtins;
-pub mod escape;
-pub mod exec;
+#![warn(unreachable_pub)]
+
+mod builtins;
+mod escape;
+mod exec;
 pub mod fmt;
-pub mod funcs;
+mod funcs;
 pub mod gostr;
-pub mod lex;
+mod lex;
 pub mod limits;
-pub mod parse;
+mod parse;
 pub mod time;
 pub mod value;
 

@@ -285,7 +285,7 @@ const BUILTINS: &[&str] = &[
     "println", "urlquery", "eq", "ge", "gt", "le", "lt", "ne",
 ];
 
-pub fn is_builtin(name: &str) -> bool {
+pub(crate) fn is_builtin(name: &str) -> bool {
     BUILTINS.contains(&name)
 }
 
@@ -294,7 +294,7 @@ pub fn is_builtin(name: &str) -> bool {
 /// one more definition of `name`: a non-empty `define` of the same name wins
 /// over an empty main body (and is then the only tree of that name), and two
 /// non-empty ones are an error.
-pub fn parse(
+pub(crate) fn parse(
     name: &str,
     text: &str,
     has_func: &dyn Fn(&str) -> bool,
@@ -877,7 +877,7 @@ enum Parsed {
 }
 
 /// Go's `strconv.Unquote` for the three literal forms the lexer produces.
-pub fn unquote(s: &str) -> Result<String, String> {
+pub(crate) fn unquote(s: &str) -> Result<String, String> {
     let bad = || "invalid syntax".to_string();
     if s.len() < 2 {
         return Err(bad());
@@ -1102,7 +1102,7 @@ fn parse_go_float(text: &str) -> Result<f64, ()> {
 }
 
 /// Go's `parse.NewNumber`: every interpretation of a numeric literal.
-pub fn parse_number(text: &str, typ: ItemType) -> Result<Number, String> {
+pub(crate) fn parse_number(text: &str, typ: ItemType) -> Result<Number, String> {
     let mut n = Number {
         text: text.to_string(),
         ..Default::default()

@@ -7,46 +7,46 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// The finalizer that makes deleting a CR uninstall its release first.
-pub const FINALIZER: &str = "helm.sdk.operatorframework.io/uninstall-release";
+pub(crate) const FINALIZER: &str = "helm.sdk.operatorframework.io/uninstall-release";
 /// The finalizer older Go helm-operators used; removed along with [`FINALIZER`].
-pub const LEGACY_FINALIZER: &str = "uninstall-helm-release";
+pub(crate) const LEGACY_FINALIZER: &str = "uninstall-helm-release";
 
 /// Annotation prefix of the Go helm-operator.
-pub const PREFIX: &str = "helm.sdk.operatorframework.io/";
+pub(crate) const PREFIX: &str = "helm.sdk.operatorframework.io/";
 /// Annotation prefix of older helm-operator-plugins releases.
 const LEGACY_PREFIX: &str = "helm.operator-sdk/";
 
-pub const INSTALL_DISABLE_HOOKS: &str = "install-disable-hooks";
-pub const INSTALL_DESCRIPTION: &str = "install-description";
-pub const UPGRADE_FORCE: &str = "upgrade-force";
-pub const UPGRADE_DISABLE_HOOKS: &str = "upgrade-disable-hooks";
-pub const UPGRADE_DESCRIPTION: &str = "upgrade-description";
-pub const ROLLBACK_FORCE: &str = "rollback-force";
-pub const UNINSTALL_DISABLE_HOOKS: &str = "uninstall-disable-hooks";
-pub const UNINSTALL_WAIT: &str = "uninstall-wait";
-pub const UNINSTALL_DESCRIPTION: &str = "uninstall-description";
-pub const RECONCILE_PERIOD: &str = "reconcile-period";
+pub(crate) const INSTALL_DISABLE_HOOKS: &str = "install-disable-hooks";
+pub(crate) const INSTALL_DESCRIPTION: &str = "install-description";
+pub(crate) const UPGRADE_FORCE: &str = "upgrade-force";
+pub(crate) const UPGRADE_DISABLE_HOOKS: &str = "upgrade-disable-hooks";
+pub(crate) const UPGRADE_DESCRIPTION: &str = "upgrade-description";
+pub(crate) const ROLLBACK_FORCE: &str = "rollback-force";
+pub(crate) const UNINSTALL_DISABLE_HOOKS: &str = "uninstall-disable-hooks";
+pub(crate) const UNINSTALL_WAIT: &str = "uninstall-wait";
+pub(crate) const UNINSTALL_DESCRIPTION: &str = "uninstall-description";
+pub(crate) const RECONCILE_PERIOD: &str = "reconcile-period";
 /// rudder extension: `"true"` pauses the CR (nothing is applied until it is removed).
-pub const RECONCILE_PAUSED: &str = "reconcile-paused";
+pub(crate) const RECONCILE_PAUSED: &str = "reconcile-paused";
 /// rudder extension: after an install, `Deployed` waits for the workloads to be ready.
-pub const INSTALL_WAIT: &str = "install-wait";
+pub(crate) const INSTALL_WAIT: &str = "install-wait";
 /// rudder extension: after an upgrade, `Deployed` waits for the workloads to be ready.
-pub const UPGRADE_WAIT: &str = "upgrade-wait";
+pub(crate) const UPGRADE_WAIT: &str = "upgrade-wait";
 /// rudder extension: how long `install-wait`/`upgrade-wait` wait before `ReleaseFailed`.
-pub const WAIT_TIMEOUT: &str = "wait-timeout";
+pub(crate) const WAIT_TIMEOUT: &str = "wait-timeout";
 
 /// The label every object of a release (and its records) carries: the chart's name,
 /// as the Go helm-operator's clients put it (its cache selects objects by it).
-pub const CHART_LABEL: &str = "helm.sdk.operatorframework.io/chart";
+pub(crate) const CHART_LABEL: &str = "helm.sdk.operatorframework.io/chart";
 
 /// Objects outside the CR's namespace name their CR here (`<namespace>/<name>`).
-pub const PRIMARY_RESOURCE: &str = "operator-sdk/primary-resource";
+pub(crate) const PRIMARY_RESOURCE: &str = "operator-sdk/primary-resource";
 /// ... and its kind here (`<Kind>.<group>`).
-pub const PRIMARY_RESOURCE_TYPE: &str = "operator-sdk/primary-resource-type";
+pub(crate) const PRIMARY_RESOURCE_TYPE: &str = "operator-sdk/primary-resource-type";
 
 /// A CR's annotations, read with the Go helm-operator's rules.
 #[derive(Debug, Clone, Default)]
-pub struct Annotations<'a> {
+pub(crate) struct Annotations<'a> {
     map: Option<&'a BTreeMap<String, String>>,
 }
 
@@ -60,12 +60,12 @@ pub struct AnnotationError {
 }
 
 impl<'a> Annotations<'a> {
-    pub fn new(map: Option<&'a BTreeMap<String, String>>) -> Annotations<'a> {
+    pub(crate) fn new(map: Option<&'a BTreeMap<String, String>>) -> Annotations<'a> {
         Annotations { map }
     }
 
     /// The value of `helm.sdk.operatorframework.io/<short>` (or the legacy spelling).
-    pub fn get(&self, short: &str) -> Option<&'a str> {
+    pub(crate) fn get(&self, short: &str) -> Option<&'a str> {
         let map = self.map?;
         map.get(&format!("{PREFIX}{short}"))
             .or_else(|| map.get(&format!("{LEGACY_PREFIX}{short}")))
@@ -74,7 +74,7 @@ impl<'a> Annotations<'a> {
 
     /// A boolean annotation; unset or unparsable values give `default`, as in Go
     /// (which logs and ignores a value `strconv.ParseBool` rejects).
-    pub fn bool_or(&self, short: &str, default: bool) -> bool {
+    pub(crate) fn bool_or(&self, short: &str, default: bool) -> bool {
         match self.get(short) {
             Some(v) => match gostd::strconv::parse_bool(v) {
                 Some(b) => b,
@@ -92,19 +92,19 @@ impl<'a> Annotations<'a> {
     }
 
     /// A free-text annotation; empty values count as unset.
-    pub fn text(&self, short: &str) -> Option<String> {
+    pub(crate) fn text(&self, short: &str) -> Option<String> {
         self.get(short)
             .filter(|v| !v.is_empty())
             .map(str::to_string)
     }
 
     /// `reconcile-period` as a Go duration (`30s`, `1m30s`, `2h`).
-    pub fn reconcile_period(&self) -> Result<Option<Duration>, AnnotationError> {
+    pub(crate) fn reconcile_period(&self) -> Result<Option<Duration>, AnnotationError> {
         self.duration(RECONCILE_PERIOD)
     }
 
     /// A duration annotation, as Go's `time.ParseDuration` reads it.
-    pub fn duration(&self, short: &str) -> Result<Option<Duration>, AnnotationError> {
+    pub(crate) fn duration(&self, short: &str) -> Result<Option<Duration>, AnnotationError> {
         match self.get(short) {
             None => Ok(None),
             Some(v) => gostd::time::Duration::parse(v)

@@ -24,17 +24,16 @@ use kube::Client;
 use serde_json::json;
 
 /// The reasons the reconciler records, besides the status condition reasons.
-pub const REPAIRED: &str = "Repaired";
-pub const ROLLED_BACK: &str = "RolledBack";
-pub const ROLLBACK_ERROR: &str = "RollbackError";
-pub const OVERRIDE_VALUES_IN_USE: &str = "OverrideValuesInUse";
-pub const ADOPTED: &str = "Adopted";
-pub const MIGRATED: &str = "Migrated";
-pub const BACKING_OFF: &str = "BackingOff";
+pub(crate) const REPAIRED: &str = "Repaired";
+pub(crate) const ROLLED_BACK: &str = "RolledBack";
+pub(crate) const ROLLBACK_ERROR: &str = "RollbackError";
+pub(crate) const OVERRIDE_VALUES_IN_USE: &str = "OverrideValuesInUse";
+pub(crate) const ADOPTED: &str = "Adopted";
+pub(crate) const MIGRATED: &str = "Migrated";
 
 /// Event types.
-pub const NORMAL: &str = "Normal";
-pub const WARNING: &str = "Warning";
+pub(crate) const NORMAL: &str = "Normal";
+pub(crate) const WARNING: &str = "Warning";
 
 /// Keep messages well under the API's limits (the Go recorder does not cut; the
 /// server refuses messages over 1 MiB with the object, so this only guards that).
@@ -173,7 +172,7 @@ impl Correlator {
 
 /// Records core/v1 Events for one controller; shared by all its reconciles, so
 /// repeated Events are counted rather than duplicated.
-pub struct EventRecorder {
+pub(crate) struct EventRecorder {
     client: Client,
     /// `source.component` and `reportingComponent` (`<kind>-controller`).
     component: String,
@@ -183,7 +182,7 @@ pub struct EventRecorder {
 }
 
 impl EventRecorder {
-    pub fn new(client: Client, reporter: Reporter) -> EventRecorder {
+    pub(crate) fn new(client: Client, reporter: Reporter) -> EventRecorder {
         EventRecorder {
             client,
             component: reporter.controller,
@@ -197,7 +196,7 @@ impl EventRecorder {
     }
 
     /// Records an Event on `regarding`.
-    pub async fn record(
+    pub(crate) async fn record(
         &self,
         regarding: &ObjectReference,
         type_: &str,
@@ -330,13 +329,13 @@ fn event_name(object: &str, now: Timestamp) -> String {
 }
 
 /// Records Events on one CR.
-pub struct EventSink {
+pub(crate) struct EventSink {
     recorder: Arc<EventRecorder>,
     regarding: ObjectReference,
 }
 
 impl EventSink {
-    pub fn new(recorder: Arc<EventRecorder>, regarding: ObjectReference) -> EventSink {
+    pub(crate) fn new(recorder: Arc<EventRecorder>, regarding: ObjectReference) -> EventSink {
         EventSink {
             recorder,
             regarding,
@@ -344,14 +343,14 @@ impl EventSink {
     }
 
     /// A `Normal` event.
-    pub async fn normal(&self, reason: &str, message: impl Into<String>) {
+    pub(crate) async fn normal(&self, reason: &str, message: impl Into<String>) {
         self.recorder
             .record(&self.regarding, NORMAL, reason, message.into())
             .await
     }
 
     /// A `Warning` event.
-    pub async fn warning(&self, reason: &str, message: impl Into<String>) {
+    pub(crate) async fn warning(&self, reason: &str, message: impl Into<String>) {
         self.recorder
             .record(&self.regarding, WARNING, reason, message.into())
             .await
@@ -359,7 +358,7 @@ impl EventSink {
 }
 
 /// Cuts `s` to at most `max` bytes on a character boundary, marking the cut.
-pub fn truncate(s: String, max: usize) -> String {
+pub(crate) fn truncate(s: String, max: usize) -> String {
     if s.len() <= max {
         return s;
     }

@@ -9,11 +9,13 @@
 //! each CR. The reconciler reaches releases only through [`ActionClient`]
 //! (`action_client`), whose real implementation is the `action` crate.
 
-pub mod action_client;
-pub mod annotations;
+#![warn(unreachable_pub)]
+
+mod action_client;
+mod annotations;
 mod controller;
-pub mod error;
-pub mod events;
+mod error;
+mod events;
 pub mod leader;
 pub mod logging;
 mod manager;
@@ -21,7 +23,7 @@ pub mod metrics;
 pub mod migrate;
 pub mod options;
 pub mod reconcile;
-pub mod status;
+mod status;
 pub mod watches;
 
 pub use action_client::{ActionClient, Actions};

@@ -8,36 +8,36 @@ use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-pub const INITIALIZED: &str = "Initialized";
-pub const DEPLOYED: &str = "Deployed";
-pub const RELEASE_FAILED: &str = "ReleaseFailed";
-pub const IRRECONCILABLE: &str = "Irreconcilable";
+pub(crate) const INITIALIZED: &str = "Initialized";
+pub(crate) const DEPLOYED: &str = "Deployed";
+pub(crate) const RELEASE_FAILED: &str = "ReleaseFailed";
+pub(crate) const IRRECONCILABLE: &str = "Irreconcilable";
 /// rudder extension: the CR carries `reconcile-paused: "true"`.
-pub const PAUSED: &str = "Paused";
+pub(crate) const PAUSED: &str = "Paused";
 
-pub const TRUE: &str = "True";
-pub const FALSE: &str = "False";
+pub(crate) const TRUE: &str = "True";
+pub(crate) const FALSE: &str = "False";
 
-pub const INSTALL_SUCCESSFUL: &str = "InstallSuccessful";
-pub const UPGRADE_SUCCESSFUL: &str = "UpgradeSuccessful";
-pub const UNINSTALL_SUCCESSFUL: &str = "UninstallSuccessful";
-pub const INSTALL_ERROR: &str = "InstallError";
-pub const UPGRADE_ERROR: &str = "UpgradeError";
-pub const RECONCILE_ERROR: &str = "ReconcileError";
-pub const UNINSTALL_ERROR: &str = "UninstallError";
+pub(crate) const INSTALL_SUCCESSFUL: &str = "InstallSuccessful";
+pub(crate) const UPGRADE_SUCCESSFUL: &str = "UpgradeSuccessful";
+pub(crate) const UNINSTALL_SUCCESSFUL: &str = "UninstallSuccessful";
+pub(crate) const INSTALL_ERROR: &str = "InstallError";
+pub(crate) const UPGRADE_ERROR: &str = "UpgradeError";
+pub(crate) const RECONCILE_ERROR: &str = "ReconcileError";
+pub(crate) const UNINSTALL_ERROR: &str = "UninstallError";
 /// rudder extension: `Paused`'s reason.
-pub const RECONCILE_PAUSED: &str = "ReconcilePaused";
+pub(crate) const RECONCILE_PAUSED: &str = "ReconcilePaused";
 /// rudder extension: `Deployed=False` while the workloads of a release installed or
 /// upgraded with `install-wait`/`upgrade-wait` are not ready yet.
-pub const AWAITING_READINESS: &str = "AwaitingReadiness";
+pub(crate) const AWAITING_READINESS: &str = "AwaitingReadiness";
 
 /// Go's message on `Deployed=False/UninstallSuccessful` while `uninstall-wait` waits.
-pub const WAITING_FOR_DELETION: &str = "Waiting until all resources are deleted.";
+pub(crate) const WAITING_FOR_DELETION: &str = "Waiting until all resources are deleted.";
 
 /// One condition (`HelmAppCondition`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Condition {
+pub(crate) struct Condition {
     #[serde(rename = "type")]
     pub type_: String,
     pub status: String,
@@ -52,7 +52,7 @@ pub struct Condition {
 
 /// The release a CR deployed (`HelmAppRelease`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DeployedRelease {
+pub(crate) struct DeployedRelease {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub name: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
@@ -62,7 +62,7 @@ pub struct DeployedRelease {
 /// `HelmAppStatus`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct HelmAppStatus {
+pub(crate) struct HelmAppStatus {
     #[serde(default, deserialize_with = "null_as_empty")]
     pub conditions: Vec<Condition>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -74,13 +74,13 @@ fn null_as_empty<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<Condition
 }
 
 /// `metav1.Now()` as it is serialized: RFC 3339, whole seconds, UTC.
-pub fn now() -> String {
+pub(crate) fn now() -> String {
     Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
 impl HelmAppStatus {
     /// The status of a CR; an absent or unreadable status is empty, as in Go's `StatusFor`.
-    pub fn of(cr: &DynamicObject) -> HelmAppStatus {
+    pub(crate) fn of(cr: &DynamicObject) -> HelmAppStatus {
         match cr.data.get("status") {
             Some(s @ Value::Object(_)) => serde_json::from_value(s.clone()).unwrap_or_default(),
             _ => HelmAppStatus::default(),
@@ -88,13 +88,19 @@ impl HelmAppStatus {
     }
 
     /// The condition of `type_`, if set.
-    pub fn condition(&self, type_: &str) -> Option<&Condition> {
+    pub(crate) fn condition(&self, type_: &str) -> Option<&Condition> {
         self.conditions.iter().find(|c| c.type_ == type_)
     }
 
     /// Sets a condition, replacing one of the same type; `lastTransitionTime` changes
     /// only when the status does (Go's `SetCondition`).
-    pub fn set(&mut self, type_: &str, status: &str, reason: &str, message: impl Into<String>) {
+    pub(crate) fn set(
+        &mut self,
+        type_: &str,
+        status: &str,
+        reason: &str,
+        message: impl Into<String>,
+    ) {
         let mut c = Condition {
             type_: type_.to_string(),
             status: status.to_string(),
@@ -119,13 +125,13 @@ impl HelmAppStatus {
     }
 
     /// Removes the condition of `type_` (Go's `RemoveCondition`).
-    pub fn remove(&mut self, type_: &str) {
+    pub(crate) fn remove(&mut self, type_: &str) {
         self.conditions.retain(|c| c.type_ != type_);
     }
 
     /// The status as JSON, with `deployedRelease: null` when there is none so a merge
     /// patch removes a stale one.
-    pub fn to_patch_value(&self) -> Value {
+    pub(crate) fn to_patch_value(&self) -> Value {
         let mut v = serde_json::to_value(self).unwrap_or_else(|_| json!({}));
         if self.deployed_release.is_none() {
             v["deployedRelease"] = Value::Null;
@@ -138,7 +144,7 @@ impl HelmAppStatus {
 /// Uses the status subresource, falling back to the main resource when the CRD has no
 /// status subresource (the API answers 404 on `/status` then). A CR that is gone is
 /// not an error.
-pub async fn write_if_changed(
+pub(crate) async fn write_if_changed(
     api: &Api<DynamicObject>,
     name: &str,
     original: &HelmAppStatus,

@@ -6,14 +6,16 @@
 //!
 //! See `README.md` in this crate for the storage layout and the chunked format.
 
+#![warn(unreachable_pub)]
+
 pub mod api_error;
 pub mod codec;
 pub mod driver;
-pub mod error;
+mod error;
 pub mod lock;
 pub mod record;
 pub mod storage;
-pub mod time;
+mod time;
 
 pub use driver::{
     make_key, ConfigMapDriver, Driver, MemoryDriver, ObjectDriver, RecordMeta, SecretDriver,

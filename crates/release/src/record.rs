@@ -479,7 +479,7 @@ mod b64_opt {
     use base64::Engine;
     use serde::{Deserialize, Deserializer, Serializer};
 
-    pub fn serialize<S: Serializer>(v: &Option<Vec<u8>>, s: S) -> Result<S::Ok, S::Error> {
+    pub(super) fn serialize<S: Serializer>(v: &Option<Vec<u8>>, s: S) -> Result<S::Ok, S::Error> {
         match v {
             Some(bytes) => {
                 s.serialize_str(&base64::engine::general_purpose::STANDARD.encode(bytes))
@@ -488,7 +488,9 @@ mod b64_opt {
         }
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<u8>>, D::Error> {
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<Vec<u8>>, D::Error> {
         match Option::<String>::deserialize(d)? {
             None => Ok(None),
             Some(text) => base64::engine::general_purpose::STANDARD

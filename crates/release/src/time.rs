@@ -211,14 +211,14 @@ pub(crate) mod opt {
     use super::Time;
     use serde::{Deserialize, Deserializer, Serializer};
 
-    pub fn serialize<S: Serializer>(t: &Option<Time>, s: S) -> Result<S::Ok, S::Error> {
+    pub(crate) fn serialize<S: Serializer>(t: &Option<Time>, s: S) -> Result<S::Ok, S::Error> {
         match t {
             Some(t) => s.collect_str(t),
             None => s.serialize_none(),
         }
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Time>, D::Error> {
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Time>, D::Error> {
         let text = Option::<String>::deserialize(d)?;
         match text.as_deref() {
             None | Some("") => Ok(None),
@@ -235,11 +235,11 @@ pub(crate) mod required_ser {
     use super::Time;
     use serde::{Deserialize, Deserializer, Serializer};
 
-    pub fn serialize<S: Serializer>(t: &Time, s: S) -> Result<S::Ok, S::Error> {
+    pub(crate) fn serialize<S: Serializer>(t: &Time, s: S) -> Result<S::Ok, S::Error> {
         s.collect_str(t)
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Time, D::Error> {
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Time, D::Error> {
         let text = Option::<String>::deserialize(d)?;
         match text.as_deref() {
             None | Some("") => Ok(Time::ZERO),

@@ -4,6 +4,7 @@
 // Flag docs are clap's help text, written for the terminal as Helm's are
 // (`x[0]=y`, `<tmp>`), not for rustdoc.
 #![allow(rustdoc::broken_intra_doc_links, rustdoc::invalid_html_tags)]
+#![warn(unreachable_pub)]
 
 use clap::{Parser, Subcommand};
 

@@ -32,7 +32,7 @@ use crate::template::ValueArgs;
 
 /// Where the cluster is and which namespace the release lives in.
 #[derive(clap::Args, Debug, Clone, Default)]
-pub struct KubeArgs {
+pub(crate) struct KubeArgs {
     /// Namespace of the release (default: the kubeconfig context's, else `default`).
     #[arg(short = 'n', long, env = "HELM_NAMESPACE")]
     pub namespace: Option<String>,
@@ -46,7 +46,7 @@ pub struct KubeArgs {
 
 /// Output formats of the read commands.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum OutputFormat {
+pub(crate) enum OutputFormat {
     #[default]
     Table,
     Json,
@@ -55,7 +55,7 @@ pub enum OutputFormat {
 
 /// Flags shared by install and upgrade.
 #[derive(clap::Args, Debug, Clone)]
-pub struct ActionFlags {
+pub(crate) struct ActionFlags {
     /// Wait until all Pods, PVCs, Services and Deployments are ready, up to --timeout.
     #[arg(long)]
     pub wait: bool,
@@ -107,7 +107,7 @@ pub struct ActionFlags {
 
 /// `install [NAME] CHART`.
 #[derive(clap::Args, Debug)]
-pub struct InstallArgs {
+pub(crate) struct InstallArgs {
     /// `[NAME] CHART`: the release name (unless --generate-name), then the chart directory or .tgz.
     #[arg(required = true, num_args = 1..=2, value_name = "[NAME] CHART")]
     pub args: Vec<String>,
@@ -130,7 +130,7 @@ pub struct InstallArgs {
 
 /// `upgrade NAME CHART`.
 #[derive(clap::Args, Debug)]
-pub struct UpgradeArgs {
+pub(crate) struct UpgradeArgs {
     /// Release name.
     pub name: String,
     /// Chart directory or .tgz.
@@ -163,7 +163,7 @@ pub struct UpgradeArgs {
 
 /// `rollback NAME [REVISION]`.
 #[derive(clap::Args, Debug)]
-pub struct RollbackArgs {
+pub(crate) struct RollbackArgs {
     /// Release name.
     pub name: String,
     /// Revision to roll back to (default: the previous one).
@@ -192,7 +192,7 @@ pub struct RollbackArgs {
 
 /// `uninstall NAME...`.
 #[derive(clap::Args, Debug)]
-pub struct UninstallArgs {
+pub(crate) struct UninstallArgs {
     /// Release names.
     #[arg(required = true)]
     pub names: Vec<String>,
@@ -220,7 +220,7 @@ pub struct UninstallArgs {
 
 /// `list`.
 #[derive(clap::Args, Debug)]
-pub struct ListArgs {
+pub(crate) struct ListArgs {
     /// Show releases of every status.
     #[arg(short = 'a', long)]
     pub all: bool,
@@ -259,7 +259,7 @@ pub struct ListArgs {
 
 /// `history NAME`.
 #[derive(clap::Args, Debug)]
-pub struct HistoryArgs {
+pub(crate) struct HistoryArgs {
     /// Release name.
     pub name: String,
     /// Maximum number of revisions shown (the newest ones).
@@ -273,7 +273,7 @@ pub struct HistoryArgs {
 
 /// `status NAME`.
 #[derive(clap::Args, Debug)]
-pub struct StatusArgs {
+pub(crate) struct StatusArgs {
     /// Release name.
     pub name: String,
     /// Show this revision instead of the newest.
@@ -287,7 +287,7 @@ pub struct StatusArgs {
 
 /// `get values NAME`.
 #[derive(clap::Args, Debug)]
-pub struct GetValuesArgs {
+pub(crate) struct GetValuesArgs {
     /// Release name.
     pub name: String,
     /// Show the computed values (chart defaults merged with the user's).
@@ -304,7 +304,7 @@ pub struct GetValuesArgs {
 
 /// `get manifest NAME` / `get notes NAME`.
 #[derive(clap::Args, Debug)]
-pub struct GetTextArgs {
+pub(crate) struct GetTextArgs {
     /// Release name.
     pub name: String,
     /// Read this revision instead of the newest.
@@ -316,7 +316,7 @@ pub struct GetTextArgs {
 
 /// `get ...`.
 #[derive(clap::Subcommand, Debug)]
-pub enum GetCommand {
+pub(crate) enum GetCommand {
     /// Print the values of a release.
     Values(GetValuesArgs),
     /// Print the manifest of a release.
@@ -327,7 +327,7 @@ pub enum GetCommand {
 
 /// The release commands.
 #[derive(clap::Subcommand, Debug)]
-pub enum ReleaseCommand {
+pub(crate) enum ReleaseCommand {
     /// Install a chart as a new release.
     Install(Box<InstallArgs>),
     /// Upgrade a release to a new chart or new values.
@@ -371,7 +371,7 @@ fn init_progress_log() {
 }
 
 /// Runs a release command; returns the process exit code.
-pub fn run(cmd: ReleaseCommand) -> anyhow::Result<i32> {
+pub(crate) fn run(cmd: ReleaseCommand) -> anyhow::Result<i32> {
     init_progress_log();
     let rt = crate::runtime::deep_stack_runtime().context("starting the async runtime")?;
     rt.block_on(async move {
@@ -505,7 +505,7 @@ async fn ensure_namespace(client: &Client, ns: &str) -> anyhow::Result<()> {
 
 /// Parses a Go duration (`5m0s`, `1h30m`, `90s`, `1.5h`, `300ms`), as
 /// Helm's `--timeout` flags do; negative durations are refused.
-pub fn parse_go_duration(text: &str) -> Result<Duration, String> {
+pub(crate) fn parse_go_duration(text: &str) -> Result<Duration, String> {
     let bad = |why: &dyn std::fmt::Display| {
         format!("invalid duration {text:?} ({why}; examples: 5m0s, 90s, 1h30m)")
     };

@@ -12,7 +12,7 @@ use operator::options::{default_max_concurrent_reconciles, split_namespaces, Opt
 
 /// Flags of `rudder run`.
 #[derive(clap::Args, Debug)]
-pub struct RunArgs {
+pub(crate) struct RunArgs {
     /// Path to the watches file to use.
     #[arg(long, default_value = "./watches.yaml")]
     watches_file: PathBuf,
@@ -234,7 +234,7 @@ async fn client(kubeconfig: Option<&PathBuf>, metrics: &Metrics) -> anyhow::Resu
     Ok(builder.with_layer(&layer).build())
 }
 
-pub fn run(args: RunArgs) -> anyhow::Result<()> {
+pub(crate) fn run(args: RunArgs) -> anyhow::Result<()> {
     let (level, format) = log_settings(&args)?;
     let time = match args.zap_time_encoding.as_deref() {
         Some(t) => t.parse::<TimeEncoding>()?,

@@ -9,7 +9,7 @@ use chart::values::strvals::ValueOptions;
 
 /// Value flags shared by every command that takes values (`-f`, `--set`…).
 #[derive(clap::Args, Debug, Clone, Default)]
-pub struct ValueArgs {
+pub(crate) struct ValueArgs {
     /// Values files (YAML), merged in order; later files win.
     #[arg(short = 'f', long = "values")]
     pub values: Vec<PathBuf>,
@@ -32,7 +32,7 @@ pub struct ValueArgs {
 
 impl ValueArgs {
     /// Merges every value source in Helm's order.
-    pub fn merged(&self) -> anyhow::Result<chart::values::Values> {
+    pub(crate) fn merged(&self) -> anyhow::Result<chart::values::Values> {
         let files = chart::values::read_values_files(&self.values).map_err(anyhow::Error::msg)?;
         let opts = ValueOptions {
             value_files: vec![files],
@@ -52,13 +52,13 @@ impl ValueArgs {
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Output {
+pub(crate) enum Output {
     Yaml,
     Json,
 }
 
 #[derive(clap::Args, Debug)]
-pub struct TemplateArgs {
+pub(crate) struct TemplateArgs {
     /// `[NAME] CHART`: an optional release name, then the chart directory or .tgz.
     #[arg(required = true, num_args = 1..=2)]
     pub args: Vec<String>,
@@ -103,7 +103,7 @@ pub struct TemplateArgs {
 
 /// How large a chart may be once read (Helm's loader limits).
 #[derive(clap::Args, Debug, Clone, Copy)]
-pub struct ChartSizeArgs {
+pub(crate) struct ChartSizeArgs {
     /// Most bytes a chart archive may decompress to, all files together.
     #[arg(long, value_name = "BYTES", default_value_t = chart::loader::Budget::DEFAULT_MAX_CHART_SIZE)]
     pub max_chart_size: u64,
@@ -114,7 +114,7 @@ pub struct ChartSizeArgs {
 
 impl ChartSizeArgs {
     /// The loader budget these flags ask for.
-    pub fn budget(&self) -> chart::loader::Budget {
+    pub(crate) fn budget(&self) -> chart::loader::Budget {
         chart::loader::Budget {
             max_chart_size: self.max_chart_size,
             max_file_size: self.max_file_size,
@@ -163,7 +163,7 @@ fn show_only_matches(chart: &str, source: &str, patterns: &[String]) -> bool {
 /// Runs `rudder template`; returns the process exit code. The work runs on
 /// a thread with a deep stack, so values and output nested as deep as Helm
 /// accepts never overflow it.
-pub fn run(args: TemplateArgs) -> anyhow::Result<i32> {
+pub(crate) fn run(args: TemplateArgs) -> anyhow::Result<i32> {
     gocodec::depth::on_deep_stack(move || run_here(args))
         .context("starting the rendering thread")?
 }

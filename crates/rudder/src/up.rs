@@ -76,7 +76,7 @@ const CR_YAML: &str = include_str!("../../../examples/operator/cr.yaml");
 
 /// Flags of `rudder up`.
 #[derive(clap::Args)]
-pub struct UpArgs {
+pub(crate) struct UpArgs {
     /// Address for the embedded API server [default: 127.0.0.1:6464, or any free port
     /// when that one is taken].
     #[arg(long)]
@@ -116,7 +116,7 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
         .ok_or_else(|| bad(&"negative"))
 }
 
-pub fn run(args: UpArgs) -> anyhow::Result<()> {
+pub(crate) fn run(args: UpArgs) -> anyhow::Result<()> {
     init_logging();
     let rt = crate::runtime::deep_stack_runtime()?;
     rt.block_on(up(args))

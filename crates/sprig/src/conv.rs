@@ -364,7 +364,7 @@ fn atoi(t: &str) -> i64 {
     }
 }
 
-pub fn register(m: &mut FuncMap) {
+pub(crate) fn register(m: &mut FuncMap) {
     m.insert(
         "atoi",
         gotmpl::Func::new(&[Ty::String], |_, a| Ok(Value::int(atoi(s(&a[0]))))),

@@ -27,7 +27,7 @@ use gostd::time::{Duration, Location, Time};
 // PEM
 
 /// `pem.EncodeToMemory`: 64-column base64 between BEGIN/END lines.
-pub fn pem_encode(kind: &str, der: &[u8]) -> String {
+pub(crate) fn pem_encode(kind: &str, der: &[u8]) -> String {
     let b64 = base64_encode(der);
     let mut out = format!("-----BEGIN {kind}-----\n");
     for chunk in b64.as_bytes().chunks(64) {
@@ -39,7 +39,7 @@ pub fn pem_encode(kind: &str, der: &[u8]) -> String {
 }
 
 /// The first PEM block in `data` (Go's `pem.Decode`, without headers).
-pub fn pem_decode(data: &str) -> Option<(String, Vec<u8>)> {
+pub(crate) fn pem_decode(data: &str) -> Option<(String, Vec<u8>)> {
     let start = data.find("-----BEGIN ")?;
     let rest = &data[start + 11..];
     let kind_end = rest.find("-----")?;
@@ -197,7 +197,7 @@ fn parse_cert(der: &[u8]) -> Option<ParsedCert> {
 // Keys
 
 /// A private key of a type Sprig can generate or parse.
-pub enum PrivateKey {
+pub(crate) enum PrivateKey {
     Rsa(Box<rsa::RsaPrivateKey>),
     Ec(p256::SecretKey),
     Ed25519(ed25519_dalek::SigningKey),
@@ -210,7 +210,7 @@ const ED25519_PKCS8_PREFIX: [u8; 16] = [
 
 impl PrivateKey {
     /// `pemBlockForKey` + `pem.EncodeToMemory`.
-    pub fn to_pem(&self) -> Result<String, String> {
+    pub(crate) fn to_pem(&self) -> Result<String, String> {
         let err = |e: &dyn std::fmt::Display| format!("failed to encode private key: {e}");
         Ok(match self {
             PrivateKey::Rsa(k) => {
@@ -331,7 +331,7 @@ fn generate_rsa(bits: usize) -> Result<PrivateKey, String> {
 }
 
 /// `parsePrivateKeyPEM`, with Sprig's messages.
-pub fn parse_private_key_pem(pem: &str) -> Result<PrivateKey, String> {
+pub(crate) fn parse_private_key_pem(pem: &str) -> Result<PrivateKey, String> {
     let (kind, der) = pem_decode(pem).ok_or("no PEM data in input")?;
     if kind == "PRIVATE KEY" {
         if let Some(seed) = der.strip_prefix(&ED25519_PKCS8_PREFIX[..]) {
@@ -385,7 +385,7 @@ fn parse_dsa(der: &[u8]) -> Option<PrivateKey> {
 }
 
 /// Sprig's `genPrivateKey`: failures are returned as text.
-pub fn generate_private_key(kind: &str) -> String {
+pub(crate) fn generate_private_key(kind: &str) -> String {
     let key = match kind {
         "" | "rsa" => generate_rsa(4096)
             .map_err(|e| e.replace("error generating rsa key", "failed to generate private key")),
@@ -412,7 +412,7 @@ pub fn generate_private_key(kind: &str) -> String {
 
 /// Sprig's `certificate` struct: PEM `Cert` and `Key`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Certificate {
+pub(crate) struct Certificate {
     pub cert: String,
     pub key: String,
 }
@@ -652,7 +652,7 @@ fn build_custom_cert(b64cert: &str, b64key: &str) -> Result<Certificate, String>
 
 /// Sprig's `encryptAES`: AES-256-CBC, the password zero-padded or cut to
 /// 32 bytes as the key, PKCS#7 padding, random IV prefix, base64.
-pub fn encrypt_aes(password: &str, plaintext: &str) -> String {
+pub(crate) fn encrypt_aes(password: &str, plaintext: &str) -> String {
     if plaintext.is_empty() {
         return String::new();
     }
@@ -685,7 +685,7 @@ fn aes_cipher(password: &str) -> aes::Aes256 {
 }
 
 /// Sprig's `decryptAES`; Go's panics on malformed input become errors.
-pub fn decrypt_aes(password: &str, crypt64: &str) -> Result<String, String> {
+pub(crate) fn decrypt_aes(password: &str, crypt64: &str) -> Result<String, String> {
     if crypt64.is_empty() {
         return Ok(String::new());
     }
@@ -726,7 +726,7 @@ pub fn decrypt_aes(password: &str, crypt64: &str) -> Result<String, String> {
 }
 
 /// Sprig's `bcrypt` (cost 10, `$2a$`); failures are returned as text.
-pub fn bcrypt_hash(input: &str) -> String {
+pub(crate) fn bcrypt_hash(input: &str) -> String {
     if input.len() > 72 {
         return "failed to encrypt string with bcrypt: bcrypt: password length exceeds 72 bytes"
             .into();
@@ -760,7 +760,7 @@ fn list(args: &[Value], i: usize) -> Vec<Value> {
 
 /// The parameter type of Sprig's `certificate` parameters (checked by
 /// `cert_arg` while the engine cannot check host types itself).
-pub const CERT_TY: Ty = Ty::Any;
+pub(crate) const CERT_TY: Ty = Ty::Any;
 
 fn cert_arg(args: &[Value], i: usize) -> Result<Certificate, FuncError> {
     let v = args.get(i).unwrap_or(&Value::Nil);
@@ -812,7 +812,7 @@ fn with_key(pem: &str) -> Result<PrivateKey, String> {
     parse_private_key_pem(pem).map_err(|e| format!("parsing private key: {e}"))
 }
 
-pub fn register(m: &mut FuncMap) {
+pub(crate) fn register(m: &mut FuncMap) {
     const INT: Ty = Ty::Int(IntKind::Int);
     const LIST: Ty = Ty::List(ListKind::Any);
     m.insert(

@@ -75,7 +75,7 @@ fn duration_round_text(v: &Value) -> String {
 }
 
 /// Registers Sprig's date and duration functions.
-pub fn register(m: &mut FuncMap) {
+pub(crate) fn register(m: &mut FuncMap) {
     m.insert("now", Func::new(&[], |_, _| Ok(time_value(Time::now()))));
     m.insert(
         "date",

@@ -6,7 +6,7 @@ use gotmpl::{Func, FuncError, FuncMap, Ty, Value};
 
 use super::conv::{is_empty, s};
 
-pub fn register(m: &mut FuncMap) {
+pub(crate) fn register(m: &mut FuncMap) {
     m.insert(
         "default",
         Func::variadic(&[Ty::Any], Ty::Any, |_, a| {

@@ -133,7 +133,7 @@ fn dig(a: &[Value]) -> Result<Value, FuncError> {
     Ok(def)
 }
 
-pub fn register(m: &mut FuncMap) {
+pub(crate) fn register(m: &mut FuncMap) {
     m.insert(
         "dict",
         Func::variadic(&[], Ty::Any, |_, a| {

@@ -15,7 +15,7 @@ const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012
 const B32: &[u8; 32] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
 
 /// `base64.StdEncoding.EncodeToString`.
-pub fn base64_encode(src: &[u8]) -> String {
+pub(crate) fn base64_encode(src: &[u8]) -> String {
     let mut out = String::with_capacity(src.len().div_ceil(3) * 4);
     for chunk in src.chunks(3) {
         let b = [
@@ -41,7 +41,7 @@ fn b64_value(c: u8) -> Option<u8> {
 
 /// `base64.StdEncoding.DecodeString`; the error is Go's
 /// `illegal base64 data at input byte N`.
-pub fn base64_decode(src: &[u8]) -> Result<Vec<u8>, String> {
+pub(crate) fn base64_decode(src: &[u8]) -> Result<Vec<u8>, String> {
     let corrupt = |at: usize| format!("illegal base64 data at input byte {at}");
     let mut out = Vec::with_capacity(src.len() / 4 * 3);
     let mut si = 0;
@@ -112,7 +112,7 @@ pub fn base64_decode(src: &[u8]) -> Result<Vec<u8>, String> {
 }
 
 /// `base32.StdEncoding.EncodeToString`.
-pub fn base32_encode(src: &[u8]) -> String {
+pub(crate) fn base32_encode(src: &[u8]) -> String {
     let mut out = String::with_capacity(src.len().div_ceil(5) * 8);
     for chunk in src.chunks(5) {
         let mut b = [0u8; 5];
@@ -137,7 +137,7 @@ pub fn base32_encode(src: &[u8]) -> String {
 }
 
 /// `base32.StdEncoding.DecodeString` with Go's error offsets.
-pub fn base32_decode(s: &[u8]) -> Result<Vec<u8>, String> {
+pub(crate) fn base32_decode(s: &[u8]) -> Result<Vec<u8>, String> {
     let corrupt = |at: usize| format!("illegal base32 data at input byte {at}");
     let src: Vec<u8> = s
         .iter()
@@ -201,7 +201,7 @@ fn hex(bytes: &[u8]) -> String {
 }
 
 /// `hash/adler32.Checksum`.
-pub fn adler32(data: &[u8]) -> u32 {
+pub(crate) fn adler32(data: &[u8]) -> u32 {
     const MOD: u32 = 65521;
     let (mut a, mut b) = (1u32, 0u32);
     for chunk in data.chunks(5552) {
@@ -268,7 +268,13 @@ fn template_chars(c: u8) -> &'static [u8] {
 
 /// Sprig's `derivePassword`: Master Password v3 with scrypt(N=32768, r=8,
 /// p=2). Failures come back as text, as in Sprig.
-pub fn derive_password(counter: u32, kind: &str, password: &str, user: &str, site: &str) -> String {
+pub(crate) fn derive_password(
+    counter: u32,
+    kind: &str,
+    password: &str,
+    user: &str,
+    site: &str,
+) -> String {
     let Some(templates) = password_templates(kind) else {
         return format!("cannot find password template {kind}");
     };
@@ -313,7 +319,7 @@ fn str_fn(m: &mut FuncMap, name: &str, f: fn(&str) -> String) {
     );
 }
 
-pub fn register(m: &mut FuncMap) {
+pub(crate) fn register(m: &mut FuncMap) {
     str_fn(m, "b64enc", |s| base64_encode(&gotmpl::gostr::to_bytes(s)));
     str_fn(m, "b64dec", |s| {
         match base64_decode(&gotmpl::gostr::to_bytes(s)) {

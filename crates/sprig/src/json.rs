@@ -11,7 +11,7 @@ fn arg(args: &[Value]) -> &Value {
 }
 
 /// Registers Sprig's JSON functions.
-pub fn register(m: &mut FuncMap) {
+pub(crate) fn register(m: &mut FuncMap) {
     const ANY: &[Ty] = &[Ty::Any];
     const S: &str = "string";
     const S_ERR: &str = "(string, error)";

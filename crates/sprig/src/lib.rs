@@ -8,22 +8,26 @@
 //! Start here: [`funcmap`] (or [`register`] to add to a map). Helm's own
 //! functions (`toYaml`, `include`, `tpl` …) are in the `chart` crate.
 
-pub mod conv;
-pub mod crypto;
-pub mod dates;
-pub mod defaults;
-pub mod dicts;
-pub mod encoding;
-pub mod json;
-pub mod lists;
-pub mod math;
-pub mod paths;
-pub mod random;
-pub mod reflect;
-pub mod regex;
-pub mod rsa_keygen;
-pub mod semver;
-pub mod strings;
+#![warn(unreachable_pub)]
+
+mod conv;
+mod crypto;
+mod dates;
+mod defaults;
+mod dicts;
+mod encoding;
+mod json;
+mod lists;
+mod math;
+mod paths;
+mod random;
+mod reflect;
+mod regex;
+mod rsa_keygen;
+mod semver;
+mod strings;
+
+pub use semver::{constraint_matches, parse_version};
 
 use gotmpl::FuncMap;
 #[cfg(test)]

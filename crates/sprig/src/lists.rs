@@ -91,7 +91,7 @@ fn chunk(size: i64, items: &[Value]) -> Result<Value, FuncError> {
     Ok(Value::List(List::with_kind(out, ListKind::AnyList)))
 }
 
-pub fn register(m: &mut FuncMap) {
+pub(crate) fn register(m: &mut FuncMap) {
     reg(
         m,
         &["list", "tuple"],

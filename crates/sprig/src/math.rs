@@ -235,7 +235,7 @@ fn int_op(m: &mut FuncMap, name: &str, f: fn(i64, i64) -> Result<i64, FuncError>
     );
 }
 
-pub fn register(m: &mut FuncMap) {
+pub(crate) fn register(m: &mut FuncMap) {
     m.insert(
         "add1",
         Func::new(&[Ty::Any], |_, a| {

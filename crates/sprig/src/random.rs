@@ -43,7 +43,7 @@ fn int_arg(args: &[Value], i: usize) -> i64 {
 
 const INT: Ty = Ty::Int(IntKind::Int);
 
-pub fn register(m: &mut FuncMap) {
+pub(crate) fn register(m: &mut FuncMap) {
     type Gen = fn(i64) -> String;
     let strings: [(&str, Gen); 4] = [
         ("randAlphaNum", |n| random_string(n, ALPHANUM)),

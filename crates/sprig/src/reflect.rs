@@ -5,7 +5,7 @@ use gotmpl::{Func, FuncMap, Ty, Value};
 
 use super::conv::{deep_equal, s};
 
-pub fn register(m: &mut FuncMap) {
+pub(crate) fn register(m: &mut FuncMap) {
     m.insert(
         "typeOf",
         Func::new(&[Ty::Any], |_, a| Ok(Value::string(a[0].type_name()))),

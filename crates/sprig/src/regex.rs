@@ -423,7 +423,7 @@ fn strings(v: Vec<String>) -> Value {
     ))
 }
 
-pub fn register(m: &mut FuncMap) {
+pub(crate) fn register(m: &mut FuncMap) {
     let s2 = [Ty::String, Ty::String];
     let s2i = [Ty::String, Ty::String, INT];
     let s3 = [Ty::String, Ty::String, Ty::String];

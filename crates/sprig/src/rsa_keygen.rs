@@ -31,7 +31,7 @@ const SQRT2_TOP: u64 = 0xb504_f333_f9de_6484;
 
 /// Why no key could be made.
 #[derive(Debug, thiserror::Error)]
-pub enum KeygenError {
+pub(crate) enum KeygenError {
     #[error("unsupported RSA key size {0} (need a multiple of 128 bits, at least 1024)")]
     Size(usize),
     #[error("the random number generator or bignum library failed")]
@@ -228,7 +228,7 @@ fn workers() -> usize {
 }
 
 /// A fresh RSA key of `bits` bits (a multiple of 128, at least 1024).
-pub fn generate(bits: usize) -> Result<rsa::RsaPrivateKey, KeygenError> {
+pub(crate) fn generate(bits: usize) -> Result<rsa::RsaPrivateKey, KeygenError> {
     if bits < 1024 || bits % 128 != 0 {
         return Err(KeygenError::Size(bits));
     }

@@ -288,7 +288,7 @@ struct Comparator {
 
 /// A parsed constraint: OR groups of AND-ed comparators.
 #[derive(Debug, Clone)]
-pub struct Constraints {
+pub(crate) struct Constraints {
     groups: Vec<Vec<Comparator>>,
     contains_pre: Vec<bool>,
 }
@@ -341,7 +341,7 @@ fn parse_comparator(c: &str) -> Result<Comparator, SemverError> {
 }
 
 /// `semver.NewConstraint`.
-pub fn parse_constraint(c: &str) -> Result<Constraints, SemverError> {
+pub(crate) fn parse_constraint(c: &str) -> Result<Constraints, SemverError> {
     let res = constraint_regexes();
     let c = rewrite_range(c);
     let mut groups = Vec::new();
@@ -471,7 +471,7 @@ impl Comparator {
 impl Constraints {
     /// `Constraints.Check`: a prerelease only matches an AND group that
     /// itself names a prerelease somewhere.
-    pub fn check(&self, v: &Version) -> bool {
+    pub(crate) fn check(&self, v: &Version) -> bool {
         self.groups
             .iter()
             .zip(&self.contains_pre)
@@ -489,7 +489,7 @@ pub fn constraint_matches(constraint: &str, version: &str) -> Result<bool, Semve
 /// `*semver.Version` (or a `semver.Version` value, as `IncMinor` returns)
 /// seen by templates.
 #[derive(Debug, Clone)]
-pub struct SemverObject {
+pub(crate) struct SemverObject {
     pub version: Version,
     /// True for `*semver.Version`; pointer-receiver methods (`Original`,
     /// `Compare`, `LessThan`, ...) exist only on the pointer.
@@ -497,14 +497,14 @@ pub struct SemverObject {
 }
 
 impl SemverObject {
-    pub fn value(version: Version, ptr: bool) -> Value {
+    pub(crate) fn value(version: Version, ptr: bool) -> Value {
         Value::object(SemverObject { version, ptr })
     }
 }
 
 /// The parameter type of `*semver.Version` method parameters (checked by
 /// `version_arg` while the engine cannot check host types itself).
-pub const VERSION_TY: Ty = Ty::Any;
+pub(crate) const VERSION_TY: Ty = Ty::Any;
 
 fn version_arg(v: &Value) -> Result<Option<Version>, FuncError> {
     match v {
@@ -651,7 +651,7 @@ impl Object for SemverObject {
     }
 }
 
-pub fn register(m: &mut FuncMap) {
+pub(crate) fn register(m: &mut FuncMap) {
     m.insert(
         "semver",
         Func::new(&[Ty::String], |_, args| {

@@ -314,7 +314,7 @@ fn indent(spaces: i64, st: &str) -> Result<String, FuncError> {
 /// which no longer string could ever be written into.
 const MAX_REPEAT_BYTES: usize = 256 << 20;
 
-pub fn register(m: &mut FuncMap) {
+pub(crate) fn register(m: &mut FuncMap) {
     m.insert("hello", Func::new(&[], |_, _| Ok(Value::str("Hello!"))));
     str_fn(m, &["trim"], |x| x.trim().to_string());
     str_fn(m, &["upper"], |x| map_runes(x, unicode::to_upper));

@@ -24,6 +24,8 @@
 //! turns that off for tests that need workloads to stay unready; they skip where a kubelet
 //! runs them anyway ([`Cluster::has_kubelet`]).
 
+#![warn(unreachable_pub)]
+
 mod charts;
 mod cluster;
 pub mod crd;

@@ -12,14 +12,14 @@ use serde_json::Value;
 use super::{condition, KubeClient, Object, Owner};
 use crate::error::{Error, Result};
 
-pub const BEFORE_HOOK_CREATION: &str = "before-hook-creation";
-pub const HOOK_SUCCEEDED: &str = "hook-succeeded";
-pub const HOOK_FAILED: &str = "hook-failed";
+pub(crate) const BEFORE_HOOK_CREATION: &str = "before-hook-creation";
+pub(crate) const HOOK_SUCCEEDED: &str = "hook-succeeded";
+pub(crate) const HOOK_FAILED: &str = "hook-failed";
 
 /// Runs every hook of `event`, recording each one's `last_run` in `hooks`.
 /// `objects[i]` is the prepared (parsed, resolved, transformed) object of `hooks[i]`;
 /// `None` for an empty document.
-pub async fn run(
+pub(crate) async fn run(
     kube: &KubeClient,
     owner: &Owner,
     hooks: &mut [Hook],

@@ -19,7 +19,7 @@ use tokio::runtime::Handle;
 
 /// What a render's lookups returned, hashed in call order.
 #[derive(Default)]
-pub struct LookupTrace {
+pub(crate) struct LookupTrace {
     hasher: Sha256,
     calls: usize,
 }
@@ -51,7 +51,7 @@ impl LookupTrace {
 
     /// The digest (32 hex characters, a valid label value), or `None` when the render
     /// made no lookup.
-    pub fn digest(&self) -> Option<String> {
+    pub(crate) fn digest(&self) -> Option<String> {
         if self.calls == 0 {
             return None;
         }
@@ -90,7 +90,11 @@ fn stable(v: &Value) -> Value {
 
 /// A `lookup` for a render running on a blocking thread of `handle`'s runtime, noting
 /// every call in `trace`.
-pub fn cluster_lookup(client: Client, handle: Handle, trace: Arc<Mutex<LookupTrace>>) -> LookupFn {
+pub(crate) fn cluster_lookup(
+    client: Client,
+    handle: Handle,
+    trace: Arc<Mutex<LookupTrace>>,
+) -> LookupFn {
     Rc::new(move |api_version, kind, namespace, name| {
         let result = handle.block_on(lookup(&client, api_version, kind, namespace, name));
         trace

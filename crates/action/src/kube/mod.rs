@@ -37,9 +37,9 @@ pub const RELEASE_NAMESPACE_ANNOTATION: &str = "meta.helm.sh/release-namespace";
 /// The label Helm sets on every object it manages.
 pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
 /// The annotation that keeps an object when the release drops it.
-pub const RESOURCE_POLICY_ANNOTATION: &str = "helm.sh/resource-policy";
+pub(crate) const RESOURCE_POLICY_ANNOTATION: &str = "helm.sh/resource-policy";
 /// The value of [`RESOURCE_POLICY_ANNOTATION`] that keeps an object.
-pub const KEEP_POLICY: &str = "keep";
+pub(crate) const KEEP_POLICY: &str = "keep";
 
 const POLL: Duration = Duration::from_millis(100);
 /// Attempts at taking over field ownership while other writers change the object.
@@ -86,21 +86,21 @@ impl fmt::Display for ObjectRef {
 
 /// The release objects belong to.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Owner {
+pub(crate) struct Owner {
     pub name: String,
     pub namespace: String,
 }
 
 /// How objects are applied.
 #[derive(Debug, Clone, Default)]
-pub struct ApplyOptions {
+pub(crate) struct ApplyOptions {
     /// Adopt existing objects even when they belong to another release or to none.
     pub take_ownership: bool,
 }
 
 /// A parsed object whose API resource and namespace are known.
 #[derive(Debug, Clone)]
-pub struct Object {
+pub(crate) struct Object {
     pub object: DynamicObject,
     pub resource: ApiResource,
     pub reference: ObjectRef,
@@ -110,7 +110,7 @@ pub struct Object {
 
 /// A kube client with the resource mappings of one action (and, when the caller keeps
 /// one, a [`DiscoveryCache`] shared between actions).
-pub struct KubeClient {
+pub(crate) struct KubeClient {
     client: Client,
     cache: Mutex<HashMap<(String, String), Mapping>>,
     /// Kinds the chart's CRDs will define, for resolving objects before those CRDs
@@ -121,12 +121,12 @@ pub struct KubeClient {
 }
 
 impl KubeClient {
-    pub fn new(client: Client) -> KubeClient {
+    pub(crate) fn new(client: Client) -> KubeClient {
         KubeClient::with_discovery(client, None)
     }
 
     /// A client that also reads and fills `shared`'s resource mappings.
-    pub fn with_discovery(
+    pub(crate) fn with_discovery(
         client: Client,
         shared: Option<std::sync::Arc<DiscoveryCache>>,
     ) -> KubeClient {
@@ -140,7 +140,7 @@ impl KubeClient {
 
     /// Remembers the kinds a CustomResourceDefinition object defines; objects of those
     /// kinds resolve through it while the cluster does not serve them yet.
-    pub fn plan_crd(&self, crd: &DynamicObject) {
+    pub(crate) fn plan_crd(&self, crd: &DynamicObject) {
         let Some(spec) = crd.data.get("spec") else {
             return;
         };
@@ -172,7 +172,11 @@ impl KubeClient {
     }
 
     /// Parses one YAML document; `None` for an empty (comment-only) document.
-    pub fn parse_document(release: &str, source: &str, doc: &str) -> Result<Option<DynamicObject>> {
+    pub(crate) fn parse_document(
+        release: &str,
+        source: &str,
+        doc: &str,
+    ) -> Result<Option<DynamicObject>> {
         let invalid = |message: String| Error::InvalidDocument {
             release: release.to_string(),
             source_path: source.to_string(),
@@ -199,7 +203,12 @@ impl KubeClient {
 
     /// Parses a document and resolves its kind and namespace; namespaced objects
     /// without a namespace go to the release namespace.
-    pub async fn prepare(&self, owner: &Owner, source: &str, doc: &str) -> Result<Option<Object>> {
+    pub(crate) async fn prepare(
+        &self,
+        owner: &Owner,
+        source: &str,
+        doc: &str,
+    ) -> Result<Option<Object>> {
         let Some(mut object) = Self::parse_document(&owner.name, source, doc)? else {
             return Ok(None);
         };
@@ -284,7 +293,7 @@ impl KubeClient {
     }
 
     /// The live object, if it exists.
-    pub async fn get(&self, owner: &Owner, o: &Object) -> Result<Option<DynamicObject>> {
+    pub(crate) async fn get(&self, owner: &Owner, o: &Object) -> Result<Option<DynamicObject>> {
         self.api(o)
             .get_opt(&o.reference.name)
             .await
@@ -293,7 +302,7 @@ impl KubeClient {
 
     /// Server-side applies the object, forcing conflicts, as field manager `helm`;
     /// with `mark_owner` it first adds Helm's ownership annotations and label.
-    pub async fn apply(
+    pub(crate) async fn apply(
         &self,
         owner: &Owner,
         o: &Object,
@@ -326,7 +335,7 @@ impl KubeClient {
     /// resourceVersion it was computed from (re-read and retried when someone else
     /// wrote in between). Returns the object's resourceVersion after the patch;
     /// `None` when there was nothing to take over.
-    pub async fn take_over_fields(
+    pub(crate) async fn take_over_fields(
         &self,
         owner: &Owner,
         o: &Object,
@@ -380,7 +389,7 @@ impl KubeClient {
     /// object (when it exists), but with `replace` an object the API server refuses to
     /// change in place (an immutable field, a conflict) is deleted and created again,
     /// as Helm's `--force` does.
-    pub async fn apply_or_replace(
+    pub(crate) async fn apply_or_replace(
         &self,
         owner: &Owner,
         o: &Object,
@@ -402,7 +411,7 @@ impl KubeClient {
     }
 
     /// Deletes the object with background propagation; `false` when it was already gone.
-    pub async fn delete(&self, owner: &Owner, o: &Object) -> Result<bool> {
+    pub(crate) async fn delete(&self, owner: &Owner, o: &Object) -> Result<bool> {
         match self
             .api(o)
             .delete(&o.reference.name, &DeleteParams::background())
@@ -415,7 +424,7 @@ impl KubeClient {
     }
 
     /// Deletes the object and waits until the API server no longer returns it.
-    pub async fn delete_and_wait(
+    pub(crate) async fn delete_and_wait(
         &self,
         owner: &Owner,
         o: &Object,
@@ -444,7 +453,7 @@ impl KubeClient {
     }
 
     /// Polls the object until `check` says it is done (`Ok(true)`) or failed (`Err`).
-    pub async fn wait_for<F>(
+    pub(crate) async fn wait_for<F>(
         &self,
         owner: &Owner,
         o: &Object,
@@ -480,7 +489,7 @@ impl KubeClient {
 }
 
 /// Whether `live` carries `owner`'s Helm ownership annotations.
-pub fn owned_by(live: &DynamicObject, owner: &Owner) -> bool {
+pub(crate) fn owned_by(live: &DynamicObject, owner: &Owner) -> bool {
     let ann = live.metadata.annotations.as_ref();
     let get = |k: &str| ann.and_then(|a| a.get(k));
     get(RELEASE_NAME_ANNOTATION) == Some(&owner.name)
@@ -489,7 +498,7 @@ pub fn owned_by(live: &DynamicObject, owner: &Owner) -> bool {
 
 /// Refuses an existing object that carries another release's ownership (or none),
 /// unless `take_ownership` is set; objects already owned by `owner` are adopted.
-pub fn check_live_ownership(
+pub(crate) fn check_live_ownership(
     owner: &Owner,
     o: &Object,
     live: &DynamicObject,
@@ -519,7 +528,7 @@ pub fn check_live_ownership(
 /// Whether an apply error means the object must be recreated to change: a conflict,
 /// or a 422 about fields that cannot change (other invalid values would fail a
 /// re-create too, so those never delete anything).
-pub fn needs_replace(e: &kube::Error) -> bool {
+pub(crate) fn needs_replace(e: &kube::Error) -> bool {
     let kube::Error::Api(s) = e else {
         return false;
     };
@@ -532,7 +541,7 @@ pub fn needs_replace(e: &kube::Error) -> bool {
 }
 
 /// The `status` of condition `type_` in `status.conditions`, if present.
-pub fn condition<'a>(obj: &'a DynamicObject, type_: &str) -> Option<(&'a str, &'a Value)> {
+pub(crate) fn condition<'a>(obj: &'a DynamicObject, type_: &str) -> Option<(&'a str, &'a Value)> {
     obj.data
         .pointer("/status/conditions")
         .and_then(Value::as_array)?
@@ -542,7 +551,7 @@ pub fn condition<'a>(obj: &'a DynamicObject, type_: &str) -> Option<(&'a str, &'
 }
 
 /// Whether the object carries `helm.sh/resource-policy: keep`.
-pub fn is_kept(obj: &DynamicObject) -> bool {
+pub(crate) fn is_kept(obj: &DynamicObject) -> bool {
     obj.metadata
         .annotations
         .as_ref()

@@ -56,7 +56,7 @@ impl<'a> Progress<'a> {
 
 /// What a readiness check found.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Readiness {
+pub(crate) enum Readiness {
     Ready,
     /// Not yet; the text says why.
     Pending(String),
@@ -90,7 +90,7 @@ fn desired_replicas(obj: &DynamicObject) -> i64 {
 
 /// Whether `obj` is ready; kinds without a notion of readiness are ready at once.
 /// Jobs are only checked with `jobs` (Helm's `--wait-for-jobs`).
-pub fn readiness(group: &str, kind: &str, obj: &DynamicObject, jobs: bool) -> Readiness {
+pub(crate) fn readiness(group: &str, kind: &str, obj: &DynamicObject, jobs: bool) -> Readiness {
     use Readiness::*;
     let waiting_generation = || Pending("the controller has not observed the latest spec".into());
     match (group, kind) {
@@ -210,7 +210,7 @@ pub fn readiness(group: &str, kind: &str, obj: &DynamicObject, jobs: bool) -> Re
 
 /// Polls `objects` until all are ready; on timeout (or a failed Job) the error lists
 /// every object that is not ready with the reason.
-pub async fn wait_ready(
+pub(crate) async fn wait_ready(
     kube: &KubeClient,
     owner: &Owner,
     objects: &[Object],
@@ -269,7 +269,7 @@ pub async fn wait_ready(
 }
 
 /// Polls until none of `objects` exists any more.
-pub async fn wait_deleted(
+pub(crate) async fn wait_deleted(
     kube: &KubeClient,
     owner: &Owner,
     objects: &[&Object],

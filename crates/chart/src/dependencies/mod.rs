@@ -24,13 +24,13 @@ pub enum DependencyError {
 
 /// Helm's `IsCompatibleRange`: whether `version` satisfies `constraint`
 /// (false when either does not parse).
-pub fn is_compatible_range(constraint: &str, version: &str) -> bool {
-    sprig::semver::constraint_matches(constraint, version).unwrap_or(false)
+pub(crate) fn is_compatible_range(constraint: &str, version: &str) -> bool {
+    sprig::constraint_matches(constraint, version).unwrap_or(false)
 }
 
 /// Helm's `action.CheckDependencies`, run on a freshly loaded chart: every
 /// dependency in `Chart.yaml` must have a chart of that name in `charts/`.
-pub fn check_dependencies(chart: &Chart) -> Result<(), DependencyError> {
+pub(crate) fn check_dependencies(chart: &Chart) -> Result<(), DependencyError> {
     let missing: Vec<String> = chart
         .metadata
         .deps()
@@ -44,38 +44,11 @@ pub fn check_dependencies(chart: &Chart) -> Result<(), DependencyError> {
     }
 }
 
-/// Vendored subcharts whose version does not satisfy the range their parent
-/// declares, as `(dependency name, range, vendored version)`. Helm does not
-/// fail on these at install time (it keeps such a chart as an undeclared
-/// subchart); this lists them for diagnostics.
-pub fn version_mismatches(chart: &Chart) -> Vec<(String, String, String)> {
-    let mut out = Vec::new();
-    for r in chart.metadata.deps() {
-        let same_name: Vec<&Chart> = chart
-            .dependencies
-            .iter()
-            .filter(|d| d.name() == r.name)
-            .collect();
-        if !same_name.is_empty()
-            && !same_name
-                .iter()
-                .any(|d| is_compatible_range(&r.version, &d.metadata.version))
-        {
-            out.push((
-                r.name.clone(),
-                r.version.clone(),
-                same_name[0].metadata.version.clone(),
-            ));
-        }
-    }
-    out
-}
-
 /// Helm's `ProcessDependencies` (`merge == false`) and
 /// `ProcessDependenciesWithMerge` (`merge == true`, what install and upgrade
 /// use): enables/disables subcharts against the user values `vals`, then
 /// imports values from children into parents.
-pub fn process_dependencies(
+pub(crate) fn process_dependencies(
     chart: &mut Chart,
     vals: &Values,
     merge: bool,

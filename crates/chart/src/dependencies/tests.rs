@@ -100,10 +100,6 @@ fn aliases_copy_the_subchart() {
 fn version_mismatch_keeps_chart_unaliased() {
     let yaml = "apiVersion: v2\nname: p\nversion: 1.0.0\ndependencies:\n- name: a\n  version: 2.x.x\n  alias: z\n";
     let mut c = chart(yaml, json!({}), vec![sub("a", "1.0.0", json!({}))]);
-    assert_eq!(
-        version_mismatches(&c),
-        vec![("a".into(), "2.x.x".into(), "1.0.0".into())]
-    );
     process(&mut c, json!({}));
     assert_eq!(names(&c), vec!["a"]);
 }

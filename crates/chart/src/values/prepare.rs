@@ -233,7 +233,7 @@ pub fn check_kube_version(md: &Metadata, kube_version: &str) -> Result<(), Strin
     if md.kube_version.is_empty() {
         return Ok(());
     }
-    match sprig::semver::constraint_matches(&md.kube_version, kube_version) {
+    match sprig::constraint_matches(&md.kube_version, kube_version) {
         Ok(true) => Ok(()),
         _ => Err(format!(
             "chart requires kubeVersion: {} which is incompatible with Kubernetes {}",

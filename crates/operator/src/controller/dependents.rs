@@ -30,8 +30,8 @@ use tokio::task::JoinSet;
 const MANAGED_BY_SELECTOR: &str = "app.kubernetes.io/managed-by=Helm";
 /// The Go helm-operator's annotations naming the CR of an object it could not own by
 /// an owner reference (cluster-scoped or in another namespace).
-pub const PRIMARY_RESOURCE_ANNOTATION: &str = "operator-sdk/primary-resource";
-pub const PRIMARY_RESOURCE_TYPE_ANNOTATION: &str = "operator-sdk/primary-resource-type";
+pub(super) const PRIMARY_RESOURCE_ANNOTATION: &str = "operator-sdk/primary-resource";
+pub(super) const PRIMARY_RESOURCE_TYPE_ANNOTATION: &str = "operator-sdk/primary-resource-type";
 const RELEASE_NAME_ANNOTATION: &str = "meta.helm.sh/release-name";
 const RELEASE_NAMESPACE_ANNOTATION: &str = "meta.helm.sh/release-namespace";
 /// Events for one CR arriving within this window cause one reconcile.

@@ -51,12 +51,12 @@ pub trait Authenticator: Send + Sync {
 
 /// The real reviews, made with the operator's client (which needs `create` on
 /// `tokenreviews` and `subjectaccessreviews`: the scaffold's `metrics-auth-role`).
-pub struct KubeReviews {
+pub(super) struct KubeReviews {
     client: kube::Client,
 }
 
 impl KubeReviews {
-    pub fn new(client: kube::Client) -> KubeReviews {
+    pub(super) fn new(client: kube::Client) -> KubeReviews {
         KubeReviews { client }
     }
 }

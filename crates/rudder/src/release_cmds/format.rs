@@ -9,7 +9,7 @@ use serde_json::Value;
 
 /// A table as `gosuri/uitable` prints it for Helm: every cell padded to its column's
 /// width, cells joined by a tab, one line per row, a final newline.
-pub fn table(rows: &[Vec<String>]) -> String {
+pub(super) fn table(rows: &[Vec<String>]) -> String {
     let mut widths: Vec<usize> = Vec::new();
     for row in rows {
         for (i, cell) in row.iter().enumerate() {
@@ -35,7 +35,7 @@ pub fn table(rows: &[Vec<String>]) -> String {
 }
 
 /// Go's `time.Time.String()` for a record time: `2006-01-02 15:04:05.999999999 -0700 MST`.
-pub fn go_time(t: &Time) -> String {
+pub(super) fn go_time(t: &Time) -> String {
     let rfc = t.to_string();
     // `Time` displays as RFC 3339 with Go's trimmed nanoseconds; reshape it.
     let (date, rest) = rfc.split_once('T').unwrap_or((rfc.as_str(), ""));
@@ -54,7 +54,7 @@ pub fn go_time(t: &Time) -> String {
 }
 
 /// Go's `time.ANSIC` layout (`Mon Jan _2 15:04:05 2006`), in the time's own offset.
-pub fn ansic(t: &Time) -> String {
+pub(super) fn ansic(t: &Time) -> String {
     let offset =
         jiff::tz::Offset::from_seconds(t.offset_seconds()).unwrap_or(jiff::tz::Offset::UTC);
     let zoned = t.to_timestamp().to_zoned(jiff::tz::TimeZone::fixed(offset));
@@ -62,7 +62,7 @@ pub fn ansic(t: &Time) -> String {
 }
 
 /// `json.NewEncoder(out).Encode(v)`: compact, HTML characters escaped, a newline.
-pub fn json(v: &Value) -> String {
+pub(super) fn json(v: &Value) -> String {
     let text = serde_json::to_string(v).unwrap_or_else(|_| "null".into());
     // `<`, `>` and `&` only occur inside JSON strings, where Go escapes them.
     let mut out = text
@@ -74,7 +74,7 @@ pub fn json(v: &Value) -> String {
 }
 
 /// `sigs.k8s.io/yaml.Marshal(v)`, ending in a newline.
-pub fn yaml(v: &Value) -> anyhow::Result<String> {
+pub(super) fn yaml(v: &Value) -> anyhow::Result<String> {
     let mut s =
         gocodec::yaml::json_to_yaml(v).map_err(|e| anyhow::anyhow!("cannot write YAML: {e}"))?;
     s.push('\n');
@@ -82,7 +82,7 @@ pub fn yaml(v: &Value) -> anyhow::Result<String> {
 }
 
 /// `name-version` of the record's chart, or Helm's `MISSING`.
-pub fn chart_name(rel: &Release) -> String {
+pub(super) fn chart_name(rel: &Release) -> String {
     match rel.chart.as_ref().and_then(|c| c.metadata.as_ref()) {
         Some(m) => format!("{}-{}", m.name, m.version),
         None => "MISSING".into(),
@@ -90,7 +90,7 @@ pub fn chart_name(rel: &Release) -> String {
 }
 
 /// The chart's appVersion, or Helm's `MISSING`.
-pub fn app_version(rel: &Release) -> String {
+pub(super) fn app_version(rel: &Release) -> String {
     match rel.chart.as_ref().and_then(|c| c.metadata.as_ref()) {
         Some(m) => m.app_version.clone(),
         None => "MISSING".into(),
@@ -99,7 +99,7 @@ pub fn app_version(rel: &Release) -> String {
 
 /// The text `helm status` prints (and install/upgrade after their first line). With
 /// `dry_run`, hooks and the manifest follow, as Helm prints them for a dry run.
-pub fn status_text(rel: &Release, dry_run: bool) -> String {
+pub(super) fn status_text(rel: &Release, dry_run: bool) -> String {
     let mut out = String::new();
     let info = rel.info.clone().unwrap_or_default();
     let _ = writeln!(out, "NAME: {}", rel.name);

@@ -8,6 +8,7 @@ export CARGO_INCREMENTAL := "0"
 # The MSRV the workspace declares (`rust-version` in Cargo.toml).
 msrv := "1.85"
 
+# Lists the recipes.
 default:
     @just --list
 
@@ -23,8 +24,7 @@ fmt-check:
 clippy:
     cargo clippy --workspace --all-targets -- -D warnings
 
-# README's test command: unit and integration tests of every crate, each
-# cluster-facing suite on a fresh embedded API server.
+# README's test command: every crate's unit and integration tests (embedded API server).
 test:
     cargo test --workspace
 
@@ -32,13 +32,11 @@ test:
 test-unit:
     cargo test --workspace --lib
 
-# Integration and end-to-end suites only (tests/ of every crate), on the
-# embedded API server.
+# Integration and end-to-end suites only (tests/ of every crate), on the embedded API server.
 test-e2e:
     cargo test --workspace --test '*'
 
-# The integration and end-to-end suites against a cluster of your own instead
-# of the embedded server: `just test-cluster /tmp/kind.kubeconfig`.
+# Those suites on your cluster instead: `just test-cluster /tmp/kind.kubeconfig`.
 test-cluster kubeconfig:
     RUDDER_TEST_KUBECONFIG={{kubeconfig}} cargo test --workspace --test '*'
 
@@ -50,9 +48,10 @@ bench *args:
 fuzz-check:
     for fuzz in crates/*/fuzz/Cargo.toml; do CARGO_TARGET_DIR=target/fuzz-check cargo check --locked --manifest-path "$fuzz" --all-targets || exit 1; done
 
-# Builds and runs one fuzz target for a while: `just fuzz chart yaml 600`.
-# Needs cargo-fuzz (`cargo install cargo-fuzz`); RUSTC_BOOTSTRAP lets stable
-# accept the sanitizer flags cargo-fuzz passes.
+# cargo-fuzz (`cargo install cargo-fuzz`) passes sanitizer flags that
+# RUSTC_BOOTSTRAP lets the stable toolchain accept.
+
+# Builds and runs one fuzz target for SECONDS: `just fuzz chart yaml 600`.
 fuzz crate="gotmpl" target="parse_execute" seconds="60":
     cd crates/{{crate}}/fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz run {{target}} -- -max_total_time={{seconds}}
 
@@ -60,8 +59,7 @@ fuzz crate="gotmpl" target="parse_execute" seconds="60":
 doc:
     RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps
 
-# The workspace still builds with its declared rust-version: on that toolchain
-# when rustup has it, else on the default one (and says so).
+# `cargo check` on the declared rust-version when rustup has it, else on the default toolchain (warns).
 msrv:
     #!/usr/bin/env bash
     set -euo pipefail

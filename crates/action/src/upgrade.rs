@@ -79,7 +79,7 @@ impl ReuseValues {
     /// coalesced values as the chart's defaults: the last chart's `values.yaml` with
     /// the last user values over it. New defaults of the new chart version are
     /// therefore not seen, which is why Helm added `--reset-then-reuse-values`.
-    pub fn chart_defaults(self, current: &Release) -> Option<Values> {
+    pub(crate) fn chart_defaults(self, current: &Release) -> Option<Values> {
         if self != ReuseValues::Reuse {
             return None;
         }

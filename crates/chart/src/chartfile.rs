@@ -100,7 +100,7 @@ impl Metadata {
     /// Decodes YAML over this metadata, as Go's `yaml.Unmarshal` into an
     /// existing struct does (Helm reads `requirements.yaml` into the same
     /// struct as `Chart.yaml`).
-    pub fn merge_yaml(&mut self, text: &str, file: &str) -> Result<(), ChartfileError> {
+    pub(crate) fn merge_yaml(&mut self, text: &str, file: &str) -> Result<(), ChartfileError> {
         let doc = parse_yaml(text, file)?;
         let Some(obj) = object_or_null(&doc, "Metadata", file)? else {
             return Ok(());
@@ -219,7 +219,8 @@ impl Metadata {
     /// The `.Chart` object as JSON: Helm converts the `Metadata` struct to a
     /// map keyed by Go field names, and adds `IsRoot`. See
     /// [`Metadata::template_value`] for the exact Go types.
-    pub fn to_template_json(&self, is_root: bool) -> Json {
+    #[cfg(test)]
+    pub(crate) fn to_template_json(&self, is_root: bool) -> Json {
         self.template_value(is_root).to_json()
     }
 
@@ -228,7 +229,7 @@ impl Metadata {
     /// `Version`, `AppVersion`, `APIVersion`, `Annotations`, ...), where every
     /// slice becomes `[]interface {}`, structs become maps, `Annotations` is
     /// a `map[string]string`, and `IsRoot` tells whether this is the top chart.
-    pub fn template_value(&self, is_root: bool) -> gotmpl::Value {
+    pub(crate) fn template_value(&self, is_root: bool) -> gotmpl::Value {
         use gotmpl::value::{MapKind, MapRef};
         use gotmpl::Value;
         let s = |x: &str| Value::str(x);

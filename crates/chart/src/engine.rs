@@ -109,7 +109,7 @@ impl Engine {
     }
 
     /// Answers `lookup` from a live cluster.
-    pub fn with_lookup(mut self, f: LookupFn) -> Self {
+    pub(crate) fn with_lookup(mut self, f: LookupFn) -> Self {
         self.lookup = Some(f);
         self
     }
@@ -238,7 +238,8 @@ impl Engine {
         set.set_options(opts);
 
         let mut order: Vec<&Renderable> = tpls.iter().collect();
-        // Same order as `helm_template_order`, with each key computed once.
+        // Helm's `sortTemplates` (deeper paths first, then reverse lexical order;
+        // it decides which of two same-named `define`s wins), each key computed once.
         order.sort_by_cached_key(|t| {
             (
                 std::cmp::Reverse(t.name.matches('/').count()),
@@ -282,13 +283,6 @@ fn nil_to_invalid(v: &Value) -> Value {
         Value::Nil => Value::Invalid,
         other => other.clone(),
     }
-}
-
-/// Helm's `sortTemplates`: deeper paths first, then reverse lexical order.
-/// Parsing in this order decides which of two same-named `define`s wins.
-pub fn helm_template_order(a: &str, b: &str) -> std::cmp::Ordering {
-    let (ca, cb) = (a.matches('/').count(), b.matches('/').count());
-    cb.cmp(&ca).then_with(|| b.cmp(a))
 }
 
 /// Helm's `cleanupParseError`: `parse error at (file:line): cause`.

@@ -90,13 +90,13 @@ pub const UNINSTALL_ORDER: &[&str] = &[
     "PriorityClass",
 ];
 
-pub const HOOK_ANNOTATION: &str = "helm.sh/hook";
-pub const HOOK_WEIGHT_ANNOTATION: &str = "helm.sh/hook-weight";
-pub const HOOK_DELETE_ANNOTATION: &str = "helm.sh/hook-delete-policy";
-pub const HOOK_OUTPUT_LOG_ANNOTATION: &str = "helm.sh/hook-output-log-policy";
+pub(crate) const HOOK_ANNOTATION: &str = "helm.sh/hook";
+pub(crate) const HOOK_WEIGHT_ANNOTATION: &str = "helm.sh/hook-weight";
+pub(crate) const HOOK_DELETE_ANNOTATION: &str = "helm.sh/hook-delete-policy";
+pub(crate) const HOOK_OUTPUT_LOG_ANNOTATION: &str = "helm.sh/hook-output-log-policy";
 
 /// The hook events Helm knows.
-pub const HOOK_EVENTS: &[&str] = &[
+pub(crate) const HOOK_EVENTS: &[&str] = &[
     "pre-install",
     "post-install",
     "pre-delete",

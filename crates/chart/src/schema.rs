@@ -26,7 +26,7 @@ pub struct SchemaError(pub String);
 
 /// Validates `values` against the schema of `chart` and of each subchart
 /// (whose values are `values[<subchart name>]`). Returns Helm's error text.
-pub fn validate_against_schema(chart: &Chart, values: &Values) -> Result<(), SchemaError> {
+pub(crate) fn validate_against_schema(chart: &Chart, values: &Values) -> Result<(), SchemaError> {
     let mut sb = String::new();
     collect(chart, values, &mut sb);
     if sb.is_empty() {

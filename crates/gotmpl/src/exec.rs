@@ -271,7 +271,7 @@ impl Templates {
 
     /// Executes into `out`, starting at nesting `depth` (for host functions
     /// that execute templates from inside a running one).
-    pub fn execute_into(
+    pub(crate) fn execute_into(
         self: &Rc<Self>,
         name: &str,
         data: &Value,

@@ -17,7 +17,7 @@ const BASE: u32 = 0x10_E000;
 
 /// Whether `c` stands for a stray byte, and which.
 #[inline]
-pub fn escaped_byte(c: char) -> Option<u8> {
+pub(crate) fn escaped_byte(c: char) -> Option<u8> {
     let v = c as u32;
     if (BASE + 0x80..=BASE + 0xFF).contains(&v) {
         Some((v - BASE) as u8)
@@ -60,7 +60,7 @@ pub fn to_bytes(s: &str) -> Cow<'_, [u8]> {
 }
 
 /// The length in bytes of the Go string `s` carries (Go's `len`).
-pub fn byte_len(s: &str) -> usize {
+pub(crate) fn byte_len(s: &str) -> usize {
     if !s.as_bytes().contains(&0xF4) {
         return s.len();
     }

@@ -4,7 +4,7 @@
 //! 10,000 levels down is a megabyte of text that nobody can read.
 
 /// The longest error message kept whole.
-pub const MAX_ERROR_BYTES: usize = 4096;
+pub(crate) const MAX_ERROR_BYTES: usize = 4096;
 
 /// `msg` cut to [`MAX_ERROR_BYTES`]: its start (the outermost context) and
 /// its end (the innermost cause) are kept, and the middle is replaced by a

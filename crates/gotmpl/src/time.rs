@@ -18,7 +18,7 @@ pub fn time_value(t: Time) -> Value {
 /// A Go named integer type seen by templates (`time.Month`,
 /// `time.Weekday`, `time.Duration`): prints through its `String` method.
 #[derive(Debug, Clone)]
-pub struct NamedInt {
+pub(crate) struct NamedInt {
     pub type_name: &'static str,
     pub value: i64,
     pub text: String,
@@ -76,7 +76,7 @@ impl Object for NamedInt {
 }
 
 /// A `time.Duration` value.
-pub fn duration_value(d: i64) -> Value {
+pub(crate) fn duration_value(d: i64) -> Value {
     Value::object(NamedInt {
         type_name: "time.Duration",
         value: d,
@@ -102,7 +102,7 @@ pub fn time_arg(v: &Value) -> Result<Time, FuncError> {
 }
 
 /// The `time.Duration` argument of a function or method declared with one.
-pub fn duration_arg(v: &Value) -> Result<i64, FuncError> {
+pub(crate) fn duration_arg(v: &Value) -> Result<i64, FuncError> {
     match v {
         Value::Int(i, _) => Ok(*i),
         Value::Object(o) => match o.as_any().downcast_ref::<NamedInt>() {

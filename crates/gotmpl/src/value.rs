@@ -681,7 +681,8 @@ impl From<&str> for FuncError {
 
 /// The implementation of a function: arguments already converted to the
 /// declared parameter types.
-pub type FuncImpl = dyn Fn(&mut crate::exec::CallCtx<'_>, Vec<Value>) -> Result<Value, FuncError>;
+pub(crate) type FuncImpl =
+    dyn Fn(&mut crate::exec::CallCtx<'_>, Vec<Value>) -> Result<Value, FuncError>;
 
 /// A callable: a template function or a host object's method.
 #[derive(Clone)]

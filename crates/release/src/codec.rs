@@ -25,11 +25,11 @@ const GZIP_MAGIC: [u8; 3] = [0x1f, 0x8b, 0x08];
 /// 100 MiB, which base64 in the record makes 134 MiB, plus the manifest),
 /// and stops a gzip bomb in a Secret (deflate expands up to 1032:1) before
 /// it costs more memory than that.
-pub const MAX_DECOMPRESSED_BYTES: u64 = 256 << 20;
+pub(crate) const MAX_DECOMPRESSED_BYTES: u64 = 256 << 20;
 
 /// The deepest JSON nesting a record may have: Go's `encoding/json` limit,
 /// so every record Helm can write and read decodes here too.
-pub const MAX_JSON_DEPTH: usize = 10_000;
+pub(crate) const MAX_JSON_DEPTH: usize = 10_000;
 
 /// Why a record could not be encoded or decoded; each decoding stage
 /// (base64, gzip, JSON) has its own variant.
@@ -177,7 +177,7 @@ fn nesting(json: &[u8]) -> usize {
 
 /// A `serde_json` formatter matching Go's `encoding/json` output bytes.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct GoFormatter;
+pub(crate) struct GoFormatter;
 
 impl serde_json::ser::Formatter for GoFormatter {
     fn write_string_fragment<W: ?Sized + Write>(

@@ -27,7 +27,7 @@
 //!   says so ([`LockError::Lost`]).
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -84,7 +84,7 @@ impl LockState {
     }
 
     /// Whether the lock still holds at `now`.
-    pub fn is_live(&self, now: Timestamp) -> bool {
+    pub(crate) fn is_live(&self, now: Timestamp) -> bool {
         !self.holder.is_empty() && self.expires() > now
     }
 
@@ -407,19 +407,22 @@ impl<B: LockBackend> ReleaseLocks<B> {
     }
 }
 
-/// Locks in process memory, for tests and single-process use: one slot per release,
-/// always there, with a version for conditional writes.
+/// Locks in process memory, for the unit tests: one slot per release, always there,
+/// with a version for conditional writes.
+#[cfg(test)]
 #[derive(Debug, Default)]
-pub struct MemoryLocks {
-    inner: Mutex<BTreeMap<String, (u64, Option<LockState>)>>,
+pub(crate) struct MemoryLocks {
+    inner: std::sync::Mutex<BTreeMap<String, (u64, Option<LockState>)>>,
 }
 
+#[cfg(test)]
 impl MemoryLocks {
     fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, (u64, Option<LockState>)>> {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
+#[cfg(test)]
 #[async_trait]
 impl LockBackend for MemoryLocks {
     async fn read(&self, release: &str) -> Result<LockSlot, LockError> {

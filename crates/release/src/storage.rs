@@ -238,7 +238,7 @@ impl Storage {
 
     /// Metadata of the newest revision labelled deployed. Several can be labelled so
     /// after concurrent writers; like Helm, the newest wins.
-    pub async fn deployed_meta(&self, name: &str) -> Result<Option<RecordMeta>> {
+    pub(crate) async fn deployed_meta(&self, name: &str) -> Result<Option<RecordMeta>> {
         let metas = self
             .driver
             .query_meta(&selector([

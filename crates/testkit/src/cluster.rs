@@ -88,7 +88,7 @@ impl ClusterBuilder {
     }
 
     /// [`ClusterBuilder::start`], returning the error.
-    pub fn try_start(self) -> Result<Cluster, Error> {
+    pub(crate) fn try_start(self) -> Result<Cluster, Error> {
         let worker = Worker::start()?;
         let external = std::env::var_os(KUBECONFIG_ENV).filter(|v| !v.is_empty());
         let (backend, kubeconfig, scratch) = match external {

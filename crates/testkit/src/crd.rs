@@ -56,7 +56,7 @@ pub fn open_crd(group: &str, version: &str, kind: &str) -> Value {
 }
 
 /// The resource a CRD serves (its storage version).
-pub fn served_resource(crd: &Value) -> Result<ApiResource, Error> {
+pub(crate) fn served_resource(crd: &Value) -> Result<ApiResource, Error> {
     let spec = &crd["spec"];
     let text = |v: &Value, what: &str| {
         v.as_str()

@@ -44,7 +44,7 @@ impl Kubectl {
     }
 
     /// Runs `kubectl args…` with `stdin` as its input.
-    pub fn run_with_stdin(&self, args: &[&str], stdin: Option<&str>) -> Output {
+    pub(crate) fn run_with_stdin(&self, args: &[&str], stdin: Option<&str>) -> Output {
         use std::io::Write as _;
         use std::process::Stdio;
         let mut cmd = self.tool.command();

@@ -56,7 +56,7 @@ impl CaseOptions {
     }
 
     /// The render options the case stands for.
-    pub fn render_options(&self) -> RenderOptions {
+    pub(crate) fn render_options(&self) -> RenderOptions {
         RenderOptions {
             release: ReleaseInfo {
                 name: self.name.clone(),

@@ -52,7 +52,7 @@ impl Rules {
     }
 
     /// Helm's defaults: every dotfile directly under `templates/`.
-    pub fn add_defaults(&mut self) {
+    pub(crate) fn add_defaults(&mut self) {
         // The default pattern is well-formed.
         let _ = self.add("templates/.?*");
     }
@@ -135,7 +135,7 @@ fn go_base(p: &str) -> &str {
 /// Go's `path/filepath.Match` on Unix: `*` matches any run of non-`/`
 /// characters, `?` one non-`/` character, `[...]` a class (`^` negates,
 /// ranges with `-`), and `\` escapes. The whole name must match.
-pub fn glob_match(pattern: &str, name: &str) -> Result<bool, IgnoreError> {
+pub(crate) fn glob_match(pattern: &str, name: &str) -> Result<bool, IgnoreError> {
     let p: Vec<char> = pattern.chars().collect();
     let n: Vec<char> = name.chars().collect();
     let ok = match_from(&p, &n)?;

@@ -101,7 +101,7 @@ impl Chart {
     /// CRD files of this chart and all its subcharts, each with its full
     /// name (`<chart>/crds/x.yaml`, `<chart>/charts/<sub>/crds/y.yaml`), in
     /// Helm's order (the chart's own first, then each subchart's).
-    pub fn crd_objects(&self) -> Vec<(String, &File)> {
+    pub(crate) fn crd_objects(&self) -> Vec<(String, &File)> {
         let mut out = Vec::new();
         self.collect_crds(self.name(), &mut out);
         out
@@ -283,13 +283,12 @@ pub fn load_archive_with(data: &[u8], budget: &Budget) -> Result<Chart, LoadErro
     load_files_with(archive_files_with(data, budget)?, budget)
 }
 
-/// Reads the files of a chart archive with Helm's path safety checks.
-pub fn archive_files(data: &[u8]) -> Result<Vec<BufferedFile>, LoadError> {
-    archive_files_with(data, &Budget::default())
-}
-
-/// [`archive_files`] within the given size budget: no file is read past it.
-pub fn archive_files_with(data: &[u8], budget: &Budget) -> Result<Vec<BufferedFile>, LoadError> {
+/// Reads the files of a chart archive with Helm's path safety checks, within the
+/// given size budget: no file is read past it.
+pub(crate) fn archive_files_with(
+    data: &[u8],
+    budget: &Budget,
+) -> Result<Vec<BufferedFile>, LoadError> {
     let tripped = std::rc::Rc::new(std::cell::Cell::new(false));
     let mut remaining = budget::Remaining::new(*budget);
     let arch = |m: String| {
@@ -377,7 +376,10 @@ pub fn load_files(files: Vec<BufferedFile>) -> Result<Chart, LoadError> {
 }
 
 /// [`load_files`], reading subchart archives within `budget`.
-pub fn load_files_with(files: Vec<BufferedFile>, budget: &Budget) -> Result<Chart, LoadError> {
+pub(crate) fn load_files_with(
+    files: Vec<BufferedFile>,
+    budget: &Budget,
+) -> Result<Chart, LoadError> {
     let mut c = Chart::default();
     let mut have_metadata = false;
     for f in &files {

@@ -12,7 +12,7 @@ fn s(v: &Value) -> &str {
 /// The Go type of `.Values` (and `.Template`), whose methods templates may
 /// call: `.Values.AsMap`, `.Values.YAML`, `.Values.Table "a.b"`,
 /// `.Values.PathValue "a.b"`.
-pub const VALUES_TYPE: &str = "common.Values";
+pub(crate) const VALUES_TYPE: &str = "common.Values";
 
 /// Helm's `istable`: a `map[string]interface {}` (or `Values`).
 fn is_table(v: &Value) -> bool {

@@ -77,7 +77,7 @@ fn parse_values(text: &str) -> Result<Values, String> {
 
 /// Splits a YAML stream into documents as Kubernetes' `YAMLReader` does: at
 /// lines starting with `---` followed by nothing but spaces or a comment.
-pub fn split_yaml_documents(text: &str) -> Vec<String> {
+pub(crate) fn split_yaml_documents(text: &str) -> Vec<String> {
     let mut docs = Vec::new();
     let mut cur = String::new();
     for line in text.split_inclusive('\n') {
@@ -124,7 +124,7 @@ fn merge_maps_with_lists(a: Values, b: Values) -> Values {
 /// (`mergeMaps` in `pkg/cli/values`): nested tables merge, anything else in a
 /// later source replaces the earlier value (a `null` included; coalescing
 /// removes it later).
-pub fn merge_user_values(sources: impl IntoIterator<Item = Values>) -> Values {
+pub(crate) fn merge_user_values(sources: impl IntoIterator<Item = Values>) -> Values {
     let mut base = Values::new();
     for s in sources {
         base = merge_maps(base, s);
@@ -170,7 +170,7 @@ fn concat_prefix(a: &str, b: &str) -> String {
 /// Helm's `CoalesceValues`: user values `vals` over the chart's defaults,
 /// then each subchart's defaults under its name, with `global` flowing down.
 /// A `null` in the user values removes the key.
-pub fn coalesce_values(
+pub(crate) fn coalesce_values(
     chart: &Chart,
     vals: &Values,
     warn: &mut Warnings,
@@ -181,7 +181,7 @@ pub fn coalesce_values(
 }
 
 /// Helm's `MergeValues`: like [`coalesce_values`] but `null`s are kept.
-pub fn merge_values(
+pub(crate) fn merge_values(
     chart: &Chart,
     vals: &Values,
     warn: &mut Warnings,
@@ -345,7 +345,7 @@ pub fn coalesce_tables(dst: &mut Values, src: Values, warn: &mut Warnings) {
 }
 
 /// Helm's `MergeTables`: like [`coalesce_tables`], keeping `null`s.
-pub fn merge_tables(dst: &mut Values, src: Values, warn: &mut Warnings) {
+pub(crate) fn merge_tables(dst: &mut Values, src: Values, warn: &mut Warnings) {
     coalesce_tables_full_key(dst, src, "", true, warn)
 }
 
@@ -418,7 +418,7 @@ pub fn table<'a>(vals: &'a Values, path: &str) -> Option<&'a Values> {
 }
 
 /// Helm's `Values.PathValue`: the non-table value at a dotted path.
-pub fn path_value<'a>(vals: &'a Values, path: &str) -> Option<&'a Json> {
+pub(crate) fn path_value<'a>(vals: &'a Values, path: &str) -> Option<&'a Json> {
     if path.is_empty() {
         return None;
     }
@@ -433,7 +433,7 @@ pub fn path_value<'a>(vals: &'a Values, path: &str) -> Option<&'a Json> {
 }
 
 /// Go's `%v` of a JSON value (numbers are float64), for warning texts.
-pub fn go_sprint(v: &Json) -> String {
+pub(crate) fn go_sprint(v: &Json) -> String {
     gotmpl::fmt::format_value(&gotmpl::Value::from_json(v))
 }
 

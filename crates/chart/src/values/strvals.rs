@@ -16,9 +16,9 @@ use serde_json::Value as Json;
 use crate::values::Values;
 
 /// The largest list index Helm accepts.
-pub const MAX_INDEX: usize = 65536;
+pub(crate) const MAX_INDEX: usize = 65536;
 /// The deepest `a.b.c` nesting Helm accepts.
-pub const MAX_NESTED_NAME_LEVEL: usize = 30;
+pub(crate) const MAX_NESTED_NAME_LEVEL: usize = 30;
 
 /// A `--set`-style line Helm would refuse, with Helm's message.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -26,7 +26,7 @@ pub const MAX_NESTED_NAME_LEVEL: usize = 30;
 pub struct StrvalsError(pub String);
 
 /// Reads the value of `--set-file` entries: gets the path, returns the value.
-pub type FileReader<'a> = &'a dyn Fn(&str) -> Result<Json, String>;
+pub(crate) type FileReader<'a> = &'a dyn Fn(&str) -> Result<Json, String>;
 
 #[derive(Clone, Copy)]
 enum Mode<'a> {
@@ -60,7 +60,11 @@ pub fn parse_json(s: &str, dest: &mut Values) -> Result<(), StrvalsError> {
 
 /// `strvals.ParseIntoFile`: a `--set-file` line merged into `dest`; `reader`
 /// turns each path into its value (Helm: the file's text).
-pub fn parse_into_file(s: &str, dest: &mut Values, reader: FileReader) -> Result<(), StrvalsError> {
+pub(crate) fn parse_into_file(
+    s: &str,
+    dest: &mut Values,
+    reader: FileReader,
+) -> Result<(), StrvalsError> {
     Parser::new(s, Mode::File(reader)).parse(dest)
 }
 

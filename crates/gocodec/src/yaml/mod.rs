@@ -87,12 +87,6 @@ fn deep_json(text: &str, yaml_error: YamlError) -> Result<serde_json::Value, Yam
     }
 }
 
-/// Any YAML value, as `fromYaml` sees it after the JSON round trip
-/// (numbers become float64).
-pub fn parse_yaml_value(text: &str) -> Result<Value, YamlError> {
-    Ok(Value::from_json(&parse_yaml_to_json(text)?))
-}
-
 fn json_kind(v: &serde_json::Value) -> &'static str {
     match v {
         serde_json::Value::Null => "null",

@@ -59,7 +59,7 @@ pub struct Civil {
 }
 
 /// Days since 1970-01-01 of a proleptic Gregorian date.
-pub fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
+pub(crate) fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
     let y = if m <= 2 { y - 1 } else { y };
     let era = y.div_euclid(400);
     let yoe = y - era * 400;

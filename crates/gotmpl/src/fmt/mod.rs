@@ -17,7 +17,7 @@ use printer::Printer;
 
 /// Go's `fmt.Sprint`: operands formatted with `%v`, with a space between two
 /// operands when neither of them is a string.
-pub fn sprint(args: &[Value]) -> String {
+pub(crate) fn sprint(args: &[Value]) -> String {
     let mut p = Printer::new();
     let mut prev_string = false;
     for (n, arg) in args.iter().enumerate() {
@@ -33,7 +33,7 @@ pub fn sprint(args: &[Value]) -> String {
 
 /// Go's `fmt.Sprintln`: operands formatted with `%v`, always separated by a
 /// space, followed by a newline.
-pub fn sprintln(args: &[Value]) -> String {
+pub(crate) fn sprintln(args: &[Value]) -> String {
     let mut p = Printer::new();
     for (n, arg) in args.iter().enumerate() {
         if n > 0 {

@@ -25,7 +25,8 @@ pub struct Policy {
     pub allowed_namespaces: Vec<String>,
     /// `group/version Kind` of the watch, for messages.
     pub watch: String,
-    /// The value of [`CHART_LABEL`] (the chart's name, when it is a valid label value).
+    /// The value of the `helm.sdk.operatorframework.io/chart` label (the chart's name,
+    /// when it is a valid label value).
     pub chart_label: Option<String>,
 }
 

@@ -58,13 +58,9 @@ impl MemoryDriver {
         self.records.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The stored labels of a record, as a cluster driver would have written them.
-    pub fn labels_of(&self, key: &str) -> Option<BTreeMap<String, String>> {
-        self.lock().entries.get(key).map(|e| e.labels.clone())
-    }
-
     /// The stored annotations of a record.
-    pub fn annotations_of(&self, key: &str) -> Option<BTreeMap<String, String>> {
+    #[cfg(test)]
+    pub(crate) fn annotations_of(&self, key: &str) -> Option<BTreeMap<String, String>> {
         self.lock().entries.get(key).map(|e| e.annotations.clone())
     }
 }

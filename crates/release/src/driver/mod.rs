@@ -24,11 +24,11 @@ pub use memory::MemoryDriver;
 pub use objects::{ChunkConfig, MemoryObjects, ObjectBackend, ObjectDriver, RawObject};
 
 /// Prefix of every storage key and object name (`HelmStorageType` in Helm).
-pub const STORAGE_TYPE: &str = "sh.helm.release.v1";
+pub(crate) const STORAGE_TYPE: &str = "sh.helm.release.v1";
 /// The Secret `type` Helm sets on release Secrets.
-pub const SECRET_TYPE: &str = "helm.sh/release.v1";
+pub(crate) const SECRET_TYPE: &str = "helm.sh/release.v1";
 /// The data key holding the encoded record.
-pub const RELEASE_KEY: &str = "release";
+pub(crate) const RELEASE_KEY: &str = "release";
 /// The `owner` label value on Helm's records.
 pub const OWNER_HELM: &str = "helm";
 
@@ -48,14 +48,14 @@ pub fn make_key(name: &str, version: i64) -> String {
 }
 
 /// Splits a storage key into release name and version.
-pub fn parse_key(key: &str) -> Option<(&str, i64)> {
+pub(crate) fn parse_key(key: &str) -> Option<(&str, i64)> {
     let rest = key.strip_prefix(STORAGE_TYPE)?.strip_prefix('.')?;
     let (name, version) = rest.rsplit_once(".v")?;
     Some((name, version.parse().ok()?))
 }
 
 /// Drops Helm's system labels, leaving the release's custom labels.
-pub fn filter_system_labels(labels: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+pub(crate) fn filter_system_labels(labels: &BTreeMap<String, String>) -> BTreeMap<String, String> {
     labels
         .iter()
         .filter(|(k, _)| !SYSTEM_LABELS.contains(&k.as_str()))
@@ -162,7 +162,7 @@ pub trait RecordStamp: Send + Sync {
 impl RecordMeta {
     /// Builds the metadata from an object's name and labels; the version falls back to
     /// the key's `.v<N>` suffix when the label is missing or damaged.
-    pub fn from_labels(key: &str, labels: &BTreeMap<String, String>) -> RecordMeta {
+    pub(crate) fn from_labels(key: &str, labels: &BTreeMap<String, String>) -> RecordMeta {
         let from_key = parse_key(key);
         let version = labels
             .get("version")

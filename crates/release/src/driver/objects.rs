@@ -58,19 +58,19 @@ use crate::record::Release;
 use crate::time::Time;
 
 /// Annotation marking a chunked index object.
-pub const STORAGE_ANNOTATION: &str = "rudder.dev/storage";
+pub(crate) const STORAGE_ANNOTATION: &str = "rudder.dev/storage";
 /// Value of [`STORAGE_ANNOTATION`] on chunked records.
-pub const STORAGE_CHUNKED: &str = "chunked";
+pub(crate) const STORAGE_CHUNKED: &str = "chunked";
 /// Label marking chunk objects.
-pub const PART_LABEL: &str = "rudder.dev/part";
+pub(crate) const PART_LABEL: &str = "rudder.dev/part";
 /// `owner` label value of chunk objects (never `helm`).
-pub const OWNER_CHUNK: &str = "rudder";
+pub(crate) const OWNER_CHUNK: &str = "rudder";
 /// Data key of the chunk index.
-pub const CHUNKS_KEY: &str = "chunks";
+pub(crate) const CHUNKS_KEY: &str = "chunks";
 /// Data key of a chunk's content.
-pub const CHUNK_KEY: &str = "chunk";
+pub(crate) const CHUNK_KEY: &str = "chunk";
 /// Secret type of a chunk.
-pub const CHUNK_SECRET_TYPE: &str = "rudder.dev/release.v1.chunk";
+pub(crate) const CHUNK_SECRET_TYPE: &str = "rudder.dev/release.v1.chunk";
 
 const MARKER: &str = "this revision was stored in chunks by rudder because it exceeds the Kubernetes object size limit; the helm CLI cannot read it";
 

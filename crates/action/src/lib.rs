@@ -48,7 +48,7 @@ mod uninstall;
 mod upgrade;
 
 pub use self::kube::capabilities::{discover, Capabilities, DiscoveryCache, DiscoveryError};
-pub use self::kube::wait::WAIT_LOG_TARGET;
+pub use self::kube::wait::{WaitReport, WaitReportFn, WAIT_LOG_TARGET};
 pub use self::kube::{
     ObjectRef, FIELD_MANAGER, MANAGED_BY_LABEL, RELEASE_NAMESPACE_ANNOTATION,
     RELEASE_NAME_ANNOTATION,

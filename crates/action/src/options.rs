@@ -10,6 +10,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::DynamicObject;
 use release::storage::DEFAULT_MAX_HISTORY;
 
+use crate::kube::wait::WaitReport;
 use crate::kube::{ApplyOptions, ObjectRef, Owner};
 
 /// Options of install, upgrade and rollback.
@@ -61,6 +62,9 @@ pub struct ActionOptions {
     /// tool copied onto a later one (`helm upgrade` and `helm rollback` copy a record's
     /// custom labels). The operator sets it; Helm's CLI writes nothing like it.
     pub revision_label: Option<String>,
+    /// Where the action's waits (hooks, `wait`, deletions) report what they still wait
+    /// for, besides the log.
+    pub wait_report: WaitReport,
 }
 
 /// Changes (or refuses) each object of a release before it is applied: the operator
@@ -125,6 +129,7 @@ impl ActionOptions {
             record_owner: None,
             lookups_label: None,
             revision_label: None,
+            wait_report: WaitReport::default(),
         }
     }
 
@@ -132,6 +137,7 @@ impl ActionOptions {
         Owner {
             name: self.name.clone(),
             namespace: self.namespace.clone(),
+            report: self.wait_report.clone(),
         }
     }
 

@@ -52,6 +52,7 @@ impl<'a> Uninstall<'a> {
         let owner = Owner {
             name: opts.name.clone(),
             namespace: opts.namespace.clone(),
+            report: Default::default(),
         };
         let mut objects = plan::stored_objects(&kube, &owner, manifest).await?;
         sort_by_kind(&mut objects, UNINSTALL_ORDER, |o| o.reference.kind.as_str());
@@ -105,6 +106,7 @@ impl<'a> Uninstall<'a> {
         let owner = Owner {
             name: name.clone(),
             namespace: opts.namespace.clone(),
+            report: Default::default(),
         };
         let hook_objects = if opts.disable_hooks {
             Vec::new()

@@ -46,4 +46,5 @@ pub use error::Error;
 pub use eventually::{eventually, eventually_blocking, Settled};
 pub use kubectl::{unique, Kubectl};
 pub use namespace::{TestNamespace, CREATED_BY};
+pub use readiness::settle;
 pub use tools::{skip_message, Tool};

@@ -95,6 +95,25 @@ async fn settle_all(kind: &str, api: &Api<DynamicObject>, classes: &Api<DynamicO
     }
 }
 
+/// Marks one object of `api` (of `kind`: Deployment, StatefulSet, DaemonSet, ReplicaSet,
+/// Job, PersistentVolumeClaim or Pod) ready through its status subresource, as the
+/// readiness helper would have, for a test that kept it waiting on purpose
+/// ([`ClusterBuilder::simulate_readiness`](crate::ClusterBuilder::simulate_readiness)
+/// off). `Ok(false)` when it was ready already.
+pub async fn settle(api: &Api<DynamicObject>, kind: &str, name: &str) -> Result<bool, kube::Error> {
+    let obj = api.get(name).await?;
+    let Some(status) = settled_status(kind, &obj) else {
+        return Ok(false);
+    };
+    api.patch_status(
+        name,
+        &PatchParams::default(),
+        &Patch::Merge(json!({ "status": status })),
+    )
+    .await?;
+    Ok(true)
+}
+
 fn field<'a>(obj: &'a DynamicObject, pointer: &str) -> Option<&'a Value> {
     obj.data.pointer(pointer)
 }

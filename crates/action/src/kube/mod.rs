@@ -89,6 +89,8 @@ impl fmt::Display for ObjectRef {
 pub(crate) struct Owner {
     pub name: String,
     pub namespace: String,
+    /// Where its waits report besides the log.
+    pub report: wait::WaitReport,
 }
 
 /// How objects are applied.
@@ -434,7 +436,7 @@ impl KubeClient {
             return Ok(());
         }
         let start = Instant::now();
-        let mut progress = wait::Progress::new(&owner.name, timeout);
+        let mut progress = wait::Progress::new(owner, timeout);
         loop {
             if self.get(owner, o).await?.is_none() {
                 return Ok(());
@@ -465,7 +467,7 @@ impl KubeClient {
         F: Fn(&DynamicObject) -> Result<bool, String>,
     {
         let start = Instant::now();
-        let mut progress = wait::Progress::new(&owner.name, timeout);
+        let mut progress = wait::Progress::new(owner, timeout);
         loop {
             if let Some(live) = self.get(owner, o).await? {
                 match check(&live) {

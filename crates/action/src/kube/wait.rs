@@ -2,6 +2,7 @@
 //! Helm's readiness checker, and polling until everything is ready or the timeout
 //! passes, with a message naming each object still not ready and why.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use kube::api::DynamicObject;
@@ -17,19 +18,60 @@ pub const WAIT_LOG_TARGET: &str = "rudder::wait";
 /// How often a wait says again what it is still waiting for.
 const REPORT_EVERY: Duration = Duration::from_secs(5);
 
+/// Where the lines a wait writes go besides the log: the operator puts them in a CR's
+/// status while an install or upgrade waits. Called at most every [`REPORT_EVERY`] per
+/// wait, with the line as logged.
+#[derive(Clone, Default)]
+pub struct WaitReport(Option<Arc<WaitReportFn>>);
+
+/// The function inside a [`WaitReport`].
+pub type WaitReportFn = dyn Fn(&str) + Send + Sync;
+
+impl WaitReport {
+    /// Reports to `f` as well as to the log.
+    pub fn new(f: impl Fn(&str) + Send + Sync + 'static) -> WaitReport {
+        WaitReport(Some(Arc::new(f)))
+    }
+
+    fn send(&self, line: &str) {
+        if let Some(f) = &self.0 {
+            f(line);
+        }
+    }
+}
+
+impl std::fmt::Debug for WaitReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "WaitReport(..)"
+        } else {
+            "WaitReport(log only)"
+        })
+    }
+}
+
+/// Every report is as good as another: owners compare by release only.
+impl PartialEq for WaitReport {
+    fn eq(&self, _: &WaitReport) -> bool {
+        true
+    }
+}
+
+impl Eq for WaitReport {}
+
 /// Says what a wait is waiting for while it goes on, instead of minutes of silence:
 /// once when the first check finds something not done, then every [`REPORT_EVERY`].
 pub(crate) struct Progress<'a> {
-    release: &'a str,
+    owner: &'a Owner,
     start: Instant,
     timeout: Duration,
     next: Option<Instant>,
 }
 
 impl<'a> Progress<'a> {
-    pub(crate) fn new(release: &'a str, timeout: Duration) -> Progress<'a> {
+    pub(crate) fn new(owner: &'a Owner, timeout: Duration) -> Progress<'a> {
         Progress {
-            release,
+            owner,
             start: Instant::now(),
             timeout,
             next: None,
@@ -43,14 +85,15 @@ impl<'a> Progress<'a> {
             return;
         }
         self.next = Some(now + REPORT_EVERY);
-        tracing::info!(
-            target: WAIT_LOG_TARGET,
+        let line = format!(
             "release {:?}: waiting for {} ({}s elapsed, timeout {}s)",
-            self.release,
+            self.owner.name,
             what(),
             self.start.elapsed().as_secs(),
             self.timeout.as_secs()
         );
+        tracing::info!(target: WAIT_LOG_TARGET, "{line}");
+        self.owner.report.send(&line);
     }
 }
 
@@ -218,7 +261,7 @@ pub(crate) async fn wait_ready(
     timeout: Duration,
 ) -> Result<()> {
     let start = Instant::now();
-    let mut progress = Progress::new(&owner.name, timeout);
+    let mut progress = Progress::new(owner, timeout);
     let mut pending: Vec<&Object> = objects.iter().collect();
     let mut pause = Duration::from_millis(100);
     loop {
@@ -276,7 +319,7 @@ pub(crate) async fn wait_deleted(
     timeout: Duration,
 ) -> Result<()> {
     let start = Instant::now();
-    let mut progress = Progress::new(&owner.name, timeout);
+    let mut progress = Progress::new(owner, timeout);
     let mut pending: Vec<&Object> = objects.to_vec();
     let mut pause = Duration::from_millis(100);
     loop {

@@ -9,7 +9,8 @@
 //! [`plan::decide`] from its history; the release actions go through an
 //! [`ActionClient`](crate::ActionClient); `finalize` handles deletion (and `uninstall-wait`), `ownership`
 //! refuses a release of another chart, `lookups` notices changed looked-up objects,
-//! `readiness` holds `Deployed` back until the workloads are ready (opt-in), and
+//! `readiness` holds `Deployed` back until the workloads are ready (opt-in), `progress`
+//! shows what an install or upgrade is waiting for while it waits, and
 //! `report` writes how each step ended into the status, an Event and the metrics.
 
 mod context;
@@ -19,6 +20,7 @@ mod finalize;
 mod lookups;
 mod ownership;
 pub mod plan;
+mod progress;
 mod readiness;
 mod report;
 pub mod transform;
@@ -435,9 +437,10 @@ impl Run {
         opts.description = a.text(ann::INSTALL_DESCRIPTION);
         // As Go: before every install attempt.
         self.warn_overrides().await;
-        let installed = Arc::clone(&self.ctx.actions)
-            .install(&self.ctx.chart, attempt.values, opts)
-            .await;
+        let waits = progress::report_waits(&mut opts);
+        let ctx = Arc::clone(&self.ctx);
+        let install = ctx.actions.install(&ctx.chart, attempt.values, opts);
+        let installed = self.while_waiting(waits, install).await;
         match installed {
             Ok(Installed {
                 release,
@@ -489,9 +492,10 @@ impl Run {
         let transform = opts.transform.clone();
         let force = opts.force;
         self.warn_overrides().await;
-        let upgraded = Arc::clone(&self.ctx.actions)
-            .upgrade(&self.ctx.chart, attempt.values, opts)
-            .await;
+        let waits = progress::report_waits(&mut opts);
+        let ctx = Arc::clone(&self.ctx);
+        let upgrade = ctx.actions.upgrade(&ctx.chart, attempt.values, opts);
+        let upgraded = self.while_waiting(waits, upgrade).await;
         let source = match upgraded {
             Ok(rel) => {
                 self.log().upgraded(force);

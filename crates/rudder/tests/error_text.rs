@@ -3,25 +3,15 @@
 //! `Debug` dump of the `Status`, nor its `Failed to parse error data`. Runs on the test
 //! cluster (embedded, or `RUDDER_TEST_KUBECONFIG`'s), each test in a namespace of its own.
 
-use std::path::Path;
-use std::process::Output;
+mod cli;
 
+use std::path::Path;
+
+use cli::rudder;
 use testkit::{ChartDir, Cluster, TestNamespace};
 
 fn start() -> TestNamespace {
     Cluster::start().namespace("error-text")
-}
-
-async fn rudder(kc: &Path, args: &[&str]) -> Output {
-    tokio::process::Command::new(env!("CARGO_BIN_EXE_rudder"))
-        .args(args)
-        .arg("--kubeconfig")
-        .arg(kc)
-        .env_remove("HELM_DRIVER")
-        .env_remove("HELM_NAMESPACE")
-        .output()
-        .await
-        .expect("rudder runs")
 }
 
 /// Runs and requires exit code 1; returns stderr.

@@ -4,9 +4,12 @@
 //! uninstall print what Helm prints, fail with Helm's messages, and interoperate with
 //! the real Helm (through `helm_python`) in both directions.
 
+mod cli;
+
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
+use cli::rudder;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{Api, ListParams};
@@ -20,19 +23,6 @@ fn chart_dir() -> PathBuf {
 /// A namespace of the test's own (simulated readiness); its kubeconfig defaults to it.
 fn start() -> TestNamespace {
     Cluster::start().namespace("release-cli")
-}
-
-/// Runs `rudder ARGS --kubeconfig KC`.
-async fn rudder(kc: &Path, args: &[&str]) -> Output {
-    tokio::process::Command::new(env!("CARGO_BIN_EXE_rudder"))
-        .args(args)
-        .arg("--kubeconfig")
-        .arg(kc)
-        .env_remove("HELM_DRIVER")
-        .env_remove("HELM_NAMESPACE")
-        .output()
-        .await
-        .expect("rudder runs")
 }
 
 fn text(o: &Output) -> (String, String) {

@@ -1,0 +1,18 @@
+//! Running the `rudder` binary under test against a test cluster, for the CLI suites.
+
+use std::path::Path;
+use std::process::Output;
+
+/// Runs `rudder ARGS --kubeconfig KC`, with no `HELM_DRIVER` or `HELM_NAMESPACE` from
+/// the environment the tests run in.
+pub async fn rudder(kc: &Path, args: &[&str]) -> Output {
+    tokio::process::Command::new(env!("CARGO_BIN_EXE_rudder"))
+        .args(args)
+        .arg("--kubeconfig")
+        .arg(kc)
+        .env_remove("HELM_DRIVER")
+        .env_remove("HELM_NAMESPACE")
+        .output()
+        .await
+        .expect("rudder runs")
+}

@@ -6,7 +6,7 @@
 /// The longest error message kept whole.
 pub(crate) const MAX_ERROR_BYTES: usize = 4096;
 
-/// `msg` cut to [`MAX_ERROR_BYTES`]: its start (the outermost context) and
+/// `msg` cut to 4 KiB: its start (the outermost context) and
 /// its end (the innermost cause) are kept, and the middle is replaced by a
 /// note saying how much was cut.
 pub fn cap_message(msg: String) -> String {

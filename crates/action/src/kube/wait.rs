@@ -19,7 +19,7 @@ pub const WAIT_LOG_TARGET: &str = "rudder::wait";
 const REPORT_EVERY: Duration = Duration::from_secs(5);
 
 /// Where the lines a wait writes go besides the log: the operator puts them in a CR's
-/// status while an install or upgrade waits. Called at most every [`REPORT_EVERY`] per
+/// status while an install or upgrade waits. Called at most every 5 s per
 /// wait, with the line as logged.
 #[derive(Clone, Default)]
 pub struct WaitReport(Option<Arc<WaitReportFn>>);

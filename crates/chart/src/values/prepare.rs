@@ -28,7 +28,7 @@ pub enum PrepareError {
 #[derive(Debug, Clone)]
 pub struct ChartScope {
     /// The metadata templates see as `.Chart` (an aliased subchart carries
-    /// its alias as `name`); build it with [`Metadata::template_value`]
+    /// its alias as `name`); the engine builds it with `Metadata::template_value`
     /// and `is_root`.
     pub metadata: Metadata,
     pub is_root: bool,

@@ -12,6 +12,7 @@
 pub mod action_client;
 pub mod annotations;
 mod controller;
+pub mod drift;
 pub mod error;
 pub mod events;
 pub mod leader;

@@ -259,7 +259,9 @@ pub(crate) async fn run_watch(
         stores.push(reader.clone());
         let seen = ResourceMetrics::new(&metrics, &resource);
         // Status-only writes (the reconciler's own) do not trigger a reconcile.
-        let changes = reflector::reflector(writer, watcher::watcher(api, config.clone()))
+        // The cache keeps what reconciling reads (`status::slim`).
+        let crs = watcher::watcher(api, config.clone()).modify(crate::status::slim);
+        let changes = reflector::reflector(writer, crs)
             .inspect(move |event| seen.observe(event))
             .applied_objects()
             .predicate_filter(cr_change, PredicateConfig::default());

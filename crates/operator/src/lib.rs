@@ -14,6 +14,7 @@
 mod action_client;
 mod annotations;
 mod controller;
+mod drift;
 mod error;
 mod events;
 pub mod leader;

@@ -17,6 +17,10 @@ pub const OPERATOR_NAME_ENV: &str = "OPERATOR_NAME";
 /// (controller-runtime's default graceful shutdown timeout).
 pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// `--reapply-period`'s default: controller-runtime's default cache resync period
+/// (`SyncPeriod`, 10 hours), the same safety net for changes no watch reported.
+pub const DEFAULT_REAPPLY_PERIOD: Duration = Duration::from_secs(10 * 3600);
+
 /// What `rudder run` was asked to do.
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -25,6 +29,10 @@ pub struct Options {
     /// `--reconcile-period`: how often a CR is reconciled without any change
     /// (a watch's own `reconcilePeriod` wins). Zero: only on changes.
     pub reconcile_period: Duration,
+    /// `--reapply-period`: the longest a release whose inputs did not change and
+    /// whose objects no dependent watch saw move goes without a full re-apply of its
+    /// objects. Zero: every reconcile re-applies them (the Go operator's behaviour).
+    pub reapply_period: Duration,
     /// `--max-concurrent-reconciles`: reconciles of one kind running at once
     /// (a watch's own `maxConcurrentReconciles` wins).
     pub max_concurrent_reconciles: usize,
@@ -55,6 +63,7 @@ impl Default for Options {
         Options {
             watches_file: PathBuf::from("./watches.yaml"),
             reconcile_period: Duration::from_secs(60),
+            reapply_period: DEFAULT_REAPPLY_PERIOD,
             max_concurrent_reconciles: default_max_concurrent_reconciles(),
             metrics_bind_address: ":8080".into(),
             metrics_serving: MetricsServing::default(),

@@ -2,11 +2,21 @@
 //! Conditions keep their `lastTransitionTime` unless their status flips, and the status
 //! is written only when it changed (status subresource, or the main resource when the
 //! CRD has none).
+//!
+//! The operator's cache of CRs keeps a stand-in for `deployedRelease.manifest` (its
+//! digest, see [`slim`]): comparisons treat a stand-in as the manifest it stands for,
+//! and a status write leaves the stored manifest alone unless it sets a new one.
 
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+/// How a stand-in for a manifest starts; no YAML manifest Helm writes does.
+const STAND_IN: &str = "rudder.dev/manifest-sha256:";
+/// The annotation `kubectl apply` keeps a CR's last applied copy in: never read here.
+const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
 pub(crate) const INITIALIZED: &str = "Initialized";
 pub(crate) const DEPLOYED: &str = "Deployed";
@@ -57,6 +67,52 @@ pub(crate) struct DeployedRelease {
     pub name: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub manifest: String,
+}
+
+impl DeployedRelease {
+    /// The manifest, unless this is a cached copy holding only its stand-in.
+    pub(crate) fn manifest(&self) -> Option<&str> {
+        (!is_stand_in(&self.manifest)).then_some(self.manifest.as_str())
+    }
+
+    fn same(&self, other: &DeployedRelease) -> bool {
+        self.name == other.name && stand_in(&self.manifest) == stand_in(&other.manifest)
+    }
+}
+
+fn is_stand_in(manifest: &str) -> bool {
+    manifest.starts_with(STAND_IN)
+}
+
+/// What the cache keeps of `manifest`: its digest.
+fn stand_in(manifest: &str) -> String {
+    if is_stand_in(manifest) || manifest.is_empty() {
+        return manifest.to_string();
+    }
+    let hex: String = Sha256::digest(manifest.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    format!("{STAND_IN}{hex}")
+}
+
+/// Trims a CR to what reconciling it reads, for the operator's cache: no managed
+/// fields, no `kubectl apply` copy of it, and a stand-in for the deployed manifest
+/// (often most of a CR's size; only an `uninstall-wait` deletion reads it, from the
+/// API server).
+pub(crate) fn slim(cr: &mut DynamicObject) {
+    cr.metadata.managed_fields = None;
+    if let Some(a) = cr.metadata.annotations.as_mut() {
+        a.remove(LAST_APPLIED);
+    }
+    let manifest = cr
+        .data
+        .get_mut("status")
+        .and_then(|s| s.get_mut("deployedRelease"))
+        .and_then(|d| d.get_mut("manifest"));
+    if let Some(Value::String(m)) = manifest {
+        *m = stand_in(m);
+    }
 }
 
 /// `HelmAppStatus`.
@@ -130,13 +186,30 @@ impl HelmAppStatus {
     }
 
     /// The status as JSON, with `deployedRelease: null` when there is none so a merge
-    /// patch removes a stale one.
+    /// patch removes a stale one; a stand-in manifest is left out, so the stored one
+    /// stays.
     pub(crate) fn to_patch_value(&self) -> Value {
         let mut v = serde_json::to_value(self).unwrap_or_else(|_| json!({}));
-        if self.deployed_release.is_none() {
-            v["deployedRelease"] = Value::Null;
+        match &self.deployed_release {
+            None => v["deployedRelease"] = Value::Null,
+            Some(d) if is_stand_in(&d.manifest) => {
+                if let Some(d) = v.get_mut("deployedRelease").and_then(Value::as_object_mut) {
+                    d.remove("manifest");
+                }
+            }
+            Some(_) => {}
         }
         v
+    }
+
+    /// The same status, a stand-in counting as the manifest it stands for.
+    pub(crate) fn same_as(&self, other: &HelmAppStatus) -> bool {
+        self.conditions == other.conditions
+            && match (&self.deployed_release, &other.deployed_release) {
+                (None, None) => true,
+                (Some(a), Some(b)) => a.same(b),
+                _ => false,
+            }
     }
 }
 
@@ -150,7 +223,7 @@ pub(crate) async fn write_if_changed(
     original: &HelmAppStatus,
     status: &HelmAppStatus,
 ) -> Result<bool, kube::Error> {
-    if original == status {
+    if original.same_as(status) {
         return Ok(false);
     }
     let patch = json!({ "status": status.to_patch_value() });
@@ -211,6 +284,54 @@ mod tests {
         assert_eq!(v["deployedRelease"], json!({"name": "r", "manifest": "m"}));
         let empty = HelmAppStatus::default().to_patch_value();
         assert_eq!(empty, json!({"conditions": [], "deployedRelease": null}));
+    }
+
+    #[test]
+    fn the_cache_keeps_a_stand_in_for_the_manifest() {
+        let mut cr: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": "test.rudder.dev/v1", "kind": "Demo",
+            "metadata": {
+                "name": "app",
+                "annotations": {LAST_APPLIED: "{...}", "keep": "me"},
+                "managedFields": [{"manager": "kubectl", "operation": "Update"}],
+            },
+            "spec": {"a": 1},
+            "status": {"conditions": [], "deployedRelease": {"name": "app", "manifest": "kind: ConfigMap"}},
+        }))
+        .unwrap();
+        let full = HelmAppStatus::of(&cr);
+        slim(&mut cr);
+        assert!(cr.metadata.managed_fields.is_none());
+        let annotations = cr.metadata.annotations.clone().unwrap_or_default();
+        assert_eq!(annotations.keys().collect::<Vec<_>>(), ["keep"]);
+        let cached = HelmAppStatus::of(&cr);
+        let d = cached.deployed_release.clone().unwrap();
+        assert_eq!(d.manifest(), None, "a stand-in is no manifest");
+        assert_eq!(
+            full.deployed_release.as_ref().unwrap().manifest(),
+            Some("kind: ConfigMap")
+        );
+        assert!(
+            cached.same_as(&full) && full.same_as(&cached),
+            "the same release"
+        );
+        let mut changed = full.clone();
+        changed.deployed_release.as_mut().unwrap().manifest = "kind: Secret".into();
+        assert!(!cached.same_as(&changed));
+        // Slimming twice changes nothing; writing keeps the stored manifest.
+        slim(&mut cr);
+        assert_eq!(HelmAppStatus::of(&cr), cached);
+        let mut failed = cached.clone();
+        failed.set(RELEASE_FAILED, TRUE, UPGRADE_ERROR, "boom");
+        assert!(!failed.same_as(&cached));
+        assert_eq!(
+            failed.to_patch_value()["deployedRelease"],
+            json!({"name": "app"})
+        );
+        assert_eq!(
+            full.to_patch_value()["deployedRelease"]["manifest"],
+            "kind: ConfigMap"
+        );
     }
 
     #[test]

@@ -1,17 +1,25 @@
 //! What a reconcile costs against the test cluster, counted on the wire: a first
 //! install renders the chart once, and a no-op reconcile (unchanged spec, nothing
 //! drifted) decodes one release record, renders nothing and writes no record (the lock
-//! is two annotation patches of the newest one). The counts are printed
-//! (`--nocapture`) for the record; the bounds are asserted.
+//! is two annotation patches of the newest one). With the whole operator running, an
+//! idle periodic reconcile (dependent watches on, nothing drifted) writes nothing at
+//! all and reads one label-selected list of the release's records, while a deleted
+//! or edited object is still put back. The counts are printed (`--nocapture`) for the
+//! record; the bounds are asserted.
 
 mod common;
 
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
+use common::watch_run::WatchRun;
 use common::{create_cr, get_cr, start, watch};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use kube::Client;
 use operator::reconcile::{reconcile, Context};
 use serde_json::json;
+use testkit::eventually;
 
 /// What a client asked the API server, by kind of request.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -126,4 +134,103 @@ async fn a_first_install_renders_once_and_a_no_op_reconcile_decodes_one_record()
         0,
         "no Lease: {noop:?}"
     );
+}
+
+/// How often the running operator reconciles each CR in the idle test.
+const PERIOD: Duration = Duration::from_secs(1);
+const WAIT: Duration = Duration::from_secs(60);
+
+async fn greeting(client: &Client, name: &str) -> Option<(String, String)> {
+    let cm = Api::<ConfigMap>::default_namespaced(client.clone())
+        .get_opt(name)
+        .await
+        .ok()??;
+    let greeting = cm.data?.get("greeting")?.clone();
+    Some((cm.metadata.uid?, greeting))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_periodic_reconcile_writes_nothing_and_drift_is_still_repaired() {
+    let (ns, plain) = start();
+    let seen: Seen = Arc::default();
+    let client = counting_client(plain.clone(), seen.clone());
+    let op = WatchRun::start(&client, ns.dir(), &common::chart_dir(), PERIOD);
+    create_cr(&plain, "app", json!({"greeting": "hi"})).await;
+    let (uid, _) = eventually(WAIT, || {
+        let plain = plain.clone();
+        async move { greeting(&plain, "app-cfg").await }
+    })
+    .await;
+    // The dependent watches list after the install, so one more periodic reconcile
+    // applies in full; from then on a period has nothing to do.
+    tokio::time::sleep(PERIOD * 4).await;
+
+    seen.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    let idle = Instant::now();
+    tokio::time::sleep(PERIOD * 6).await;
+    let requests = seen.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let periods = idle.elapsed().as_secs_f64() / PERIOD.as_secs_f64();
+    eprintln!(
+        "idle for {periods:.1} periods: {} request(s)",
+        requests.len()
+    );
+    for (method, path) in &requests {
+        eprintln!("  {method} {path}");
+    }
+    let writes: Vec<_> = requests.iter().filter(|(m, _)| m != "GET").collect();
+    assert!(
+        writes.is_empty(),
+        "an idle period writes nothing: {writes:?}"
+    );
+    // Watches (re)started by the runtime are not reconciles' reads.
+    let reads: Vec<_> = requests
+        .iter()
+        .filter(|(_, p)| !p.contains("watch=true"))
+        .collect();
+    let not_record_lists: Vec<_> = reads
+        .iter()
+        .filter(|(_, p)| !(p.contains("/secrets?") && p.contains("owner%3Dhelm")))
+        .collect();
+    assert!(
+        not_record_lists.is_empty(),
+        "an idle reconcile reads only the release's record labels: {not_record_lists:?}"
+    );
+    assert!(
+        (reads.len() as f64) <= periods.ceil() + 1.0,
+        "at most one list per period: {} in {periods:.1} periods",
+        reads.len()
+    );
+
+    // A deleted object comes back, from the dependent watch's report.
+    Api::<ConfigMap>::default_namespaced(plain.clone())
+        .delete("app-cfg", &DeleteParams::default())
+        .await
+        .expect("delete the ConfigMap");
+    eventually(WAIT, || {
+        let plain = plain.clone();
+        let uid = uid.clone();
+        async move {
+            let (now, greeting) = greeting(&plain, "app-cfg").await?;
+            (now != uid && greeting == "hi").then_some(())
+        }
+    })
+    .await;
+    // An edited one is put back as deployed.
+    Api::<ConfigMap>::default_namespaced(plain.clone())
+        .patch(
+            "app-cfg",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"data": {"greeting": "tampered"}})),
+        )
+        .await
+        .expect("edit the ConfigMap");
+    eventually(WAIT, || {
+        let plain = plain.clone();
+        async move {
+            let (_, greeting) = greeting(&plain, "app-cfg").await?;
+            (greeting == "hi").then_some(())
+        }
+    })
+    .await;
+    op.stop(Duration::from_secs(30)).await;
 }

@@ -21,6 +21,12 @@ pub(crate) struct RunArgs {
     #[arg(long, default_value = "1m0s", value_parser = parse_duration)]
     reconcile_period: Duration,
 
+    /// Longest an unchanged release whose objects no dependent watch saw change goes
+    /// without a full re-apply (Go duration; 0: re-apply on every reconcile, as the Go
+    /// helm-operator does).
+    #[arg(long, default_value = "10h0m0s", value_parser = parse_duration)]
+    reapply_period: Duration,
+
     /// Maximum number of concurrent reconciles for controllers.
     #[arg(long, default_value_t = default_max_concurrent_reconciles(),
           value_parser = parse_concurrency)]
@@ -188,6 +194,7 @@ fn options(args: &RunArgs) -> anyhow::Result<Options> {
     Ok(Options {
         watches_file: args.watches_file.clone(),
         reconcile_period: args.reconcile_period,
+        reapply_period: args.reapply_period,
         max_concurrent_reconciles: args.max_concurrent_reconciles,
         metrics_bind_address: args
             .metrics_addr
@@ -298,6 +305,7 @@ mod tests {
         let o = options(&a).unwrap();
         assert_eq!(o.watches_file, PathBuf::from("./watches.yaml"));
         assert_eq!(o.reconcile_period, Duration::from_secs(60));
+        assert_eq!(o.reapply_period, operator::options::DEFAULT_REAPPLY_PERIOD);
         assert_eq!(o.metrics_bind_address, ":8080");
         assert_eq!(o.health_probe_bind_address, ":8081");
         assert!(!o.leader_elect);
@@ -316,6 +324,7 @@ mod tests {
         let a = parse(&[
             "--watches-file=/opt/helm/watches.yaml",
             "--reconcile-period=90s",
+            "--reapply-period=30m",
             "--max-concurrent-reconciles=3",
             "--metrics-bind-address=127.0.0.1:8080",
             "--health-probe-bind-address=:9090",
@@ -329,6 +338,7 @@ mod tests {
         let o = options(&a).unwrap();
         assert_eq!(o.watches_file, PathBuf::from("/opt/helm/watches.yaml"));
         assert_eq!(o.reconcile_period, Duration::from_secs(90));
+        assert_eq!(o.reapply_period, Duration::from_secs(1800));
         assert_eq!(o.max_concurrent_reconciles, 3);
         assert_eq!(o.metrics_bind_address, "127.0.0.1:8080");
         assert_eq!(o.health_probe_bind_address, ":9090");

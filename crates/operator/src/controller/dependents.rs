@@ -7,6 +7,10 @@
 //! maps to (so a deletion missed while the watch was down is still noticed on relist).
 //! As in the Go helm-operator, creations are ignored (the reconciler made them),
 //! status-only updates are ignored, and deletions always trigger.
+//!
+//! Every trigger is also reported to the watch's [`DriftTracker`], with when each
+//! kind's watches listed, so a periodic reconcile can tell that nothing of a release
+//! moved and leave it alone.
 
 use std::collections::hash_map::DefaultHasher;
 use std::collections::{HashMap, HashSet};
@@ -25,6 +29,8 @@ use kube::runtime::watcher::{self, Event};
 use kube::runtime::WatchStreamExt;
 use kube::Client;
 use tokio::task::JoinSet;
+
+use crate::drift::{self, DriftTracker};
 
 /// The label Helm (and rudder's apply) sets on every release object.
 const MANAGED_BY_SELECTOR: &str = "app.kubernetes.io/managed-by=Helm";
@@ -107,6 +113,7 @@ pub(crate) struct DependentWatches {
     owner: ApiResource,
     scope: DependentScope,
     router: Router,
+    drift: Arc<DriftTracker>,
     stop: Shared<BoxFuture<'static, ()>>,
     started: Mutex<HashSet<GroupVersionKind>>,
     tasks: Mutex<JoinSet<()>>,
@@ -118,6 +125,7 @@ impl DependentWatches {
         owner: ApiResource,
         scope: DependentScope,
         router: Router,
+        drift: Arc<DriftTracker>,
         stop: Shared<BoxFuture<'static, ()>>,
     ) -> DependentWatches {
         DependentWatches {
@@ -125,6 +133,7 @@ impl DependentWatches {
             owner,
             scope,
             router,
+            drift,
             stop,
             started: Mutex::new(HashSet::new()),
             tasks: Mutex::new(JoinSet::new()),
@@ -165,6 +174,7 @@ impl DependentWatches {
                     "cannot watch objects of this kind for drift (discovery failed: {e}); \
                      relying on the reconcile period for them"
                 );
+                self.drift.not_watching(&gvk);
                 // Forget it so the next reconcile that deploys this kind tries again.
                 if let Ok(mut started) = self.started.lock() {
                     started.remove(&gvk);
@@ -184,8 +194,13 @@ impl DependentWatches {
             };
         tracing::debug!(kind = %gvk_text(&gvk), owner = %self.owner.kind, "watching dependent objects");
         let mut set = JoinSet::new();
-        for api in apis {
-            let forwarder = Forwarder::new(self.owner.clone(), self.router.clone());
+        self.drift.watching(&gvk, apis.len());
+        for (slot, api) in apis.into_iter().enumerate() {
+            let forwarder = Forwarder::new(self.owner.clone(), self.router.clone()).tracked(
+                Arc::clone(&self.drift),
+                gvk.clone(),
+                slot,
+            );
             let stop = self.stop.clone();
             set.spawn(forwarder.run(api, stop));
         }
@@ -217,6 +232,11 @@ pub(crate) struct Forwarder {
     /// The first list only records what exists: the CRs were just reconciled.
     first_list_done: bool,
     pending: HashSet<ObjectRef<DynamicObject>>,
+    /// Where drift and this watch's coverage are reported: the tracker, the kind
+    /// watched and this watch's slot among the kind's watches.
+    drift: Arc<DriftTracker>,
+    kind: GroupVersionKind,
+    slot: usize,
 }
 
 impl Forwarder {
@@ -228,7 +248,23 @@ impl Forwarder {
             listing: None,
             first_list_done: false,
             pending: HashSet::new(),
+            drift: Arc::new(DriftTracker::new()),
+            kind: GroupVersionKind::gvk("", "", ""),
+            slot: 0,
         }
+    }
+
+    /// Reports to `drift` as watch `slot` of `kind`.
+    pub(crate) fn tracked(
+        mut self,
+        drift: Arc<DriftTracker>,
+        kind: GroupVersionKind,
+        slot: usize,
+    ) -> Forwarder {
+        self.drift = drift;
+        self.kind = kind;
+        self.slot = slot;
+        self
     }
 
     async fn run(
@@ -249,15 +285,22 @@ impl Forwarder {
                 flush_at = Some(tokio::time::Instant::now() + DEBOUNCE);
             }
             tokio::select! {
-                _ = &mut stop => return,
+                _ = &mut stop => {
+                    self.drift.unsynced(&self.kind, self.slot);
+                    return;
+                }
                 _ = tokio::time::sleep_until(flush_at.unwrap_or_else(tokio::time::Instant::now)), if flush_at.is_some() => {
                     self.flush();
                     flush_at = None;
                 }
                 event = events.next() => match event {
-                    None => return,
+                    None => {
+                        self.drift.unsynced(&self.kind, self.slot);
+                        return;
+                    }
                     Some(Ok(event)) => self.handle(event),
                     Some(Err(e)) => {
+                        self.drift.unsynced(&self.kind, self.slot);
                         tracing::warn!(owner = %self.owner.kind, "dependent watch failed, retrying: {e}");
                     }
                 },
@@ -267,6 +310,8 @@ impl Forwarder {
 
     fn flush(&mut self) {
         for cr in self.pending.drain() {
+            let key = (cr.namespace.clone().unwrap_or_default(), cr.name.clone());
+            self.drift.drifted(&key);
             self.router.send(cr);
         }
     }
@@ -324,6 +369,7 @@ impl Forwarder {
                     }
                 }
                 self.first_list_done = true;
+                self.drift.synced(&self.kind, self.slot, drift::now_ms());
             }
             Event::Apply(obj) => {
                 let Some(uid) = obj.metadata.uid.clone() else {

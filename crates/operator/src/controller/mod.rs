@@ -29,6 +29,7 @@ use kube::{Client, ResourceExt};
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
+use crate::drift::DriftTracker;
 use crate::metrics::{self, Metrics, ResourceId};
 use crate::reconcile::digest::ChartDigest;
 use crate::reconcile::{self, ReconcileError};
@@ -106,6 +107,8 @@ struct ContextSettings {
     controller: String,
     period: Option<Duration>,
     suppress_override_values: bool,
+    drift: Arc<DriftTracker>,
+    reapply_period: Duration,
 }
 
 impl ContextSettings {
@@ -125,7 +128,9 @@ impl ContextSettings {
             instance: pod_name(),
         })
         .with_reconcile_period(self.period)
-        .with_suppress_override_values(self.suppress_override_values))
+        .with_suppress_override_values(self.suppress_override_values)
+        .with_drift(Arc::clone(&self.drift))
+        .with_reapply_period(self.reapply_period))
     }
 }
 
@@ -178,6 +183,8 @@ pub(crate) async fn run_watch(
         controller: controller_name.clone(),
         period: (!period.is_zero()).then_some(period),
         suppress_override_values: options.suppress_override_values,
+        drift: Arc::new(DriftTracker::new()),
+        reapply_period: options.reapply_period,
     };
     let ctx = match settings.build(Arc::clone(&chart)) {
         Ok(ctx) => ctx,
@@ -224,6 +231,7 @@ pub(crate) async fn run_watch(
             resource.clone(),
             DependentScope::new(&options.watch_namespaces, &watch.allowed_namespaces),
             router,
+            Arc::clone(&settings.drift),
             stop.clone(),
         ))
     });
@@ -251,7 +259,9 @@ pub(crate) async fn run_watch(
         stores.push(reader.clone());
         let seen = ResourceMetrics::new(&metrics, &resource);
         // Status-only writes (the reconciler's own) do not trigger a reconcile.
-        let changes = reflector::reflector(writer, watcher::watcher(api, config.clone()))
+        // The cache keeps what reconciling reads (`status::slim`).
+        let crs = watcher::watcher(api, config.clone()).modify(crate::status::slim);
+        let changes = reflector::reflector(writer, crs)
             .inspect(move |event| seen.observe(event))
             .applied_objects()
             .predicate_filter(cr_change, PredicateConfig::default());
@@ -460,6 +470,7 @@ fn report(run: &WatchRun, result: ControllerResult) {
             // The CR is gone (or no longer selected): forget its backoff.
             let key = (obj.namespace.clone().unwrap_or_default(), obj.name.clone());
             run.retries.forget(&key);
+            run.ctx().drift().forget(&key);
             tracing::debug!(kind = %run.gvk, cr = %obj, "trigger for a custom resource that is gone or not selected");
         }
         Err(controller::Error::QueueError(e)) => {

@@ -12,6 +12,7 @@ use kube::Client;
 
 use super::digest::ChartDigest;
 use crate::action_client::{ActionClient, Actions};
+use crate::drift::DriftTracker;
 use crate::events::EventRecorder;
 use crate::metrics::Metrics;
 use crate::watches::{Watch, WatchesError};
@@ -42,6 +43,10 @@ pub struct Context {
     pub(super) reconcile_period: Option<Duration>,
     /// `--suppress-override-values`: mask override values in Events.
     pub(super) suppress_override_values: bool,
+    /// What the dependent watches saw of the releases' objects since they were applied.
+    pub(super) drift: Arc<DriftTracker>,
+    /// `--reapply-period`: the longest an unchanged release goes without a full apply.
+    pub(super) reapply_period: Duration,
 }
 
 /// The chart's name as a label value; `None` (no label) for a name Kubernetes would
@@ -88,6 +93,8 @@ impl Context {
             client,
             reconcile_period: None,
             suppress_override_values: false,
+            drift: Arc::new(DriftTracker::new()),
+            reapply_period: crate::options::DEFAULT_REAPPLY_PERIOD,
         })
     }
 
@@ -118,6 +125,26 @@ impl Context {
     pub fn with_suppress_override_values(mut self, suppress: bool) -> Context {
         self.suppress_override_values = suppress;
         self
+    }
+
+    /// Shares `drift` with the watch's dependent watches: without it (or with
+    /// dependent watches off) nothing is known of the objects, and every reconcile of
+    /// an unchanged release applies it in full.
+    pub(crate) fn with_drift(mut self, drift: Arc<DriftTracker>) -> Context {
+        self.drift = drift;
+        self
+    }
+
+    /// How long an unchanged release nobody touched may go without a full apply
+    /// (zero: every reconcile applies it, as the Go operator does).
+    pub fn with_reapply_period(mut self, period: Duration) -> Context {
+        self.reapply_period = period;
+        self
+    }
+
+    /// What this watch's dependent watches saw of its releases' objects.
+    pub(crate) fn drift(&self) -> &DriftTracker {
+        &self.drift
     }
 
     /// The client CRs, their status and Events are written with.

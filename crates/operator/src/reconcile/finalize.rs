@@ -79,6 +79,31 @@ impl Run {
         .inspect_err(|_| self.log().add_finalizer_failed())
     }
 
+    /// The manifest `status.deployedRelease` keeps, read from the API server when the
+    /// cached CR holds only its stand-in.
+    async fn deployed_manifest(&self) -> Result<Option<String>, ReconcileError> {
+        let Some(d) = self.status.deployed_release.as_ref() else {
+            return Ok(None);
+        };
+        if let Some(m) = d.manifest() {
+            return Ok(Some(m.to_string()).filter(|m| !m.is_empty()));
+        }
+        let fresh = self
+            .api
+            .get_opt(&self.name)
+            .await
+            .map_err(|source| ReconcileError::Kube {
+                cr: self.cr_id.clone(),
+                action: "read the deployed manifest of",
+                source,
+            })?;
+        Ok(fresh
+            .map(|cr| st::HelmAppStatus::of(&cr))
+            .and_then(|s| s.deployed_release)
+            .and_then(|d| d.manifest().map(str::to_string))
+            .filter(|m| !m.is_empty()))
+    }
+
     /// Deletion: uninstall the release, then let the CR go. With `uninstall-wait`, as
     /// the Go operator: the release is uninstalled at once (its records deleted), and
     /// the finalizer stays, `Deployed=False/UninstallSuccessful` "Waiting until all
@@ -152,12 +177,11 @@ impl Run {
         self.write_status()
             .await
             .inspect_err(|_| self.log().cr_status_update_failed())?;
-        let manifest = self
-            .status
-            .deployed_release
-            .as_ref()
-            .map(|d| d.manifest.clone())
-            .filter(|m| !m.is_empty());
+        let manifest = if wait {
+            self.deployed_manifest().await?
+        } else {
+            None
+        };
         if let (true, Some(manifest)) = (wait, manifest) {
             self.log().uninstall_wait();
             match self.ctx.actions.leftovers(opts, &manifest).await {

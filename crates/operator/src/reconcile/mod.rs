@@ -38,6 +38,7 @@ use kube::{Resource, ResourceExt};
 use release::record::Release;
 
 use crate::annotations::{self as ann, AnnotationError, Annotations};
+use crate::drift::{self, ApplyStart, CrKey};
 use crate::events::{self, EventSink};
 use crate::logging::cr::CrLog;
 use crate::status::{self as st, HelmAppStatus};
@@ -106,15 +107,23 @@ pub async fn reconcile(
         cr,
         ctx,
         poll_soon: false,
+        apply_start: None,
     };
     if run.cr.meta().deletion_timestamp.is_some() {
+        run.ctx.drift.forget(&run.key());
         return run.finalize().await;
     }
     if run.annotations().bool_or(ann::RECONCILE_PAUSED, false) {
+        run.ctx.drift.forget(&run.key());
         return run.paused().await;
     }
     run.status.remove(st::PAUSED);
-    run.reconcile().await
+    let result = run.reconcile().await;
+    if result.is_err() {
+        // Whatever the failure left behind, the next reconcile applies in full.
+        run.ctx.drift.forget(&run.key());
+    }
+    result
 }
 
 /// `group/version, Kind=Kind`, as the metrics label CR kinds.
@@ -136,6 +145,8 @@ struct Run {
     gvk: String,
     /// Look again soon (a release waiting for its workloads), not only after the period.
     poll_soon: bool,
+    /// When this reconcile's full apply of the release started, if it makes one.
+    apply_start: Option<ApplyStart>,
 }
 
 impl Run {
@@ -143,6 +154,45 @@ impl Run {
     fn log(&self) -> CrLog<'_> {
         let r = &self.ctx.resource;
         CrLog::new(&self.namespace, &self.name, &r.api_version, &r.kind).release(&self.name)
+    }
+
+    /// The CR as the drift tracker knows it.
+    fn key(&self) -> CrKey {
+        (self.namespace.clone(), self.name.clone())
+    }
+
+    fn uid(&self) -> &str {
+        self.cr.meta().uid.as_deref().unwrap_or_default()
+    }
+
+    /// What is known of the release's objects besides its records.
+    fn objects(&self) -> plan::Objects {
+        let seen = self.ctx.drift.seen(&self.key(), self.uid());
+        plan::Objects {
+            applied: seen.applied,
+            drifted: seen.drifted,
+            watched_since: seen.watched_since,
+            status_current: self.status_current(),
+            uses_lookup: self.ctx.chart_digest.uses_lookup(),
+            reapply_period: self.ctx.reapply_period,
+        }
+    }
+
+    /// The status needs no write: it shows the release deployed, with no failure, as a
+    /// full reconcile of an unchanged release leaves it.
+    fn status_current(&self) -> bool {
+        self.status == self.original
+            && !self.awaiting_readiness()
+            && self
+                .status
+                .condition(st::DEPLOYED)
+                .is_some_and(|c| c.status == st::TRUE)
+            && self.status.condition(st::RELEASE_FAILED).is_none()
+            && self
+                .status
+                .deployed_release
+                .as_ref()
+                .is_some_and(|d| d.name == self.name)
     }
 
     fn annotations(&self) -> Annotations<'_> {
@@ -298,9 +348,14 @@ impl Run {
                 return Err(self.irreconcilable(msg, err).await);
             }
         };
-        if let Err(err) = self.migrate().await {
-            let msg = err.to_string();
-            return Err(self.irreconcilable(msg, err).await);
+        // Once this process applied the CR's release, its records are where the
+        // migration puts them; looking again is for the full applies.
+        let migrated = self.ctx.drift.known(&self.key(), self.uid());
+        if !migrated {
+            if let Err(err) = self.migrate().await {
+                let msg = err.to_string();
+                return Err(self.irreconcilable(msg, err).await);
+            }
         }
         Ok((values, requeue_after))
     }
@@ -333,8 +388,9 @@ impl Run {
         self.status.set(st::INITIALIZED, st::TRUE, "", "");
         self.status.remove(st::IRRECONCILABLE);
         let mut recovered = false;
+        self.apply_start = Some(self.ctx.drift.apply_started(&self.key(), drift::now_ms()));
         let rel = loop {
-            let decision = plan::decide(&history, &digest, unix_now());
+            let decision = plan::decide(&history, &digest, unix_now(), &self.objects());
             tracing::debug!(cr = %self.cr_id, ?decision, "decided");
             match decision {
                 Decision::Recover { version, status } => {
@@ -382,6 +438,13 @@ impl Run {
                     break self.refresh_lookups(values, &digest, &history).await?;
                 }
                 Decision::Repair => break self.repair(&digest, self.chart_labels()).await?,
+                Decision::Unchanged => {
+                    self.log().reconciled();
+                    return Ok(Outcome {
+                        requeue_after,
+                        dependents: Vec::new(),
+                    });
+                }
             }
         };
         let requeue_after = if self.poll_soon {

@@ -128,13 +128,76 @@ pub enum Decision {
     StampDigest { attempt: u32, deployed: Deployed },
     /// The inputs match the deployed revision: make the cluster match it again.
     Repair,
+    /// The inputs match the deployed revision, the operator applied that revision
+    /// itself within the reapply period, and the dependent watches saw none of its
+    /// objects move since: nothing to render, apply or write.
+    Unchanged,
     /// The last `attempts` actions with these inputs failed: wait before the next.
     BackOff { attempts: u32, retry_in: Duration },
 }
 
+/// What the operator knows, besides the records, about the release's objects: when it
+/// last applied them and whether they may have moved since. Times are Unix
+/// milliseconds.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Objects {
+    /// The revision this process last applied in full (installed, upgraded or
+    /// repaired) for this very CR (same uid), and when that apply started.
+    pub applied: Option<Applied>,
+    /// A dependent watch reported a change or deletion of one of the release's
+    /// objects since that apply started.
+    pub drifted: bool,
+    /// Since when every kind of the applied release has been watched without a gap
+    /// (`None`: some kind is not watched, or dependent watches are off); a change
+    /// before this instant may have gone unseen.
+    pub watched_since: Option<i64>,
+    /// The CR's status already shows the deployed release as a full reconcile would
+    /// leave it (`Deployed=True`, no failure, not waiting for readiness).
+    pub status_current: bool,
+    /// The chart calls `lookup`: only a render can tell whether its inputs changed.
+    pub uses_lookup: bool,
+    /// `--reapply-period`: the longest an unchanged release goes without a full
+    /// re-apply, as a safety net for changes no watch reported (zero: every time).
+    pub reapply_period: Duration,
+}
+
+/// A full apply of one revision by this process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Applied {
+    pub version: i64,
+    /// When the apply started (Unix milliseconds).
+    pub at: i64,
+}
+
+impl Objects {
+    /// Nothing known about the objects: every unchanged release is repaired.
+    pub const UNKNOWN: Objects = Objects {
+        applied: None,
+        drifted: false,
+        watched_since: None,
+        status_current: false,
+        uses_lookup: false,
+        reapply_period: Duration::ZERO,
+    };
+
+    /// Whether the deployed revision `version` may be left alone at `now_ms`.
+    fn untouched(&self, version: i64, now_ms: i64) -> bool {
+        let Some(applied) = self.applied else {
+            return false;
+        };
+        let period = i64::try_from(self.reapply_period.as_millis()).unwrap_or(i64::MAX);
+        applied.version == version
+            && !self.drifted
+            && self.status_current
+            && !self.uses_lookup
+            && self.watched_since.is_some_and(|since| since <= applied.at)
+            && now_ms.saturating_sub(applied.at) < period
+    }
+}
+
 /// Decides from `history` (oldest first, as `History::meta` returns it), the inputs
-/// `digest` and `now` (Unix seconds).
-pub fn decide(history: &[RecordMeta], digest: &str, now: i64) -> Decision {
+/// `digest`, `now` (Unix seconds) and what is known of the release's `objects`.
+pub fn decide(history: &[RecordMeta], digest: &str, now: i64, objects: &Objects) -> Decision {
     if let Some(newest) = history.last().filter(|m| m.status.is_pending()) {
         return Decision::Recover {
             version: newest.version,
@@ -150,7 +213,13 @@ pub fn decide(history: &[RecordMeta], digest: &str, now: i64) -> Decision {
             digest: own_label(m, digest::LABEL).map(str::to_string),
             newest: history.last().map_or(m.version, |n| n.version),
         });
-    if deployed.as_ref().and_then(|d| d.digest.as_deref()) == Some(digest) {
+    if let Some(d) = deployed
+        .as_ref()
+        .filter(|d| d.digest.as_deref() == Some(digest))
+    {
+        if objects.untouched(d.version, now.saturating_mul(1000)) {
+            return Decision::Unchanged;
+        }
         return Decision::Repair;
     }
     let failures = failures_with(history, digest);
@@ -416,7 +485,10 @@ mod tests {
 
     #[test]
     fn no_history_installs() {
-        assert_eq!(decide(&[], D, 0), Decision::Install { attempt: 1 });
+        assert_eq!(
+            decide(&[], D, 0, &Objects::UNKNOWN),
+            Decision::Install { attempt: 1 }
+        );
         // After an uninstall with kept history, or a failed install of other inputs.
         let history = [
             meta(1, Status::Uninstalled, &[(digest::LABEL, "old")]),
@@ -426,7 +498,10 @@ mod tests {
                 &[(digest::LABEL, "other"), ("modifiedAt", "5")],
             ),
         ];
-        assert_eq!(decide(&history, D, 10), Decision::Install { attempt: 1 });
+        assert_eq!(
+            decide(&history, D, 10, &Objects::UNKNOWN),
+            Decision::Install { attempt: 1 }
+        );
     }
 
     #[test]
@@ -435,9 +510,9 @@ mod tests {
             meta(1, Status::Superseded, &[(digest::LABEL, "old")]),
             meta(2, Status::Deployed, &[(digest::LABEL, D)]),
         ];
-        assert_eq!(decide(&history, D, 0), Decision::Repair);
+        assert_eq!(decide(&history, D, 0, &Objects::UNKNOWN), Decision::Repair);
         assert_eq!(
-            decide(&history, "new", 0),
+            decide(&history, "new", 0, &Objects::UNKNOWN),
             Decision::Upgrade {
                 attempt: 1,
                 deployed: deployed(2, Some(D), 2)
@@ -445,11 +520,123 @@ mod tests {
         );
     }
 
+    /// Objects applied at 1,000 ms as revision 2, watched since 500 ms, status current.
+    fn quiet() -> Objects {
+        Objects {
+            applied: Some(Applied {
+                version: 2,
+                at: 1_000,
+            }),
+            drifted: false,
+            watched_since: Some(500),
+            status_current: true,
+            uses_lookup: false,
+            reapply_period: Duration::from_secs(3_600),
+        }
+    }
+
+    #[test]
+    fn an_unchanged_release_nobody_touched_is_left_alone() {
+        let history = [
+            meta(1, Status::Superseded, &[(digest::LABEL, "old")]),
+            meta(2, Status::Deployed, &[(digest::LABEL, D)]),
+        ];
+        assert_eq!(decide(&history, D, 60, &quiet()), Decision::Unchanged);
+        // Changed inputs are never skipped.
+        assert!(matches!(
+            decide(&history, "new", 60, &quiet()),
+            Decision::Upgrade { .. }
+        ));
+        // Each of these needs the full re-apply.
+        let repairs: [(&str, Objects); 8] = [
+            (
+                "a dependent watch saw drift",
+                Objects {
+                    drifted: true,
+                    ..quiet()
+                },
+            ),
+            (
+                "never applied by this process",
+                Objects {
+                    applied: None,
+                    ..quiet()
+                },
+            ),
+            (
+                "another revision was applied (helm changed the release)",
+                Objects {
+                    applied: Some(Applied {
+                        version: 1,
+                        at: 1_000,
+                    }),
+                    ..quiet()
+                },
+            ),
+            (
+                "a kind is not watched",
+                Objects {
+                    watched_since: None,
+                    ..quiet()
+                },
+            ),
+            (
+                "the watch started after the apply: a change in between went unseen",
+                Objects {
+                    watched_since: Some(1_001),
+                    ..quiet()
+                },
+            ),
+            (
+                "the status is not as a reconcile leaves it",
+                Objects {
+                    status_current: false,
+                    ..quiet()
+                },
+            ),
+            (
+                "lookups are only known by rendering",
+                Objects {
+                    uses_lookup: true,
+                    ..quiet()
+                },
+            ),
+            (
+                "no reapply period: every time",
+                Objects {
+                    reapply_period: Duration::ZERO,
+                    ..quiet()
+                },
+            ),
+        ];
+        for (why, objects) in repairs {
+            assert_eq!(decide(&history, D, 60, &objects), Decision::Repair, "{why}");
+        }
+        // The safety period ran out: 3,600 s after the apply started.
+        assert_eq!(decide(&history, D, 3_600, &quiet()), Decision::Unchanged);
+        assert_eq!(decide(&history, D, 3_601, &quiet()), Decision::Repair);
+        // A pending newest record is recovered whatever the objects say.
+        let pending = [
+            meta(2, Status::Deployed, &[(digest::LABEL, D)]),
+            meta(3, Status::PendingUpgrade, &[(digest::LABEL, D)]),
+        ];
+        assert!(matches!(
+            decide(&pending, D, 60, &quiet()),
+            Decision::Recover { version: 3, .. }
+        ));
+        // A revision helm made (no own digest) is compared by render, never skipped.
+        let helms = [meta(2, Status::Deployed, &[])];
+        assert!(matches!(
+            decide(&helms, D, 60, &quiet()),
+            Decision::StampDigest { .. }
+        ));
+    }
+
     #[test]
     fn a_record_helm_made_is_compared_by_render() {
         let history = [meta(1, Status::Deployed, &[])];
         assert_eq!(
-            decide(&history, D, 0),
+            decide(&history, D, 0, &Objects::UNKNOWN),
             Decision::StampDigest {
                 attempt: 1,
                 deployed: deployed(1, None, 1)
@@ -477,23 +664,31 @@ mod tests {
             attempt: 1,
             deployed: deployed(3, None, 3),
         };
-        assert_eq!(decide(&history, D, 0), out_of_band);
+        assert_eq!(decide(&history, D, 0, &Objects::UNKNOWN), out_of_band);
         // Even when the copied digest is the CR's own (`helm upgrade` copies the last
         // record's labels whatever it deploys).
         let mut upgraded = ours(2, D);
         upgraded.version = 3;
         upgraded.status = Status::Deployed;
         assert_eq!(
-            decide(&[ours(1, "old"), ours(2, D), upgraded], D, 0),
+            decide(
+                &[ours(1, "old"), ours(2, D), upgraded],
+                D,
+                0,
+                &Objects::UNKNOWN
+            ),
             out_of_band
         );
         // A record with its own revision is trusted; one from before revisions were
         // stamped too.
         let mut own = ours(3, D);
         own.status = Status::Deployed;
-        assert_eq!(decide(&[ours(1, "old"), own], D, 0), Decision::Repair);
+        assert_eq!(
+            decide(&[ours(1, "old"), own], D, 0, &Objects::UNKNOWN),
+            Decision::Repair
+        );
         let legacy = meta(3, Status::Deployed, &[(digest::LABEL, D)]);
-        assert_eq!(decide(&[legacy], D, 0), Decision::Repair);
+        assert_eq!(decide(&[legacy], D, 0, &Objects::UNKNOWN), Decision::Repair);
         // Copied failure labels count no failure.
         let mut failed = ours(2, D);
         failed.status = Status::Failed;
@@ -514,7 +709,7 @@ mod tests {
             meta(2, Status::PendingUpgrade, &[(digest::LABEL, "new")]),
         ];
         assert_eq!(
-            decide(&history, D, 0),
+            decide(&history, D, 0, &Objects::UNKNOWN),
             Decision::Recover {
                 version: 2,
                 status: Status::PendingUpgrade
@@ -538,14 +733,14 @@ mod tests {
         ];
         // Two attempts: 20 s from the failure.
         assert_eq!(
-            decide(&history, D, 105),
+            decide(&history, D, 105, &Objects::UNKNOWN),
             Decision::BackOff {
                 attempts: 2,
                 retry_in: Duration::from_secs(15)
             }
         );
         assert_eq!(
-            decide(&history, D, 120),
+            decide(&history, D, 120, &Objects::UNKNOWN),
             Decision::Upgrade {
                 attempt: 3,
                 deployed: deployed(1, Some("old"), 2)
@@ -553,13 +748,13 @@ mod tests {
         );
         // Other inputs are tried at once.
         assert!(matches!(
-            decide(&history, "fresh", 105),
+            decide(&history, "fresh", 105, &Objects::UNKNOWN),
             Decision::Upgrade { attempt: 1, .. }
         ));
         // A failed install waits too, a full period when the record has no time.
         let install = [meta(1, Status::Failed, &[(digest::LABEL, D)])];
         assert_eq!(
-            decide(&install, D, 1_000),
+            decide(&install, D, 1_000, &Objects::UNKNOWN),
             Decision::BackOff {
                 attempts: 1,
                 retry_in: Duration::from_secs(10)

@@ -279,6 +279,16 @@ impl Run {
         } else {
             Vec::new()
         };
+        // Only dependent watches can tell that objects stayed as applied.
+        match self.apply_start {
+            Some(start) if self.ctx.watch.watch_dependent_resources => {
+                let uid = self.uid().to_string();
+                self.ctx
+                    .drift
+                    .applied(&self.key(), &uid, rel.version, start, &dependents);
+            }
+            _ => self.ctx.drift.forget(&self.key()),
+        }
         Ok(Outcome {
             requeue_after,
             dependents,

@@ -13,6 +13,16 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// What went wrong during a release action.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// The release name breaks Helm's rule (Helm's own words).
+    #[error(
+        "release name check failed: release name {release:?}: invalid release name, must match regex {} and the length must not be longer than {}",
+        crate::name::RELEASE_NAME_PATTERN,
+        crate::name::MAX_RELEASE_NAME_LEN
+    )]
+    InvalidReleaseName { release: String },
+    /// No release name was given.
+    #[error("release name check failed: no name provided")]
+    MissingReleaseName,
     /// A manifest document is not a Kubernetes object.
     #[error("release {release:?}: invalid manifest document from {source_path}: {message}")]
     InvalidDocument {

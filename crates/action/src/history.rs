@@ -22,14 +22,28 @@ impl<'a> History<'a> {
     }
 
     /// The newest `max` revisions of `name`, decoded, oldest first;
-    /// [`Error::ReleaseNotFound`] when it has none.
+    /// [`Error::ReleaseNotFound`] when it has none. Where Helm leaves out a record it
+    /// cannot decode (and so calls a release of only damaged records "not found"),
+    /// this fails naming the first such record and its decode error.
     pub async fn run(&self, name: &str, max: usize) -> Result<Vec<Release>> {
-        let mut history = self
-            .cfg
-            .storage(&self.namespace)
+        let store = self.cfg.storage(&self.namespace);
+        let mut history = store
             .history(name)
             .await
             .map_err(|e| Error::storage(name, e))?;
+        let labelled = store
+            .history_meta(name)
+            .await
+            .map_err(|e| Error::storage(name, e))?;
+        if let Some(unread) = labelled
+            .iter()
+            .find(|m| !history.iter().any(|r| r.version == m.version))
+        {
+            // Decoding it again gives its error.
+            if let Err(e) = store.get(name, unread.version).await {
+                return Err(Error::storage(name, e));
+            }
+        }
         if history.is_empty() {
             return Err(Error::ReleaseNotFound {
                 release: name.to_string(),

@@ -86,6 +86,7 @@ impl<'a> Install<'a> {
     /// The record the install would write (`pending-install`, "Dry run complete"),
     /// writing nothing.
     pub async fn dry_run(&self, chart: &Chart, values: Values, mode: DryRun) -> Result<Release> {
+        crate::validate_release_name(&self.opts.name)?;
         let revision = Revision::install(1);
         let rendered = match mode {
             DryRun::Client => render::render(chart, values.clone(), &self.opts, revision).await?,
@@ -113,6 +114,7 @@ impl<'a> Install<'a> {
         values: Values,
         adoption: Adoption,
     ) -> Result<Installed> {
+        crate::validate_release_name(&self.opts.name)?;
         let installed = self.locked(chart, values, adoption).await?;
         installed.ok_or_else(|| Error::NotDeployed {
             release: self.opts.name.clone(),

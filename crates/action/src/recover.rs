@@ -1,6 +1,7 @@
 //! Recovery of a release left `pending-*` (or `uninstalling`) by a crashed process:
-//! when no live lock holds it, the record is marked failed ("interrupted: ...") so the
-//! next action can proceed; nothing in the cluster is touched. Every verb does this
+//! when no live lock holds it, every such record is marked failed ("interrupted: ...")
+//! and all but the newest `deployed` record superseded, so the next action can
+//! proceed; nothing in the cluster is touched. Every verb does this
 //! itself after locking; [`Recover`] does only this.
 
 use release::record::Release;
@@ -108,5 +109,57 @@ mod tests {
         assert_eq!(rel.map(|r| r.status()), Some(Status::Failed));
         leave(&cfg, 2, Status::Failed, "Upgrade failed").await;
         assert!(Recover::new(&cfg, opts("p")).run().await.unwrap().is_none());
+    }
+
+    async fn statuses(cfg: &ActionConfig) -> Vec<(i64, Status)> {
+        let history = cfg.storage(NS).history("p").await.expect("history");
+        history.iter().map(|r| (r.version, r.status())).collect()
+    }
+
+    #[tokio::test]
+    async fn every_pending_record_is_recovered_not_only_the_newest() {
+        let (cfg, _) = memory_config();
+        leave(&cfg, 1, Status::Deployed, "Install complete").await;
+        leave(&cfg, 2, Status::PendingUpgrade, "Preparing upgrade").await;
+        leave(&cfg, 3, Status::PendingUpgrade, "Preparing upgrade").await;
+        leave(&cfg, 4, Status::Deployed, "Upgrade complete").await;
+        let rel = Recover::new(&cfg, opts("p")).run().await.unwrap();
+        // The newest changed record is reported; v4 stays the deployed one.
+        assert_eq!(
+            rel.map(|r| (r.version, r.status())),
+            Some((3, Status::Failed))
+        );
+        assert_eq!(
+            statuses(&cfg).await,
+            [
+                (1, Status::Superseded),
+                (2, Status::Failed),
+                (3, Status::Failed),
+                (4, Status::Deployed)
+            ]
+        );
+        assert!(Recover::new(&cfg, opts("p")).run().await.unwrap().is_none());
+    }
+
+    #[tokio::test]
+    async fn a_crash_between_two_record_writes_leaves_one_deployed_after_recovery() {
+        let (cfg, _) = memory_config();
+        leave(&cfg, 1, Status::Deployed, "Install complete").await;
+        leave(&cfg, 2, Status::Deployed, "Upgrade complete").await;
+        let rel = Recover::new(&cfg, opts("p")).run().await.unwrap();
+        assert_eq!(
+            rel.map(|r| (r.version, r.status())),
+            Some((1, Status::Superseded))
+        );
+        let stored = cfg.storage(NS).get("p", 1).await.unwrap();
+        // As Helm supersedes: the description stays.
+        assert_eq!(
+            stored.info.map(|i| i.description).as_deref(),
+            Some("Install complete")
+        );
+        assert_eq!(
+            statuses(&cfg).await,
+            [(1, Status::Superseded), (2, Status::Deployed)]
+        );
     }
 }

@@ -28,29 +28,50 @@ pub(crate) async fn fail(
     err
 }
 
-/// Turns a crashed action's leftover (newest record `pending-*` or `uninstalling`) into
-/// `failed`; the caller holds the lock, so no live action owns that record.
+/// Repairs what crashed actions left in a release's history; the caller holds the
+/// lock, so no live action owns any record. Found from the records' labels alone:
+/// every `pending-*` or `uninstalling` record (not only the newest) becomes `failed`,
+/// and of several `deployed` records (a crash between writing a new one and
+/// superseding the old) all but the newest become `superseded`. Only those records
+/// are decoded. Returns the newest record changed, `None` when none needed it.
 pub(crate) async fn recover_leftover(store: &Storage, name: &str) -> Result<Option<Release>> {
-    let Some(mut last) = store
-        .last(name)
+    let history = store
+        .history_meta(name)
         .await
-        .map_err(|e| Error::storage(name, e))?
-    else {
-        return Ok(None);
-    };
-    let status = last.status();
-    if !status.is_pending() && status != Status::Uninstalling {
-        return Ok(None);
+        .map_err(|e| Error::storage(name, e))?;
+    let newest_deployed = history
+        .iter()
+        .filter(|m| m.status == Status::Deployed)
+        .map(|m| m.version)
+        .max();
+    let mut repaired = None;
+    for meta in &history {
+        let leftover = meta.status.is_pending() || meta.status == Status::Uninstalling;
+        let stale_deployed =
+            meta.status == Status::Deployed && Some(meta.version) != newest_deployed;
+        if !leftover && !stale_deployed {
+            continue;
+        }
+        let mut rel = store
+            .get(name, meta.version)
+            .await
+            .map_err(|e| Error::storage(name, e))?;
+        if leftover {
+            let old = rel
+                .info
+                .as_ref()
+                .map(|i| i.description.clone())
+                .unwrap_or_default();
+            tracing::warn!(release = %name, version = rel.version, status = %meta.status, "recovering a release left behind by an interrupted action");
+            rel.set_status(Status::Failed, format!("interrupted: {old}"));
+        } else {
+            tracing::warn!(release = %name, version = rel.version, "an interrupted action left two deployed revisions; marking the older one superseded");
+            rel.info.get_or_insert_with(Default::default).status = Some(Status::Superseded);
+        }
+        save(store, &rel).await?;
+        repaired = Some(rel);
     }
-    let old = last
-        .info
-        .as_ref()
-        .map(|i| i.description.clone())
-        .unwrap_or_default();
-    tracing::warn!(release = %name, version = last.version, %status, "recovering a release left behind by an interrupted action");
-    last.set_status(Status::Failed, format!("interrupted: {old}"));
-    save(store, &last).await?;
-    Ok(Some(last))
+    Ok(repaired)
 }
 
 /// Marks every deployed revision other than `keep` superseded.

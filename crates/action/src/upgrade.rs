@@ -132,6 +132,7 @@ impl<'a> Upgrade<'a> {
     /// Upgrades the release to `chart` with `values`.
     pub async fn run(&self, chart: &Chart, values: Values) -> Result<Release> {
         let opts = &self.opts;
+        crate::validate_release_name(&opts.name)?;
         self.cfg
             .with_lock(&opts.namespace, &opts.name, |held| {
                 self.upgrade_locked(chart, values, held)
@@ -149,6 +150,7 @@ impl<'a> Upgrade<'a> {
         mode: DryRun,
     ) -> Result<(Release, UpgradeDiff)> {
         let opts = &self.opts;
+        crate::validate_release_name(&opts.name)?;
         let store = self.cfg.storage(&opts.namespace);
         let name = &opts.name;
         let current = match store.deployed(name).await {

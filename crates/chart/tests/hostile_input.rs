@@ -416,5 +416,15 @@ fn json_values_deeper_than_yaml_rust2_flow_limit_read_as_go_yaml_reads_them() {
     let e =
         gocodec::yaml::parse_yaml_to_json(&format!("a: {}x{}", "[".repeat(300), "]".repeat(300)))
             .unwrap_err();
-    assert!(e.to_string().contains("recursion limit exceeded"), "{e}");
+    assert_eq!(
+        e.to_string(),
+        "error converting YAML to JSON: yaml: flow collections ([...] or {...}) nest \
+         deeper than 255 levels, the most rudder reads in YAML flow style (Helm reads 10000); \
+         write them in block style, or the whole document as JSON"
+    );
+    // 255 levels are read.
+    let v =
+        gocodec::yaml::parse_yaml_to_json(&format!("a: {}x{}", "[".repeat(254), "]".repeat(254)))
+            .expect("within the flow limit");
+    assert_eq!(gocodec::depth::json_depth(&v), 255);
 }

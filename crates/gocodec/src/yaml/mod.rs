@@ -78,12 +78,30 @@ fn deep_json(text: &str, yaml_error: YamlError) -> Result<serde_json::Value, Yam
     }
     let body = text.strip_prefix('\u{feff}').unwrap_or(text).trim_start();
     if !body.starts_with(['{', '[']) {
-        return Err(yaml_error);
+        return Err(flow_depth_error(yaml_error));
     }
     match crate::depth::parse_json_text(body.as_bytes()) {
         Ok(v) => Ok(v),
         Err(e) if e.starts_with("exceeded max depth") => Err(YamlError::Unmarshal(e)),
-        Err(_) => Err(yaml_error),
+        Err(_) => Err(flow_depth_error(yaml_error)),
+    }
+}
+
+/// The flow nesting yaml-rust2 stops at.
+pub const MAX_FLOW_DEPTH: usize = 255;
+
+/// yaml-rust2's "recursion limit exceeded", said so that a user can act on it:
+/// the depth reached, where Helm stops, and the form that reads deeper.
+fn flow_depth_error(e: YamlError) -> YamlError {
+    let msg = format!(
+        "flow collections ([...] or {{...}}) nest deeper than {MAX_FLOW_DEPTH} levels, the most \
+         rudder reads in YAML flow style (Helm reads {}); write them in block style, or the \
+         whole document as JSON",
+        crate::depth::MAX_DEPTH
+    );
+    match e {
+        YamlError::Syntax { line, .. } => YamlError::Syntax { line, msg },
+        _ => YamlError::Unmarshal(msg),
     }
 }
 

@@ -51,7 +51,7 @@ fuzz-check:
 # cargo-fuzz (`cargo install cargo-fuzz`) passes sanitizer flags that
 # RUSTC_BOOTSTRAP lets the stable toolchain accept.
 
-# Builds and runs one fuzz target for SECONDS: `just fuzz chart yaml 600`.
+# Builds and runs one fuzz target for SECONDS: `just fuzz gocodec yaml 600`.
 fuzz crate="gotmpl" target="parse_execute" seconds="60":
     cd crates/{{crate}}/fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz run {{target}} -- -max_total_time={{seconds}}
 

@@ -1,18 +1,19 @@
 //! RSA key generation for Sprig's `genPrivateKey`, `genCA`,
-//! `genSelfSignedCert` and `genSignedCert`, as Go's `rsa.GenerateKey` and
-//! AWS-LC's `RSA_generate_key_ex` make keys (FIPS 186-5 appendix A.1.3 /
-//! 186-4 B.3.3): each prime candidate is a fresh random odd number of half
-//! the modulus size at least 2^(k-1)·√2, with gcd(p−1, e) = 1, that passes
-//! AWS-LC's trial division and Miller–Rabin test with the rounds AWS-LC uses
-//! for key generation; |p−q| > 2^(k−100) and d > 2^(nlen/2).
+//! `genSelfSignedCert` and `genSignedCert`, as Go's `rsa.GenerateKey`
+//! (crypto/internal/fips140/rsa, Go 1.24 and later) makes keys: each prime
+//! is a fresh random odd number of exactly half the modulus size with its
+//! top two bits set, with gcd(p−1, e) = 1 for e = 65537, that survives
+//! trial division by small primes and then Miller–Rabin with FIPS 186-5's
+//! round count for its size (5 rounds for a 1024-bit prime, AWS-LC's
+//! `BN_prime_checks_for_generation`, the table Go uses too); the key is
+//! kept when |p−q| > 2^(k−100) and d > 2^(nlen/2).
 //!
 //! The difference is time. A key's two primes are found by two searches
-//! running at once, the first two primes found becoming p and q. Each
-//! candidate is a fresh sample, so which prime a search finds does not
-//! depend on how long it searched: the key is distributed as a sequential
-//! search's is, found in about half the time on two cores, for the same
-//! total work. AWS-LC's own key generation finds p and then q on one
-//! thread, and Go's is faster than that on one core.
+//! running at once, and primes found ahead of need wait in a small pool
+//! (see [`prefetch`]) for the next key. Each candidate is a fresh sample
+//! and each pooled prime is used once, so which primes a key gets does not
+//! depend on when or by which search they were found: keys are distributed
+//! as a sequential search's are, in about half the time on two cores.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
@@ -22,12 +23,6 @@ use rsa::BigUint;
 
 /// Go's and AWS-LC's public exponent.
 const E: u32 = 65537;
-
-/// The top 64 bits of ⌊2^(k−1)·√2⌋ for any prime size k ≥ 64: candidates at
-/// or below them are retried, so the modulus always has its full size (a
-/// candidate with exactly these top bits is retried too, which rejects a
-/// negligible share of valid primes, as AWS-LC does for non-FIPS sizes).
-const SQRT2_TOP: u64 = 0xb504_f333_f9de_6484;
 
 /// Why no key could be made.
 #[derive(Debug, thiserror::Error)]
@@ -124,24 +119,25 @@ impl Search {
     }
 
     /// Draws candidates until one is a probable prime of `bits` bits (big
-    /// endian bytes), or `stop` is set (`None`).
+    /// endian bytes), or `stop` says enough (`None`).
     fn find_prime(
         &mut self,
         bits: usize,
-        stop: &AtomicBool,
+        stop: &dyn Fn() -> bool,
     ) -> Result<Option<Vec<u8>>, KeygenError> {
         let len = bits / 8;
         let mut bytes = vec![0u8; len];
         // Larger primes than the sieve serves use AWS-LC's trial division.
         let sieve = (len / 4 <= MAX_HALVES).then(Sieve::get);
-        while !stop.load(Ordering::Relaxed) {
+        while !stop() {
             // SAFETY: `candidate` and `ctx` are valid for the life of self;
             // `bytes` has exactly `len` bytes for the padded export.
             let prime = unsafe {
                 if ffi::BN_rand(
                     self.candidate,
                     bits as i32,
-                    ffi::BN_RAND_TOP_ONE,
+                    // Go's top two bits: p·q has exactly 2k bits.
+                    ffi::BN_RAND_TOP_TWO,
                     ffi::BN_RAND_BOTTOM_ODD,
                 ) != 1
                 {
@@ -150,11 +146,10 @@ impl Search {
                 if ffi::BN_bn2bin_padded(bytes.as_mut_ptr(), len, self.candidate) != 1 {
                     return Err(KeygenError::Library);
                 }
-                let top = u64::from_be_bytes(bytes[..8].try_into().unwrap_or_default());
-                // e is prime, so gcd(p−1, e) = 1 unless p ≡ 1 (mod e).
-                if top <= SQRT2_TOP || sieve.is_some_and(|s| s.has_small_factor(&bytes)) {
+                if sieve.is_some_and(|s| s.has_small_factor(&bytes)) {
                     continue;
                 }
+                // e is prime, so gcd(p−1, e) = 1 unless p ≡ 1 (mod e).
                 if ffi::BN_mod_word(self.candidate, E.into()) == 1 {
                     continue;
                 }
@@ -190,36 +185,149 @@ impl Drop for Search {
     }
 }
 
-/// `want` distinct probable primes of `bits` bits, searched for by up to
-/// `workers` threads at once; the first ones found are returned.
-fn primes(bits: usize, want: usize, workers: usize) -> Result<Vec<Vec<u8>>, KeygenError> {
-    let found: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::with_capacity(want));
-    let stop = AtomicBool::new(false);
-    let search = || -> Result<(), KeygenError> {
-        let mut s = Search::new()?;
-        while let Some(p) = s.find_prime(bits, &stop)? {
-            let mut f = found.lock().unwrap_or_else(|e| e.into_inner());
-            if f.len() < want && !f.contains(&p) {
-                f.push(p);
-            }
-            if f.len() >= want {
-                stop.store(true, Ordering::Relaxed);
-            }
+/// Primes found but not yet used, each used by one key only. A search
+/// that finds more than its key needs (two searches finishing at once)
+/// leaves the extra here, and [`prefetch`] fills it ahead of need.
+struct Pool {
+    /// (prime size in bits, big-endian prime).
+    primes: Vec<(usize, Vec<u8>)>,
+    /// (prime size, primes still expected to be asked for) that [`prefetch`]
+    /// searches for in the background.
+    wanted: Vec<(usize, usize)>,
+}
+
+/// Most primes the pool keeps; extras beyond it are dropped.
+const POOL_MAX: usize = 8;
+
+static POOL: Mutex<Pool> = Mutex::new(Pool {
+    primes: Vec::new(),
+    wanted: Vec::new(),
+});
+
+fn pool() -> std::sync::MutexGuard<'static, Pool> {
+    POOL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Pool {
+    fn count(&self, bits: usize) -> usize {
+        self.primes.iter().filter(|(b, _)| *b == bits).count()
+    }
+
+    /// Keeps a new prime (once: a repeat is dropped).
+    fn put(&mut self, bits: usize, p: Vec<u8>) {
+        if self.primes.len() < POOL_MAX && !self.primes.iter().any(|(_, q)| *q == p) {
+            self.primes.push((bits, p));
         }
-        Ok(())
-    };
-    let result = std::thread::scope(|scope| {
-        let helpers: Vec<_> = (1..workers).map(|_| scope.spawn(search)).collect();
-        let mine = search();
-        // Any failure stops every search.
-        stop.store(true, Ordering::Relaxed);
-        helpers
-            .into_iter()
-            .map(|h| h.join().unwrap_or(Err(KeygenError::Library)))
-            .fold(mine, |acc, r| acc.and(r))
-    });
-    result?;
-    Ok(found.into_inner().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Takes `want` primes of `bits` bits out, if there are as many.
+    fn take(&mut self, bits: usize, want: usize) -> Option<Vec<Vec<u8>>> {
+        if self.count(bits) < want {
+            return None;
+        }
+        let mut out = Vec::with_capacity(want);
+        self.primes.retain(|(b, p)| {
+            if *b == bits && out.len() < want {
+                out.push(p.clone());
+                false
+            } else {
+                true
+            }
+        });
+        if let Some((_, n)) = self.wanted.iter_mut().find(|(b, _)| *b == bits) {
+            *n = n.saturating_sub(want);
+        }
+        Some(out)
+    }
+
+    /// Whether the background search should look for another prime.
+    fn prefetch_needed(&self, bits: usize) -> bool {
+        self.wanted
+            .iter()
+            .any(|&(b, n)| b == bits && n > self.count(bits))
+    }
+}
+
+/// `want` distinct probable primes of `bits` bits, from the pool and from
+/// searches on up to `workers` threads at once, which stop as soon as the
+/// pool holds enough (whoever found them).
+fn primes(bits: usize, want: usize, workers: usize) -> Result<Vec<Vec<u8>>, KeygenError> {
+    loop {
+        if let Some(ps) = pool().take(bits, want) {
+            return Ok(ps);
+        }
+        let failed = AtomicBool::new(false);
+        let stop = || failed.load(Ordering::Relaxed) || pool().count(bits) >= want;
+        let search = || -> Result<(), KeygenError> {
+            let mut s = Search::new()?;
+            while let Some(p) = s.find_prime(bits, &stop)? {
+                pool().put(bits, p);
+            }
+            Ok(())
+        };
+        std::thread::scope(|scope| {
+            let helpers: Vec<_> = (1..workers).map(|_| scope.spawn(search)).collect();
+            let mine = search();
+            // Any failure stops every search.
+            failed.store(true, Ordering::Relaxed);
+            helpers
+                .into_iter()
+                .map(|h| h.join().unwrap_or(Err(KeygenError::Library)))
+                .fold(mine, |acc, r| acc.and(r))
+        })?;
+        // Another key may have taken them first: then search again.
+    }
+}
+
+/// Starts looking, on a background thread, for the primes of `keys` RSA
+/// keys of `bits` bits that are about to be asked for, so that finding
+/// them overlaps with other work (loading and rendering a chart); the keys
+/// [`generate`] then makes take these primes first. For one-shot commands
+/// such as `rudder template`: primes nobody asks for are wasted work.
+pub fn prefetch(bits: usize, keys: usize) {
+    if keys == 0 || bits < 1024 || bits % 128 != 0 {
+        return;
+    }
+    let half = bits / 2;
+    {
+        let mut p = pool();
+        match p.wanted.iter_mut().find(|(b, _)| *b == half) {
+            Some((_, n)) => *n += 2 * keys,
+            None => p.wanted.push((half, 2 * keys)),
+        }
+    }
+    let spawned = std::thread::Builder::new()
+        .name("rsa-prefetch".into())
+        .spawn(move || {
+            let Ok(mut s) = Search::new() else { return };
+            let stop = || !pool().prefetch_needed(half);
+            while let Ok(Some(p)) = s.find_prime(half, &stop) {
+                pool().put(half, p);
+            }
+        });
+    // Without the thread, keys are simply searched for when asked for.
+    drop(spawned);
+}
+
+/// How many 2048-bit RSA keys a template text may ask for: its calls of
+/// `genCA`, `genSelfSignedCert` and `genSignedCert` (each makes one; their
+/// `…WithKey` forms make none). An upper bound, as some calls sit in
+/// branches that never run: what [`prefetch`] is told to expect.
+pub fn keys_in_template(text: &str) -> usize {
+    const MAKERS: [&str; 3] = ["genCA", "genSelfSignedCert", "genSignedCert"];
+    let word = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+    MAKERS
+        .iter()
+        .map(|f| {
+            text.match_indices(f)
+                .filter(|&(i, _)| {
+                    let before = i.checked_sub(1).map(|j| text.as_bytes()[j]);
+                    let after = text.as_bytes().get(i + f.len()).copied();
+                    !before.is_some_and(word) && !after.is_some_and(word)
+                })
+                .count()
+        })
+        .sum()
 }
 
 /// How many threads search for one key's primes.
@@ -300,6 +408,31 @@ mod tests {
     }
 
     #[test]
+    fn prefetched_primes_make_the_next_key() {
+        // A size no other test uses, so that no other test takes them.
+        prefetch(1152, 1);
+        let mut waited = 0;
+        while pool().count(576) < 2 && waited < 600 {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            waited += 1;
+        }
+        assert_eq!(pool().count(576), 2, "the background search found both");
+        let k = generate(1152).expect("key");
+        assert_eq!(pool().count(576), 0, "the key used the pooled primes");
+        assert!(!pool().prefetch_needed(576), "nothing more is searched for");
+        assert_eq!(k.n().bits(), 1152);
+        k.validate().expect("valid key");
+    }
+
+    #[test]
+    fn key_making_calls_are_counted_as_whole_names() {
+        let t = r#"{{ $ca := genCA "x" 365 }}{{ genSignedCert "a" nil nil 1 $ca }}
+{{ genCAWithKey "x" 1 $k }}{{ genSelfSignedCert "h" nil nil 1 }}{{ mygenCA }}"#;
+        assert_eq!(keys_in_template(t), 3);
+        assert_eq!(keys_in_template("{{ genPrivateKey \"ecdsa\" }}"), 0);
+    }
+
+    #[test]
     fn sizes_outside_the_rule_are_refused() {
         assert!(matches!(generate(1000), Err(KeygenError::Size(1000))));
         assert!(matches!(generate(512), Err(KeygenError::Size(512))));
@@ -311,7 +444,7 @@ mod tests {
         assert_eq!(ps.len(), 3);
         assert!(ps[0] != ps[1] && ps[1] != ps[2] && ps[0] != ps[2]);
         for p in &ps {
-            assert!(p[0] & 0x80 != 0 && p[63] & 1 == 1);
+            assert!(p[0] & 0xc0 == 0xc0 && p[63] & 1 == 1);
         }
     }
 }

@@ -31,6 +31,8 @@ pub const OVERRIDE_VALUES_IN_USE: &str = "OverrideValuesInUse";
 pub const ADOPTED: &str = "Adopted";
 pub const MIGRATED: &str = "Migrated";
 pub const BACKING_OFF: &str = "BackingOff";
+/// The CR went without its release being uninstalled (another chart's release).
+pub const NOT_UNINSTALLED: &str = "NotUninstalled";
 
 /// Event types.
 pub const NORMAL: &str = "Normal";

@@ -183,8 +183,46 @@ impl Default for Config {
     }
 }
 
-/// A running API server; dropping it without `stop` leaves the task running
-/// until the runtime ends.
+/// Stack of every thread serving requests: objects may nest as deep as
+/// kube-apiserver stores them (10,000 levels), and cloning, comparing,
+/// validating and dropping them recurses once per level. Address space
+/// only; what a request really uses becomes resident.
+const SERVING_STACK: usize = 256 << 20;
+
+/// The runtime a server's connections, watches and background tasks run
+/// on, its own so that its threads have [`SERVING_STACK`] whatever runtime
+/// the caller has. Dropping it ends them without waiting (also from inside
+/// another runtime).
+struct ServingRuntime(Option<tokio::runtime::Runtime>);
+
+impl ServingRuntime {
+    fn new() -> std::io::Result<ServingRuntime> {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("apiserver")
+            .thread_stack_size(SERVING_STACK)
+            .enable_all()
+            .build()?;
+        Ok(ServingRuntime(Some(rt)))
+    }
+
+    fn handle(&self) -> &tokio::runtime::Handle {
+        match &self.0 {
+            Some(rt) => rt.handle(),
+            None => unreachable!("the runtime is taken only on drop"),
+        }
+    }
+}
+
+impl Drop for ServingRuntime {
+    fn drop(&mut self) {
+        if let Some(rt) = self.0.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+/// A running API server; dropping it without `stop` stops serving at once.
 pub struct Server {
     addr: SocketAddr,
     kubeconfig_path: PathBuf,
@@ -195,6 +233,8 @@ pub struct Server {
     temp_dir: Option<PathBuf>,
     /// The CA clients must trust (PEM, DER) when serving HTTPS.
     ca: Option<(String, Vec<u8>)>,
+    /// Last, so it ends after everything that runs on it.
+    runtime: ServingRuntime,
 }
 
 impl Server {
@@ -236,12 +276,19 @@ impl Server {
                 .unwrap_or_default(),
             message,
         })?;
-        let listener = tokio::net::TcpListener::bind(config.listen)
+        let bind_err = |source| ServerError::Bind {
+            addr: config.listen.to_string(),
+            source,
+        };
+        let runtime = ServingRuntime::new().map_err(bind_err)?;
+        // Bound on the serving runtime, so that its reactor drives the socket.
+        let listen = config.listen;
+        let listener = runtime
+            .handle()
+            .spawn(async move { tokio::net::TcpListener::bind(listen).await })
             .await
-            .map_err(|source| ServerError::Bind {
-                addr: config.listen.to_string(),
-                source,
-            })?;
+            .map_err(|e| bind_err(std::io::Error::other(e.to_string())))?
+            .map_err(bind_err)?;
         let addr = listener.local_addr().map_err(|source| ServerError::Bind {
             addr: config.listen.to_string(),
             source,
@@ -265,38 +312,42 @@ impl Server {
             &kubeconfig_path,
             &kubeconfig_yaml(addr, ca.as_ref().map(|c| c.0.as_str()), token.as_deref()),
         )?;
-        app.spawn_tasks();
-        let router = handlers::router(app.clone());
-        let mut rx = shutdown_rx;
-        let shutdown = async move {
-            let _ = rx.wait_for(|s| *s).await;
-        };
-        let task = match tls {
-            Some(t) => {
-                let listener =
-                    tls::TlsListener::new(listener, t.server_config).map_err(|source| {
-                        ServerError::Bind {
-                            addr: config.listen.to_string(),
-                            source,
+        // Everything spawned from here on runs on the serving runtime.
+        let task = {
+            let _serving = runtime.handle().enter();
+            app.spawn_tasks();
+            let router = handlers::router(app.clone());
+            let mut rx = shutdown_rx;
+            let shutdown = async move {
+                let _ = rx.wait_for(|s| *s).await;
+            };
+            match tls {
+                Some(t) => {
+                    let listener =
+                        tls::TlsListener::new(listener, t.server_config).map_err(|source| {
+                            ServerError::Bind {
+                                addr: config.listen.to_string(),
+                                source,
+                            }
+                        })?;
+                    tokio::spawn(async move {
+                        let res = axum::serve(listener, router)
+                            .with_graceful_shutdown(shutdown)
+                            .await;
+                        if let Err(e) = res {
+                            tracing::error!("apiserver stopped: {e}");
                         }
-                    })?;
-                tokio::spawn(async move {
+                    })
+                }
+                None => tokio::spawn(async move {
                     let res = axum::serve(listener, router)
                         .with_graceful_shutdown(shutdown)
                         .await;
                     if let Err(e) = res {
                         tracing::error!("apiserver stopped: {e}");
                     }
-                })
+                }),
             }
-            None => tokio::spawn(async move {
-                let res = axum::serve(listener, router)
-                    .with_graceful_shutdown(shutdown)
-                    .await;
-                if let Err(e) = res {
-                    tracing::error!("apiserver stopped: {e}");
-                }
-            }),
         };
         Ok(Server {
             addr,
@@ -306,6 +357,7 @@ impl Server {
             task,
             temp_dir,
             ca,
+            runtime,
         })
     }
 
@@ -396,6 +448,14 @@ impl Server {
         if let Some(d) = &self.temp_dir {
             let _ = std::fs::remove_dir_all(d);
         }
+        // Stored objects may nest 10,000 levels: they are dropped on a serving
+        // thread's deep stack, never on the caller's.
+        let app = self.app;
+        let _ = self
+            .runtime
+            .handle()
+            .spawn_blocking(move || drop(app))
+            .await;
     }
 
     /// Serves until the process is stopped (for the CLI).

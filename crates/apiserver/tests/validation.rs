@@ -382,3 +382,72 @@ async fn malformed_requests() {
     assert_eq!(r.code, 201, "{}", r.message());
     server.stop().await;
 }
+
+/// A custom resource whose spec nests `levels` objects, as JSON text (built
+/// without a deep `Value`, whose drop would recurse on this thread).
+fn deep_cr(name: &str, levels: usize) -> String {
+    format!(
+        "{{\"apiVersion\": \"example.com/v1\", \"kind\": \"Deep\", \"metadata\": {{\"name\": \"{name}\"}}, \"spec\": {}\"leaf\"{}}}",
+        "{\"a\": ".repeat(levels),
+        "}".repeat(levels)
+    )
+}
+
+#[tokio::test]
+async fn objects_as_deep_as_kube_apiserver_stores_them() {
+    let server = start().await;
+    let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "deeps.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+            "names": {"plural": "deeps", "kind": "Deep"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                    "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}}}]}});
+    let r = req(
+        &server,
+        "POST",
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+        &crd,
+    )
+    .await;
+    assert_eq!(r.code, 201, "{}", r.message());
+    const DEEPS: &str = "/apis/example.com/v1/namespaces/default/deeps";
+    // Go's decoders stop at 10,000 levels; the object's own two (the object and
+    // `spec`) count too.
+    let body = deep_cr("d", 9_998);
+    let r = send(&server, "POST", DEEPS, None, body.as_bytes()).await;
+    assert_eq!(r.code, 201, "{}", r.message());
+    // Every later read and write of it is served (a worker stack too small for it
+    // would abort the whole test process).
+    for (method, path) in [("GET", format!("{DEEPS}/d")), ("GET", DEEPS.to_string())] {
+        let r = send(&server, method, &path, None, b"").await;
+        assert_eq!(r.code, 200, "{method} {path}");
+    }
+    let r = send(
+        &server,
+        "PATCH",
+        &format!("{DEEPS}/d"),
+        Some("application/merge-patch+json"),
+        br#"{"metadata": {"labels": {"patched": "yes"}}}"#,
+    )
+    .await;
+    assert_eq!(r.code, 200, "{}", r.message());
+    let r = send(&server, "DELETE", &format!("{DEEPS}/d"), None, b"").await;
+    assert_eq!(r.code, 200, "{}", r.message());
+
+    let r = send(
+        &server,
+        "POST",
+        DEEPS,
+        None,
+        deep_cr("e", 10_000).as_bytes(),
+    )
+    .await;
+    refused(
+        &r,
+        400,
+        "BadRequest",
+        "error decoding JSON body: exceeded max depth of 10000",
+    );
+    server.stop().await;
+}

@@ -30,6 +30,8 @@ pub(crate) const ROLLBACK_ERROR: &str = "RollbackError";
 pub(crate) const OVERRIDE_VALUES_IN_USE: &str = "OverrideValuesInUse";
 pub(crate) const ADOPTED: &str = "Adopted";
 pub(crate) const MIGRATED: &str = "Migrated";
+/// The CR went without its release being uninstalled (another chart's release).
+pub(crate) const NOT_UNINSTALLED: &str = "NotUninstalled";
 
 /// Event types.
 pub(crate) const NORMAL: &str = "Normal";

@@ -213,6 +213,101 @@ impl HelmAppStatus {
     }
 }
 
+/// The most a CR may weigh once its status is written: 1 MiB, under etcd's 1.5 MiB
+/// request limit with room for the server's own fields (managed fields, a watch
+/// event's envelope).
+pub(crate) const MAX_OBJECT_BYTES: usize = 1 << 20;
+
+/// How the note on what [`HelmAppStatus::fit`] left out begins.
+const LEFT_OUT_NOTE: &str = " [left out to keep the custom resource within";
+
+/// The shortest a condition message is cut to.
+const MIN_MESSAGE: usize = 1024;
+
+/// Bytes `cr` takes without its status: what the status must leave room for.
+pub(crate) fn weight_without_status(cr: &DynamicObject) -> usize {
+    let mut data = cr.data.clone();
+    if let Value::Object(m) = &mut data {
+        m.remove("status");
+    }
+    let meta = serde_json::to_vec(&cr.metadata).map_or(0, |v| v.len());
+    meta + serde_json::to_vec(&data).map_or(0, |v| v.len())
+}
+
+fn cut(message: &mut String, max: usize) -> bool {
+    if message.len() <= max {
+        return false;
+    }
+    let mut end = max;
+    while !message.is_char_boundary(end) {
+        end -= 1;
+    }
+    let cut = message.len() - end;
+    message.truncate(end);
+    message.push_str(&format!("… ({cut} bytes cut)"));
+    true
+}
+
+impl HelmAppStatus {
+    fn weight(&self) -> usize {
+        serde_json::to_vec(&self.to_patch_value()).map_or(0, |v| v.len())
+    }
+
+    /// Keeps the status within `room` bytes, whatever the chart's NOTES and manifest
+    /// weigh: first `deployedRelease.manifest` is left out, then condition messages
+    /// are cut; the `Deployed` condition (else the first) says what was left out.
+    pub(crate) fn fit(&mut self, room: usize) {
+        // A condition kept from the last write may carry the note already.
+        for c in &mut self.conditions {
+            if let Some(at) = c.message.find(LEFT_OUT_NOTE) {
+                c.message.truncate(at);
+            }
+        }
+        if self.weight() <= room {
+            return;
+        }
+        let mut left_out = Vec::new();
+        if let Some(d) = self
+            .deployed_release
+            .as_mut()
+            .filter(|d| !d.manifest.is_empty())
+        {
+            left_out.push(format!(
+                "status.deployedRelease.manifest ({} bytes; `helm get manifest {}` shows it)",
+                d.manifest.len(),
+                d.name
+            ));
+            d.manifest.clear();
+        }
+        let note_room = 512;
+        let over = self.weight().saturating_sub(room.saturating_sub(note_room));
+        if over > 0 {
+            let per =
+                (room.saturating_sub(note_room) / self.conditions.len().max(1)).max(MIN_MESSAGE);
+            for c in &mut self.conditions {
+                if cut(&mut c.message, per) {
+                    left_out.push(format!("the end of the {} message", c.type_));
+                }
+            }
+        }
+        if left_out.is_empty() {
+            return;
+        }
+        let note = format!(
+            "{LEFT_OUT_NOTE} {MAX_OBJECT_BYTES} bytes: {}]",
+            left_out.join(", ")
+        );
+        let at = self
+            .conditions
+            .iter()
+            .position(|c| c.type_ == DEPLOYED)
+            .unwrap_or(0);
+        if let Some(c) = self.conditions.get_mut(at) {
+            c.message.push_str(&note);
+        }
+    }
+}
+
 /// Writes `status` on the CR when it differs from `original`; returns whether it wrote.
 /// Uses the status subresource, falling back to the main resource when the CRD has no
 /// status subresource (the API answers 404 on `/status` then). A CR that is gone is
@@ -344,5 +439,61 @@ mod tests {
         assert_eq!(HelmAppStatus::of(&cr), HelmAppStatus::default());
         cr.data = json!({"status": "weird"});
         assert_eq!(HelmAppStatus::of(&cr), HelmAppStatus::default());
+    }
+
+    #[test]
+    fn a_status_too_large_for_the_object_leaves_out_the_manifest_then_cuts_messages() {
+        let mut s = HelmAppStatus::default();
+        s.set(INITIALIZED, TRUE, "", "");
+        s.set(DEPLOYED, TRUE, INSTALL_SUCCESSFUL, "n".repeat(300_000));
+        s.deployed_release = Some(DeployedRelease {
+            name: "r".into(),
+            manifest: "m".repeat(2_000_000),
+        });
+        let mut small = s.clone();
+        small.deployed_release.as_mut().unwrap().manifest = "m".into();
+        let mut unchanged = small.clone();
+        unchanged.fit(MAX_OBJECT_BYTES);
+        assert_eq!(unchanged, small, "a status that fits stays as it is");
+
+        let mut fitted = s.clone();
+        fitted.fit(MAX_OBJECT_BYTES);
+        assert!(fitted.weight() <= MAX_OBJECT_BYTES);
+        assert_eq!(fitted.deployed_release.as_ref().unwrap().manifest, "");
+        let deployed = fitted.condition(DEPLOYED).unwrap();
+        assert!(deployed.message.starts_with(&"n".repeat(300_000)));
+        assert!(
+            deployed.message.ends_with(
+                " [left out to keep the custom resource within 1048576 bytes: \
+             status.deployedRelease.manifest (2000000 bytes; `helm get manifest r` shows it)]"
+            ),
+            "{}",
+            &deployed.message[300_000..]
+        );
+
+        // Fitting again what was written (the note on it) changes nothing.
+        let mut again = fitted.clone();
+        again.deployed_release.as_mut().unwrap().manifest = "m".repeat(2_000_000);
+        again.fit(MAX_OBJECT_BYTES);
+        assert_eq!(again, fitted);
+
+        // A spec that leaves little room: the messages are cut too, and say so.
+        let mut tight = s;
+        tight.fit(100_000);
+        assert!(tight.weight() <= 100_000, "{}", tight.weight());
+        let deployed = tight.condition(DEPLOYED).unwrap();
+        assert!(
+            deployed.message.contains("bytes cut)"),
+            "{}",
+            deployed.message
+        );
+        assert!(
+            deployed.message.ends_with(
+                "status.deployedRelease.manifest (2000000 bytes; `helm get manifest r` shows it), \
+             the end of the Deployed message]"
+            ),
+            "{}",
+            deployed.message
+        );
     }
 }

@@ -28,7 +28,7 @@ use release::record::{Release, Status};
 use release::StorageDriver;
 use serde_json::{json, Value};
 
-use crate::template::ValueArgs;
+use crate::template::{ChartSizeArgs, ValueArgs};
 
 /// Where the cluster is and which namespace the release lives in.
 #[derive(clap::Args, Debug, Clone, Default)]
@@ -126,6 +126,8 @@ pub(crate) struct InstallArgs {
     /// Output format of the release status.
     #[arg(short = 'o', long, value_enum, default_value = "table")]
     pub output: OutputFormat,
+    #[command(flatten)]
+    pub chart_size: ChartSizeArgs,
 }
 
 /// `upgrade NAME CHART`.
@@ -159,6 +161,8 @@ pub(crate) struct UpgradeArgs {
     /// Output format of the release status.
     #[arg(short = 'o', long, value_enum, default_value = "table")]
     pub output: OutputFormat,
+    #[command(flatten)]
+    pub chart_size: ChartSizeArgs,
 }
 
 /// `rollback NAME [REVISION]`.
@@ -554,11 +558,12 @@ fn dry_run_mode(flags: &ActionFlags) -> Option<DryRun> {
     flags.dry_run.as_deref().and_then(DryRun::from_flag)
 }
 
-fn load_chart(path: &str) -> anyhow::Result<chart::loader::Chart> {
+fn load_chart(path: &str, size: &ChartSizeArgs) -> anyhow::Result<chart::loader::Chart> {
     if !Path::new(path).exists() {
         return Err(helm_err(format!("path {path:?} not found")));
     }
-    chart::loader::load(Path::new(path)).map_err(|e| helm_err(format!("loading chart {path}: {e}")))
+    chart::loader::load_with(Path::new(path), &size.budget())
+        .map_err(|e| helm_err(format!("loading chart {path}: {e}")))
 }
 
 /// Prefixes an error with Helm's action word (`INSTALLATION FAILED: ...`).
@@ -609,7 +614,8 @@ async fn install(a: InstallArgs) -> anyhow::Result<String> {
             ))
         }
     };
-    let chart = load_chart(&chart_path).map_err(|e| failed("INSTALLATION FAILED", e))?;
+    let chart =
+        load_chart(&chart_path, &a.chart_size).map_err(|e| failed("INSTALLATION FAILED", e))?;
     let name = name.unwrap_or_else(|| {
         format!(
             "{}-{}",
@@ -665,7 +671,7 @@ impl InstallRun<'_> {
 }
 
 async fn upgrade(a: UpgradeArgs) -> anyhow::Result<String> {
-    let chart = load_chart(&a.chart)?;
+    let chart = load_chart(&a.chart, &a.chart_size)?;
     let given = a.values.merged().map_err(|e| failed("UPGRADE FAILED", e))?;
     let (cfg, ns) = connect(&a.kube).await?;
     let opts = action_options(&a.name, &ns, &a.action)?;

@@ -268,11 +268,11 @@ fn prefetch_keys(chart: &chart::loader::Chart) {
         let own: usize = c
             .templates
             .iter()
-            .map(|t| sprig::rsa_keygen::keys_in_template(&String::from_utf8_lossy(&t.data)))
+            .map(|t| sprig::keys_in_template(&String::from_utf8_lossy(&t.data)))
             .sum();
         own + c.dependencies.iter().map(count).sum::<usize>()
     }
-    sprig::rsa_keygen::prefetch(2048, count(chart).min(PREFETCH_KEYS_MAX));
+    sprig::prefetch(2048, count(chart).min(PREFETCH_KEYS_MAX));
 }
 
 /// The allocator of the whole `rudder` binary. A render makes and frees

@@ -100,3 +100,42 @@ fn chart_size_flags_bound_what_a_chart_may_hold() {
     let (code, _, err) = rudder(&[&s.chart(), Path::new("--max-file-size"), Path::new("4096")]);
     assert_eq!(code, Some(0), "{err}");
 }
+
+/// Runs `rudder VERB ARGS` against a kubeconfig that does not exist: the chart is
+/// loaded (and its size checked) before any cluster is asked.
+fn rudder_verb(verb: &str, args: &[&str]) -> (Option<i32>, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_rudder"))
+        .arg(verb)
+        .args(args)
+        .args(["--kubeconfig", "/nonexistent/rudder-hostile-kubeconfig"])
+        .env_remove("KUBECONFIG")
+        .output()
+        .expect("run rudder");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn install_and_upgrade_take_the_chart_size_flags_too() {
+    let s = Scratch::new("verb-flags");
+    s.write("chart/templates/cm.yaml", CONFIG_MAP);
+    s.write("chart/files.txt", vec![b'x'; 2048]);
+    let chart = s.chart();
+    let chart = chart.to_str().unwrap();
+    let too_big = "chart file \"files.txt\" is larger than the maximum file size 1024";
+    for verb in [vec!["install", "web"], vec!["upgrade", "--install", "web"]] {
+        let mut args = verb.clone();
+        args.extend([chart, "--max-file-size", "1024"]);
+        let (code, err) = rudder_verb(args[0], &args[1..]);
+        assert_eq!(code, Some(1), "{args:?}: {err}");
+        assert!(err.contains(too_big), "{args:?}: {err}");
+        // Within the budget the chart loads, and the run goes on to the cluster.
+        let mut args = verb.clone();
+        args.extend([chart, "--max-file-size", "4096"]);
+        let (code, err) = rudder_verb(args[0], &args[1..]);
+        assert_ne!(code, Some(0), "{args:?}: no cluster, yet it succeeded");
+        assert!(!err.contains("larger than the maximum"), "{args:?}: {err}");
+    }
+}

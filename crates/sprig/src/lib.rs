@@ -27,6 +27,7 @@ mod rsa_keygen;
 mod semver;
 mod strings;
 
+pub use rsa_keygen::{keys_in_template, prefetch};
 pub use semver::{constraint_matches, parse_version};
 
 use gotmpl::FuncMap;

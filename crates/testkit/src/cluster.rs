@@ -113,7 +113,11 @@ impl ClusterBuilder {
                 let server = worker
                     .run(async move { apiserver::Server::start(config).await })
                     .map_err(|e| Error::Server(e.to_string()))?;
-                (Backend::Embedded(Some(server)), kubeconfig, scratch)
+                (
+                    Backend::Embedded(Some(Box::new(server))),
+                    kubeconfig,
+                    scratch,
+                )
             }
         };
         let config = {
@@ -176,7 +180,7 @@ pub(crate) struct Inner {
 
 enum Backend {
     /// `Option` so that `Drop` can hand the server back to its runtime to stop it.
-    Embedded(Option<apiserver::Server>),
+    Embedded(Option<Box<apiserver::Server>>),
     External,
 }
 
@@ -240,7 +244,7 @@ impl Cluster {
     /// on an external cluster (such tests skip there).
     pub fn embedded(&self) -> Option<&apiserver::Server> {
         match &self.inner.backend {
-            Backend::Embedded(s) => s.as_ref(),
+            Backend::Embedded(s) => s.as_deref(),
             Backend::External => None,
         }
     }

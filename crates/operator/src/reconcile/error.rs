@@ -13,6 +13,13 @@ pub enum ReconcileError {
     NoNamespace { cr: String },
     #[error("{cr}: {message}")]
     InvalidSpec { cr: String, message: String },
+    /// The CR's name is no Helm release name (Helm's message); only a rename helps.
+    #[error("{cr}: {source}; give the custom resource a shorter name")]
+    InvalidName {
+        cr: String,
+        #[source]
+        source: Box<action::Error>,
+    },
     #[error("{cr}: {source}; fix or remove the annotation")]
     Annotation {
         cr: String,

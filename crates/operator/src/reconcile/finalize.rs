@@ -1,6 +1,9 @@
 //! The CR's finalizer: added before the first install, so deleting the CR uninstalls
 //! its release first, and removed once the release (and, with `uninstall-wait`, every
-//! object of it) is gone. A hand-written merge
+//! object of it) is gone. Deleting never gets stuck on what no retry can fix: a name no
+//! release can have, records that cannot be read (then the objects of the manifest in
+//! the status are deleted) or a failed migration; an event says what was left behind.
+//! A hand-written merge
 //! patch rather than `kube::runtime::finalizer`, because the Go helm-operator's legacy
 //! finalizer name counts (and goes) too.
 
@@ -15,10 +18,25 @@ use super::ownership::Owner;
 use super::report::Step;
 use super::{Outcome, ReconcileError, Run};
 use crate::annotations::{self as ann, FINALIZER, LEGACY_FINALIZER};
+use crate::events;
 use crate::status as st;
 
 /// How soon `uninstall-wait` looks again when no reconcile period is set.
 const UNINSTALL_WAIT_POLL: Duration = Duration::from_secs(10);
+
+/// The longest label value Kubernetes allows; record labels carry the release name.
+const MAX_LABEL_VALUE: usize = 63;
+
+/// A failure no retry can fix: a record that cannot be decoded.
+fn unreadable(e: &action::Error) -> bool {
+    matches!(
+        e,
+        action::Error::Storage {
+            source: release::Error::Decode { .. } | release::Error::Chunk { .. },
+            ..
+        }
+    )
+}
 
 fn ours(finalizer: &str) -> bool {
     finalizer == FINALIZER || finalizer == LEGACY_FINALIZER
@@ -116,9 +134,19 @@ impl Run {
             self.log().terminated();
             return Ok(Outcome::default());
         }
+        if self.name.len() > MAX_LABEL_VALUE {
+            // Every record carries the release name in a label, so no record (and no
+            // release) can exist under this name: nothing to uninstall.
+            self.log().release_not_found();
+            return self.remove_finalizer().await;
+        }
+        let mut left_behind = Vec::new();
         if let Err(e) = self.migrate().await {
-            let msg = e.to_string();
-            return Err(self.fail(Step::Uninstall, msg, e).await);
+            // Deleting never waits on a migration: the uninstall reads the records
+            // that are Secrets already.
+            left_behind.push(format!(
+                "the release's old records were not moved to Secrets and stay as they are ({e})"
+            ));
         }
         let history = self
             .ctx
@@ -130,6 +158,12 @@ impl Run {
             // Never this CR's release: nothing to uninstall, and the other release
             // stays exactly as it is.
             tracing::info!(cr = %self.cr_id, reason = %err, "the release is another chart's; removing the finalizer without uninstalling it");
+            let message = format!(
+                "Removed the finalizer without uninstalling release {}, which is left as it is: {}",
+                self.name,
+                super::err_message(&err)
+            );
+            self.events.normal(events::NOT_UNINSTALLED, message).await;
             return self.remove_finalizer().await;
         }
         let a = self.annotations();
@@ -161,6 +195,12 @@ impl Run {
                 self.log().release_not_found();
                 self.status.remove(st::RELEASE_FAILED);
             }
+            Err(source) if unreadable(&source) => {
+                // Retrying cannot help: uninstall what the CR's status still knows of.
+                left_behind.push(self.uninstall_from_status(opts.clone(), &source).await);
+                self.status.remove(st::RELEASE_FAILED);
+                self.status.deployed_release = None;
+            }
             Err(source) => {
                 let msg = format!("failed to uninstall release: {source}");
                 return Err(self.action_failed(Step::Uninstall, source, None, msg).await);
@@ -173,6 +213,15 @@ impl Run {
                 st::UNINSTALL_SUCCESSFUL,
                 st::WAITING_FOR_DELETION,
             );
+        }
+        if !left_behind.is_empty() {
+            let message = format!(
+                "Removed the finalizer of release {}, leaving behind: {}",
+                self.name,
+                left_behind.join("; ")
+            );
+            tracing::warn!(cr = %self.cr_id, "{message}");
+            self.events.warning(st::UNINSTALL_ERROR, message).await;
         }
         self.write_status()
             .await
@@ -208,6 +257,42 @@ impl Run {
             }
         }
         self.remove_finalizer().await
+    }
+
+    /// The release's records cannot be read (`cause`): deletes the objects of the
+    /// manifest kept in `status.deployedRelease` instead, and says what stays.
+    async fn uninstall_from_status(&self, opts: UninstallOptions, cause: &action::Error) -> String {
+        let records = format!(
+            "its records, which cannot be read ({cause}): delete them with \
+             `kubectl delete secret -n {} -l owner=helm,name={}`",
+            self.namespace, self.name
+        );
+        let manifest = self
+            .status
+            .deployed_release
+            .as_ref()
+            .map(|d| d.manifest.as_str())
+            .filter(|m| !m.is_empty());
+        let Some(manifest) = manifest else {
+            return format!(
+                "{records}; and its objects, which no status names, to Kubernetes' \
+                 garbage collection of what the custom resource owns"
+            );
+        };
+        match self.ctx.actions.leftovers(opts, manifest).await {
+            Ok(left) if left.is_empty() => records,
+            Ok(left) => {
+                let left: Vec<String> = left.iter().map(ToString::to_string).collect();
+                format!(
+                    "{records}; and these objects, still being deleted: {}",
+                    left.join(", ")
+                )
+            }
+            Err(e) => format!(
+                "{records}; and the objects of its last deployed manifest, which could not be \
+                 deleted ({e})"
+            ),
+        }
     }
 
     async fn remove_finalizer(&mut self) -> Result<Outcome, ReconcileError> {

@@ -322,6 +322,15 @@ impl Run {
     /// Values, records and annotations are usable (Go's `Sync`), or the reason they
     /// are not, reported as `Irreconcilable`.
     async fn prepare(&mut self) -> Result<(Values, Option<Duration>), ReconcileError> {
+        // First, as Helm checks it before anything else: no later step can succeed.
+        if let Err(source) = action::validate_release_name(&self.name) {
+            let err = ReconcileError::InvalidName {
+                cr: self.cr_id.clone(),
+                source: Box::new(source),
+            };
+            let msg = err_message(&err);
+            return Err(self.irreconcilable(msg, err).await);
+        }
         let requeue_after = match self.requeue_after() {
             Ok(p) => p,
             Err(source) => {
@@ -664,6 +673,7 @@ fn watch_name(w: &Watch) -> String {
 fn err_message(err: &ReconcileError) -> String {
     match err {
         ReconcileError::InvalidSpec { message, .. } => message.clone(),
+        ReconcileError::InvalidName { source, .. } => source.to_string(),
         ReconcileError::DuplicateName { release, chart, .. } => {
             error::duplicate_message(release, chart)
         }

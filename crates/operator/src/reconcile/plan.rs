@@ -110,8 +110,8 @@ pub struct Deployed {
 /// What the reconcile does with the release.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decision {
-    /// The newest record is `pending-*`: recover it if no action holds the release
-    /// (then decide again), else wait.
+    /// A record is `pending-*`, or two are `deployed`, as a crashed action leaves
+    /// them: recover if no action holds the release (then decide again), else wait.
     Recover { version: i64, status: Status },
     /// No deployed revision: install (adopting live objects of a release whose records
     /// are all gone). `attempt` counts this inputs' failures so far, plus one.
@@ -198,10 +198,10 @@ impl Objects {
 /// Decides from `history` (oldest first, as `History::meta` returns it), the inputs
 /// `digest`, `now` (Unix seconds) and what is known of the release's `objects`.
 pub fn decide(history: &[RecordMeta], digest: &str, now: i64, objects: &Objects) -> Decision {
-    if let Some(newest) = history.last().filter(|m| m.status.is_pending()) {
+    if let Some(leftover) = leftover(history) {
         return Decision::Recover {
-            version: newest.version,
-            status: newest.status.clone(),
+            version: leftover.version,
+            status: leftover.status.clone(),
         };
     }
     let deployed = history
@@ -243,6 +243,26 @@ pub fn decide(history: &[RecordMeta], digest: &str, now: i64, objects: &Objects)
             deployed: d,
         },
     }
+}
+
+/// What a crashed action left, by the labels alone: the newest `pending-*` record,
+/// else a `deployed` record older than another `deployed` one (a kill between two
+/// record writes).
+fn leftover(history: &[RecordMeta]) -> Option<&RecordMeta> {
+    let newest_deployed = history
+        .iter()
+        .filter(|m| m.status == Status::Deployed)
+        .map(|m| m.version)
+        .max();
+    history
+        .iter()
+        .rev()
+        .find(|m| m.status.is_pending())
+        .or_else(|| {
+            history
+                .iter()
+                .find(|m| m.status == Status::Deployed && Some(m.version) != newest_deployed)
+        })
 }
 
 /// Which chart a release's records say they are of.
@@ -715,6 +735,34 @@ mod tests {
                 status: Status::PendingUpgrade
             }
         );
+    }
+
+    #[test]
+    fn older_pending_records_and_a_second_deployed_one_are_recovered_by_labels() {
+        let ours = |v, s| meta(v, s, &[(digest::LABEL, D)]);
+        let history = [
+            ours(1, Status::Superseded),
+            ours(2, Status::PendingUpgrade),
+            ours(3, Status::Deployed),
+        ];
+        assert_eq!(
+            decide(&history, D, 0, &Objects::UNKNOWN),
+            Decision::Recover {
+                version: 2,
+                status: Status::PendingUpgrade
+            }
+        );
+        // A kill between writing v2 and superseding v1: the no-op reconcile repairs it.
+        let history = [ours(1, Status::Deployed), ours(2, Status::Deployed)];
+        assert_eq!(
+            decide(&history, D, 0, &Objects::UNKNOWN),
+            Decision::Recover {
+                version: 1,
+                status: Status::Deployed
+            }
+        );
+        let history = [ours(1, Status::Superseded), ours(2, Status::Deployed)];
+        assert_eq!(decide(&history, D, 0, &Objects::UNKNOWN), Decision::Repair);
     }
 
     #[test]

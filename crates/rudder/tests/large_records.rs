@@ -132,12 +132,7 @@ async fn a_record_over_one_mib_is_chunked_read_back_and_skipped_by_helm() {
 
     if let Some(helm) = testkit::tools::helm() {
         // helm lists what it can decode and leaves out what it cannot, exit 0.
-        let o = run(
-            helm.path(),
-            &kc,
-            &["list", "-n", ns.name(), "-a", "-o", "json"],
-        )
-        .await;
+        let o = run(helm.path(), &kc, &["list", "-n", ns.name(), "-o", "json"]).await;
         let out = String::from_utf8_lossy(&o.stdout);
         assert!(
             o.status.success(),
@@ -145,10 +140,18 @@ async fn a_record_over_one_mib_is_chunked_read_back_and_skipped_by_helm() {
             String::from_utf8_lossy(&o.stderr)
         );
         assert_eq!(out.trim(), "[]", "helm cannot read a chunked record");
+        // helm history skips the record it cannot decode too: a header, no revision.
         let o = run(helm.path(), &kc, &["history", "big", "-n", ns.name()]).await;
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            o.status.success(),
+            "{out}\n{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
         assert_eq!(
-            String::from_utf8_lossy(&o.stderr).trim(),
-            "Error: release: not found"
+            out.lines().filter(|l| !l.trim().is_empty()).count(),
+            1,
+            "only the header: {out}"
         );
     }
 

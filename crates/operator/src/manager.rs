@@ -412,7 +412,9 @@ async fn manage(
                 lease = %format!("{}/{}", membership.namespace(), membership.lease_name()),
                 "sharding: left; the other replicas take this replica's custom resources over"
             ),
-            Ok(Err(e)) => tracing::warn!(target: "rudder::shard", "sharding: could not leave cleanly: {e}"),
+            Ok(Err(e)) => {
+                tracing::warn!(target: "rudder::shard", "sharding: could not leave cleanly: {e}")
+            }
             Err(_) => tracing::warn!(target: "rudder::shard",
                 "sharding: could not delete this replica's Lease in time; it expires on its own"),
         }

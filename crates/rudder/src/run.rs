@@ -8,9 +8,7 @@ use anyhow::{bail, Context as _};
 use clap::ArgAction;
 use operator::logging::{LogFormat, TimeEncoding, ZapFormat};
 use operator::metrics::{Metrics, MetricsCerts, MetricsServing, RestClientMetricsLayer};
-use operator::options::{
-    default_max_concurrent_reconciles, split_namespaces, Options, Sharding,
-};
+use operator::options::{default_max_concurrent_reconciles, split_namespaces, Options, Sharding};
 
 /// Flags of `rudder run`.
 #[derive(clap::Args, Debug)]

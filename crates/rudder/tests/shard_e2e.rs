@@ -189,7 +189,11 @@ fn deployed_at(kubectl: &testkit::Kubectl, revision: &str) -> usize {
     kubectl
         .items(&["secrets", "-l", "owner=helm,status=deployed"])
         .iter()
-        .filter(|s| s.pointer("/metadata/labels/version").and_then(Value::as_str) == Some(revision))
+        .filter(|s| {
+            s.pointer("/metadata/labels/version")
+                .and_then(Value::as_str)
+                == Some(revision)
+        })
         .count()
 }
 
@@ -202,13 +206,15 @@ fn three_replicas_split_the_crs_and_take_over_a_killed_ones_share() {
     };
     kubectl.apply_file(&examples().join("crd.yaml"));
     wait_for("the Hello CRD", SETTLE, || {
-        kubectl.get(&["crd", "hellos.demo.rudder.dev"]).and_then(|crd| {
-            crd.pointer("/status/conditions")?
-                .as_array()?
-                .iter()
-                .any(|c| c["type"] == "Established" && c["status"] == "True")
-                .then_some(())
-        })
+        kubectl
+            .get(&["crd", "hellos.demo.rudder.dev"])
+            .and_then(|crd| {
+                crd.pointer("/status/conditions")?
+                    .as_array()?
+                    .iter()
+                    .any(|c| c["type"] == "Established" && c["status"] == "True")
+                    .then_some(())
+            })
     });
     let mut replicas: Vec<Replica> = ["a", "b", "c"]
         .iter()
@@ -248,18 +254,27 @@ fn three_replicas_split_the_crs_and_take_over_a_killed_ones_share() {
         .into_iter()
         .map(|(cr, _, _, _)| cr)
         .collect();
-    assert!(!victim_crs.is_empty(), "replica c reconciled nothing:\n{}", replicas[2].tail());
+    assert!(
+        !victim_crs.is_empty(),
+        "replica c reconciled nothing:\n{}",
+        replicas[2].tail()
+    );
 
     replicas[2].kill9();
     kubectl.apply_yaml(&hello_list(ns.name(), "second"));
-    wait_for("the survivors to take over and upgrade all 60", SETTLE, || {
-        let shares: Vec<(usize, usize)> = replicas[..2].iter().filter_map(Replica::share).collect();
-        (shares.len() == 2
-            && shares.iter().all(|(_, members)| *members == 2)
-            && shares.iter().map(|(owned, _)| owned).sum::<usize>() == CRS
-            && deployed_at(&kubectl, "2") == CRS)
-            .then_some(())
-    });
+    wait_for(
+        "the survivors to take over and upgrade all 60",
+        SETTLE,
+        || {
+            let shares: Vec<(usize, usize)> =
+                replicas[..2].iter().filter_map(Replica::share).collect();
+            (shares.len() == 2
+                && shares.iter().all(|(_, members)| *members == 2)
+                && shares.iter().map(|(owned, _)| owned).sum::<usize>() == CRS
+                && deployed_at(&kubectl, "2") == CRS)
+                .then_some(())
+        },
+    );
 
     let mut all = reconciles(&victim_log);
     for r in &replicas[..2] {
@@ -269,7 +284,8 @@ fn three_replicas_split_the_crs_and_take_over_a_killed_ones_share() {
     let victim_id = reconciles(&victim_log)[0].1.clone();
     for cr in &victim_crs {
         assert!(
-            all.iter().any(|(c, replica, _, _)| c == cr && *replica != victim_id),
+            all.iter()
+                .any(|(c, replica, _, _)| c == cr && *replica != victim_id),
             "{cr}, replica c's, was not taken over"
         );
     }

@@ -241,7 +241,9 @@ pub(crate) async fn run_watch(
         dependents,
         // A CR skipped as someone else's is looked at again after this long, in case
         // it became ours in between (the follower queues the CRs we gain, too).
-        shards: shards.clone().map(|s| (s, settings.period.unwrap_or(Duration::from_secs(60)))),
+        shards: shards
+            .clone()
+            .map(|s| (s, settings.period.unwrap_or(Duration::from_secs(60)))),
         stop: stop.clone(),
     });
 

@@ -572,8 +572,14 @@ impl Metrics {
     pub fn set_shard_share(&self, gvk: &str, owned: usize, members: usize) {
         let labels = vec![("gvk", gvk.to_string())];
         let gauge = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
-        self.inner.shard_owned.get_or_create(&labels).set(gauge(owned));
-        self.inner.shard_members.get_or_create(&labels).set(gauge(members));
+        self.inner
+            .shard_owned
+            .get_or_create(&labels)
+            .set(gauge(owned));
+        self.inner
+            .shard_members
+            .get_or_create(&labels)
+            .set(gauge(members));
     }
 
     /// The registry in the Prometheus text exposition format (0.0.4).

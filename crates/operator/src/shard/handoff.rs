@@ -130,9 +130,7 @@ impl Handoff {
             self.current = None;
             return false;
         }
-        let settled = members
-            .iter()
-            .all(|m| m.ack == Some(view.fingerprint()));
+        let settled = members.iter().all(|m| m.ack == Some(view.fingerprint()));
         self.current = Some(view.clone());
         if settled && self.settled.as_ref() != Some(&view) {
             self.settled = Some(view);
@@ -296,7 +294,10 @@ mod tests {
         a.observe(&[member("a", None)]);
         assert!(!a.owns(W, "ns/x"), "not settled before its own ack is read");
         let v = ack(&mut a);
-        assert!(a.observe(&[member("a", Some(&v))]), "settling grows what it owns");
+        assert!(
+            a.observe(&[member("a", Some(&v))]),
+            "settling grows what it owns"
+        );
         assert_eq!(owned(&a).len(), keys().len());
         assert!(a.is_settled());
     }
@@ -403,7 +404,11 @@ mod tests {
             check(&[&a, &b, &c]);
         }
         let (oa, ob) = (owned(&a), owned(&b));
-        assert_eq!(oa.len() + ob.len(), keys().len(), "a and b cover all after c left");
+        assert_eq!(
+            oa.len() + ob.len(),
+            keys().len(),
+            "a and b cover all after c left"
+        );
         assert!(owned(&c).is_empty());
     }
 
@@ -454,7 +459,11 @@ mod tests {
         let mut r = Roster::default();
         let t0 = Instant::now();
         let forget = Duration::from_secs(30);
-        let (live, stale) = r.update(&[lease("l-a", "a", 100, Some("00000000000000ff"))], t0, forget);
+        let (live, stale) = r.update(
+            &[lease("l-a", "a", 100, Some("00000000000000ff"))],
+            t0,
+            forget,
+        );
         assert_eq!(live.len(), 1);
         assert_eq!(live[0].identity, "a");
         assert_eq!(live[0].watches, vec![W.to_string(), "other".to_string()]);
@@ -462,11 +471,21 @@ mod tests {
         assert!(stale.is_empty());
         // Unchanged for 14 s: still live; renewed at 14 s: live for 15 s more.
         let l = lease("l-a", "a", 100, None);
-        assert_eq!(r.update(&[l.clone()], t0 + Duration::from_secs(14), forget).0.len(), 1);
+        assert_eq!(
+            r.update(&[l.clone()], t0 + Duration::from_secs(14), forget)
+                .0
+                .len(),
+            1
+        );
         let renewed = lease("l-a", "a", 114, None);
         let t = t0 + Duration::from_secs(20);
         assert_eq!(r.update(&[renewed.clone()], t, forget).0.len(), 1);
-        assert_eq!(r.update(&[renewed.clone()], t + Duration::from_secs(14), forget).0.len(), 1);
+        assert_eq!(
+            r.update(&[renewed.clone()], t + Duration::from_secs(14), forget)
+                .0
+                .len(),
+            1
+        );
         // 15 s without a renewal: dead; 30 s after that: to be removed.
         let (live, stale) = r.update(&[renewed.clone()], t + Duration::from_secs(15), forget);
         assert!(live.is_empty());
@@ -478,7 +497,11 @@ mod tests {
     #[test]
     fn a_released_lease_is_not_a_member() {
         let mut r = Roster::default();
-        let (live, _) = r.update(&[lease("l-a", "", 100, None)], Instant::now(), Duration::ZERO);
+        let (live, _) = r.update(
+            &[lease("l-a", "", 100, None)],
+            Instant::now(),
+            Duration::ZERO,
+        );
         assert!(live.is_empty());
     }
 }

@@ -106,9 +106,11 @@ impl Membership {
                 };
             }
             let selector = format!("{GROUP_LABEL}={}", self.group_label);
-            let listed =
-                tokio::time::timeout(s.renew_deadline, self.api.list(&ListParams::default().labels(&selector)))
-                    .await;
+            let listed = tokio::time::timeout(
+                s.renew_deadline,
+                self.api.list(&ListParams::default().labels(&selector)),
+            )
+            .await;
             match listed {
                 Ok(Ok(list)) => {
                     let (live, stale) =
@@ -128,7 +130,9 @@ impl Membership {
                     "listing the shard Leases failed (keeping the last view): {}",
                     release::api_error::describe(&e)
                 ),
-                Err(_) => tracing::debug!(target: "rudder::shard", "listing the shard Leases timed out"),
+                Err(_) => {
+                    tracing::debug!(target: "rudder::shard", "listing the shard Leases timed out")
+                }
             }
             tokio::time::sleep(jitter(s.retry_period)).await;
         }
@@ -137,9 +141,8 @@ impl Membership {
     /// One write of our Lease: a renewal of the copy we wrote last, or a read and a
     /// write (or a create) when we have none. The resourceVersion guards each write.
     async fn renew(&self, ours: Option<Lease>, ack: Option<&View>) -> Result<Lease, String> {
-        let describe = |op: &str, e: kube::Error| {
-            format!("{op} failed: {}", release::api_error::describe(&e))
-        };
+        let describe =
+            |op: &str, e: kube::Error| format!("{op} failed: {}", release::api_error::describe(&e));
         let current = match ours {
             Some(lease) => Some(lease),
             None => self
@@ -149,8 +152,8 @@ impl Membership {
                 .map_err(|e| describe("get", e))?,
         };
         let now = MicroTime(k8s_openapi::jiff::Timestamp::now());
-        let lease_secs = i32::try_from(self.settings.lease_duration.as_secs().max(1))
-            .unwrap_or(i32::MAX);
+        let lease_secs =
+            i32::try_from(self.settings.lease_duration.as_secs().max(1)).unwrap_or(i32::MAX);
         let Some(mut lease) = current else {
             let mut annotations = BTreeMap::new();
             annotations.insert(WATCHES_ANNOTATION.to_string(), self.watches.clone());
@@ -254,10 +257,14 @@ fn check(s: &ShardSettings) -> Result<(), ShardError> {
         return Err(ShardError::Config("the identity must not be empty".into()));
     }
     if s.namespace.is_empty() {
-        return Err(ShardError::Config("the Lease namespace must not be empty".into()));
+        return Err(ShardError::Config(
+            "the Lease namespace must not be empty".into(),
+        ));
     }
     if s.retry_period.is_zero() {
-        return Err(ShardError::Config("the retry period must not be zero".into()));
+        return Err(ShardError::Config(
+            "the retry period must not be zero".into(),
+        ));
     }
     if s.lease_duration <= s.renew_deadline {
         return Err(ShardError::Config(format!(
@@ -304,7 +311,10 @@ mod tests {
     #[test]
     fn lease_names_are_dns_names() {
         assert_eq!(dns_name("hello-operator"), "hello-operator");
-        assert_eq!(dns_name("My_Operator.example.com"), "my-operator.example.com");
+        assert_eq!(
+            dns_name("My_Operator.example.com"),
+            "my-operator.example.com"
+        );
         assert_eq!(dns_name("__"), "rudder");
         assert_eq!(dns_name(&"x".repeat(300)).len(), 200);
     }
@@ -314,7 +324,10 @@ mod tests {
         let mut s = ShardSettings::new("ops", "g");
         assert!(check(&s).is_ok());
         s.renew_deadline = s.lease_duration;
-        assert!(check(&s).unwrap_err().to_string().contains("renew deadline"));
+        assert!(check(&s)
+            .unwrap_err()
+            .to_string()
+            .contains("renew deadline"));
         let mut s = ShardSettings::new("", "g");
         assert!(check(&s).is_err());
         s.namespace = "ops".into();

@@ -113,7 +113,10 @@ pub async fn run(n: usize, replicas: usize) {
     for (op, addr) in &mut ops {
         while scrape(*addr).is_empty() {
             assert!(!op.exited(), "rudder run exited; see {}", op.log.display());
-            assert!(up.elapsed() < Duration::from_secs(120), "rudder run never served metrics");
+            assert!(
+                up.elapsed() < Duration::from_secs(120),
+                "rudder run never served metrics"
+            );
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }

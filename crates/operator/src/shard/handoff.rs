@@ -86,7 +86,7 @@ impl View {
     }
 
     /// The member owning `key` of `watch` under this view.
-    pub fn owner(&self, watch: &str, key: &str) -> Option<&str> {
+    pub fn owner<'a>(&'a self, watch: &'a str, key: &str) -> Option<&'a str> {
         assign::owner(key, self.watchers(watch))
     }
 

@@ -181,7 +181,12 @@ fn hello_list(ns: &str, message: &str) -> String {
             })
         })
         .collect();
-    json!({"apiVersion": "v1", "kind": "List", "items": items}).to_string()
+    // One document per CR (JSON is YAML), as a multi-document file.
+    items
+        .iter()
+        .map(Value::to_string)
+        .collect::<Vec<_>>()
+        .join("\n---\n")
 }
 
 /// Releases whose newest deployed record is at `revision`.

@@ -61,6 +61,15 @@ pub enum Error {
     #[error("leader election lost: another replica holds lease {namespace}/{name}; exiting")]
     LeadershipLost { namespace: String, name: String },
 
+    #[error(
+        "--shards=auto needs a namespace for the replicas' Leases: not running in a cluster, \
+         so set --leader-election-namespace"
+    )]
+    ShardNamespaceMissing,
+
+    #[error(transparent)]
+    Sharding(#[from] crate::shard::ShardError),
+
     #[error("{0}")]
     Other(String),
 }

@@ -81,13 +81,14 @@ impl std::fmt::Debug for LeaderElection {
     }
 }
 
-/// What one read of the Lease told us, and when we first saw it (our clock).
+/// What one read of a Lease told us, and when we first saw it (our clock). Sharding's
+/// membership judges each replica's Lease the same way.
 #[derive(Clone)]
-struct Observed {
-    holder: String,
-    renew_time: Option<MicroTime>,
-    duration: Duration,
-    at: Instant,
+pub(crate) struct Observed {
+    pub(crate) holder: String,
+    pub(crate) renew_time: Option<MicroTime>,
+    pub(crate) duration: Duration,
+    pub(crate) at: Instant,
 }
 
 enum Attempt {
@@ -376,13 +377,18 @@ impl LeaderElection {
 /// The record as seen now; `at` is kept from the previous observation when the
 /// record did not change (client-go's `observedTime`).
 fn observe(lease: &Lease, previous: Option<&Observed>) -> Observed {
+    observe_at(lease, previous, Instant::now())
+}
+
+/// [`observe`] with the clock reading given, for callers that test their timing.
+pub(crate) fn observe_at(lease: &Lease, previous: Option<&Observed>, now: Instant) -> Observed {
     let spec = lease.spec.clone().unwrap_or_default();
     let holder = spec.holder_identity.unwrap_or_default();
     let renew_time = spec.renew_time;
     let duration = Duration::from_secs(spec.lease_duration_seconds.unwrap_or(0).max(0) as u64);
     let at = match previous {
         Some(p) if p.holder == holder && p.renew_time == renew_time => p.at,
-        _ => Instant::now(),
+        _ => now,
     };
     Observed {
         holder,
@@ -394,7 +400,7 @@ fn observe(lease: &Lease, previous: Option<&Observed>) -> Observed {
 
 /// client-go waits `retryPeriod` plus up to 20 % more between acquire attempts, so
 /// candidates started together do not keep colliding.
-fn jitter(d: Duration) -> Duration {
+pub(crate) fn jitter(d: Duration) -> Duration {
     let mut b = [0u8; 1];
     let frac = if getrandom::fill(&mut b).is_ok() {
         f64::from(b[0]) / 255.0

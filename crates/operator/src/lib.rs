@@ -24,10 +24,12 @@ pub mod metrics;
 pub mod migrate;
 pub mod options;
 pub mod reconcile;
+pub mod shard;
 mod status;
 pub mod watches;
 
 pub use action_client::{ActionClient, Actions};
 pub use error::{Error, Result};
 pub use manager::{run, run_with_shutdown, shutdown_signal, LeaseLocation, Operator};
-pub use options::Options;
+pub use options::{Options, Sharding};
+pub use shard::ShardSettings;

@@ -4,6 +4,9 @@
 //! SIGTERM/ctrl-c with a bounded wait for in-flight reconciles. Start here:
 //! [`Operator`].
 //!
+//! With `--shards=auto` every replica reconciles its share of the CRs ([`crate::shard`]);
+//! leader election is then not used, so it cannot hold the other replicas back.
+//!
 //! Readiness as controller-runtime's: `/readyz` succeeds once the controllers run, and
 //! on a replica standing by for leadership too (Go's readiness check is a ping), so a
 //! one-replica Deployment's rolling update can finish while the new pod waits.
@@ -22,7 +25,9 @@ use tokio::task::JoinSet;
 use crate::controller::{self, Stop};
 use crate::leader::{default_identity, in_cluster_namespace, LeaderElection, LeaderGuard};
 use crate::metrics::{self, Health, Metrics, MetricsServer};
-use crate::options::OPERATOR_NAME_ENV;
+use crate::options::{Sharding, OPERATOR_NAME_ENV};
+use crate::shard::membership::Membership;
+use crate::shard::{ShardError, ShardSettings, Shards};
 use crate::watches::{self, Watch};
 use crate::{Error, Options, Result};
 
@@ -43,6 +48,7 @@ pub struct Operator {
     options: Options,
     watches: Vec<Prepared>,
     metrics: Metrics,
+    shard_settings: Option<ShardSettings>,
 }
 
 /// A watch ready to run: its chart loaded, and whether to reload the chart from
@@ -61,6 +67,7 @@ impl Operator {
             options: Options::default(),
             watches: Vec::new(),
             metrics: Metrics::new(),
+            shard_settings: None,
         }
     }
 
@@ -72,6 +79,7 @@ impl Operator {
             options,
             watches,
             metrics: Metrics::new(),
+            shard_settings: None,
         })
     }
 
@@ -85,6 +93,15 @@ impl Operator {
     /// The flags (`watches_file` is not read here).
     pub fn with_options(mut self, options: Options) -> Operator {
         self.options = options;
+        self
+    }
+
+    /// Splits the CRs with the other replicas of `settings.group` (as
+    /// `--shards=auto` does, with the Lease namespace, identity and timings given
+    /// here rather than taken from the flags and the pod).
+    pub fn with_sharding(mut self, settings: ShardSettings) -> Operator {
+        self.options.shards = Sharding::Auto;
+        self.shard_settings = Some(settings);
         self
     }
 
@@ -117,11 +134,17 @@ impl Operator {
                     source: Box::new(e),
                 })?;
         }
+        let sharding = match (self.options.shards, self.shard_settings) {
+            (Sharding::Off, _) => None,
+            (Sharding::Auto, Some(settings)) => Some(settings),
+            (Sharding::Auto, None) => Some(shard_settings(&self.options)?),
+        };
         manage(
             self.client,
             self.options,
             self.watches,
             self.metrics,
+            sharding,
             shutdown,
         )
         .await
@@ -168,6 +191,7 @@ async fn manage(
     options: Options,
     prepared: Vec<Prepared>,
     metrics: Metrics,
+    sharding: Option<ShardSettings>,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<()> {
     let options = Arc::new(options);
@@ -185,11 +209,16 @@ async fn manage(
                 source,
             }
         })?;
-    let lease = if options.leader_elect {
+    let lease = if options.leader_elect && sharding.is_none() {
         Some(lease_location(&options)?)
     } else {
         None
     };
+    if options.leader_elect && sharding.is_some() {
+        tracing::info!(
+            "--leader-elect is not used with --shards=auto: every replica reconciles its share"
+        );
+    }
 
     let health = Health::new();
     let mut servers = JoinSet::new();
@@ -262,6 +291,29 @@ async fn manage(
     .boxed()
     .shared();
 
+    let shard = match sharding {
+        None => None,
+        Some(settings) => {
+            let gvks: Vec<String> = prepared.iter().map(|p| p.watch.gvk_string()).collect();
+            let shards = Shards::new(&settings.identity);
+            let membership = Arc::new(Membership::new(client.clone(), settings, &gvks)?);
+            tracing::info!(
+                target: "rudder::shard",
+                lease = %format!("{}/{}", membership.namespace(), membership.lease_name()),
+                identity = %shards.identity(),
+                "sharding: joining the replicas that split the custom resources"
+            );
+            let task = tokio::spawn({
+                let membership = Arc::clone(&membership);
+                let shards = Arc::clone(&shards);
+                async move { membership.run(shards).await }
+            });
+            Some((shards, membership, task))
+        }
+    };
+    let mut membership_task = shard.as_ref().map(|(_, _, task)| task.abort_handle());
+    let mut shard = shard.map(|(shards, membership, task)| (shards, membership, Some(task)));
+
     let total = prepared.len();
     let started = Arc::new(AtomicUsize::new(0));
     let mut controllers = JoinSet::new();
@@ -286,12 +338,22 @@ async fn manage(
             reload,
             Arc::clone(&options),
             metrics.clone(),
+            shard.as_ref().map(|(shards, _, _)| Arc::clone(shards)),
             stop.clone(),
             on_started,
         ));
     }
 
     let lost_lease = leadership.as_ref().map(|(_, lease)| lease.clone());
+    let shard_lost = async {
+        match shard.as_mut().and_then(|(_, _, task)| task.as_mut()) {
+            Some(task) => match task.await {
+                Ok(lost) => lost,
+                Err(e) => ShardError::Config(format!("the membership task stopped: {e}")),
+            },
+            None => std::future::pending().await,
+        }
+    };
     let result = tokio::select! {
         _ = &mut shutdown => {
             tracing::info!("shutdown requested; finishing in-flight reconciles");
@@ -309,6 +371,10 @@ async fn manage(
                 namespace: lease.namespace,
                 name: lease.name,
             })
+        }
+        lost = shard_lost => {
+            tracing::error!(target: "rudder::shard", "{lost}");
+            Err(Error::Sharding(lost))
         }
         Some(ended) = servers.join_next() => Err(Error::Other(match ended {
             Ok(Err(e)) => format!("the metrics or health server stopped: {e}"),
@@ -335,6 +401,24 @@ async fn manage(
         controllers.abort_all();
     }
     servers.abort_all();
+    if let Some(task) = membership_task.take() {
+        task.abort();
+    }
+    if let Some((shards, membership, _)) = shard {
+        let wait = std::time::Duration::from_secs(5);
+        match tokio::time::timeout(wait * 2, membership.leave(&shards, wait)).await {
+            Ok(Ok(())) => tracing::info!(
+                target: "rudder::shard",
+                lease = %format!("{}/{}", membership.namespace(), membership.lease_name()),
+                "sharding: left; the other replicas take this replica's custom resources over"
+            ),
+            Ok(Err(e)) => {
+                tracing::warn!(target: "rudder::shard", "sharding: could not leave cleanly: {e}")
+            }
+            Err(_) => tracing::warn!(target: "rudder::shard",
+                "sharding: could not delete this replica's Lease in time; it expires on its own"),
+        }
+    }
     if let Some((guard, lease)) = leadership {
         metrics.set_leader(&lease.name, false);
         if result.is_ok() {
@@ -411,6 +495,28 @@ fn lease_location(options: &Options) -> Result<LeaseLocation> {
         .or_else(in_cluster_namespace)
         .ok_or(Error::LeaderElectionNamespaceMissing)?;
     Ok(LeaseLocation { namespace, name })
+}
+
+/// `--shards=auto`'s Leases: in `--leader-election-namespace` (or the pod's namespace),
+/// grouped by `--leader-election-id` (or `$OPERATOR_NAME`, else `rudder`).
+fn shard_settings(options: &Options) -> Result<ShardSettings> {
+    let namespace = options
+        .leader_election_namespace
+        .clone()
+        .filter(|s| !s.is_empty())
+        .or_else(in_cluster_namespace)
+        .ok_or(Error::ShardNamespaceMissing)?;
+    let group = options
+        .leader_election_id
+        .clone()
+        .filter(|s| !s.is_empty())
+        .or_else(|| {
+            std::env::var(OPERATOR_NAME_ENV)
+                .ok()
+                .filter(|s| !s.is_empty())
+        })
+        .unwrap_or_else(|| "rudder".to_string());
+    Ok(ShardSettings::new(namespace, group))
 }
 
 async fn acquire_leadership(client: Client, lease: &LeaseLocation) -> Result<LeaderGuard> {

@@ -56,6 +56,30 @@ pub struct Options {
     pub suppress_override_values: bool,
     /// How long in-flight reconciles may finish after a shutdown was asked for.
     pub shutdown_timeout: Duration,
+    /// `--shards`: whether replicas split the CRs among themselves.
+    pub shards: Sharding,
+}
+
+/// `--shards`: `off` (every replica, or the leader with `--leader-elect`, reconciles
+/// every CR) or `auto` (the live replicas split every watch's CRs; see
+/// [`crate::shard`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Sharding {
+    #[default]
+    Off,
+    Auto,
+}
+
+impl std::str::FromStr for Sharding {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Sharding, String> {
+        match s.trim() {
+            "off" => Ok(Sharding::Off),
+            "auto" => Ok(Sharding::Auto),
+            other => Err(format!("{other:?} is not a sharding mode: use auto or off")),
+        }
+    }
 }
 
 impl Default for Options {
@@ -74,6 +98,7 @@ impl Default for Options {
             watch_namespaces: Vec::new(),
             suppress_override_values: false,
             shutdown_timeout: DEFAULT_SHUTDOWN_TIMEOUT,
+            shards: Sharding::Off,
         }
     }
 }

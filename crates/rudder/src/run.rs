@@ -8,7 +8,7 @@ use anyhow::{bail, Context as _};
 use clap::ArgAction;
 use operator::logging::{LogFormat, TimeEncoding, ZapFormat};
 use operator::metrics::{Metrics, MetricsCerts, MetricsServing, RestClientMetricsLayer};
-use operator::options::{default_max_concurrent_reconciles, split_namespaces, Options};
+use operator::options::{default_max_concurrent_reconciles, split_namespaces, Options, Sharding};
 
 /// Flags of `rudder run`.
 #[derive(clap::Args, Debug)]
@@ -63,6 +63,13 @@ pub(crate) struct RunArgs {
     /// locally with leader election enabled).
     #[arg(long)]
     leader_election_namespace: Option<String>,
+
+    /// Split the custom resources among the operator's replicas: "auto" (each live
+    /// replica reconciles its share; membership through one Lease per replica in
+    /// --leader-election-namespace, grouped by --leader-election-id; leader election is
+    /// then not used) or "off" (default).
+    #[arg(long, default_value = "off", value_parser = parse_sharding)]
+    shards: Sharding,
 
     /// Silences the override-value for OverrideValuesInUse events.
     #[arg(long, action = ArgAction::Set, num_args = 0..=1, require_equals = true,
@@ -150,6 +157,10 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
     operator::watches::parse_go_duration(s)
 }
 
+fn parse_sharding(s: &str) -> Result<Sharding, String> {
+    s.parse()
+}
+
 fn parse_concurrency(s: &str) -> Result<usize, String> {
     match s.trim().parse::<usize>() {
         Ok(n) if n >= 1 => Ok(n),
@@ -214,6 +225,7 @@ fn options(args: &RunArgs) -> anyhow::Result<Options> {
             .filter(|s| !s.is_empty()),
         watch_namespaces: split_namespaces(&args.watch_namespace),
         suppress_override_values: args.suppress_override_values,
+        shards: args.shards,
         ..Options::default()
     })
 }
@@ -309,6 +321,7 @@ mod tests {
         assert_eq!(o.metrics_bind_address, ":8080");
         assert_eq!(o.health_probe_bind_address, ":8081");
         assert!(!o.leader_elect);
+        assert_eq!(o.shards, Sharding::Off);
         assert_eq!(
             o.max_concurrent_reconciles,
             default_max_concurrent_reconciles()
@@ -317,6 +330,16 @@ mod tests {
             log_settings(&a).unwrap(),
             ("info".to_string(), LogFormat::Json)
         );
+    }
+
+    #[test]
+    fn shards_flag() {
+        let o = options(&parse(&["--shards=auto"]).unwrap()).unwrap();
+        assert_eq!(o.shards, Sharding::Auto);
+        let o = options(&parse(&["--shards", "off"]).unwrap()).unwrap();
+        assert_eq!(o.shards, Sharding::Off);
+        let e = parse(&["--shards=3"]).expect_err("refused").to_string();
+        assert!(e.contains("use auto or off"), "{e}");
     }
 
     #[test]

@@ -33,6 +33,7 @@ use crate::drift::DriftTracker;
 use crate::metrics::{self, Metrics, ResourceId};
 use crate::reconcile::digest::ChartDigest;
 use crate::reconcile::{self, ReconcileError};
+use crate::shard::{follow::follow, Shards};
 use crate::watches::reload::{ChangeDetector, POLL_INTERVAL};
 use crate::watches::{format_go_duration, Watch};
 use crate::Options;
@@ -63,6 +64,8 @@ struct WatchRun {
     permits: Semaphore,
     retries: RetryLimiter,
     dependents: Option<Arc<DependentWatches>>,
+    /// With sharding: which CRs are this replica's, and when to look again at the rest.
+    shards: Option<(Arc<Shards>, Duration)>,
     stop: Stop,
 }
 
@@ -144,6 +147,7 @@ pub(crate) async fn run_watch(
     reload: bool,
     options: Arc<Options>,
     metrics: Metrics,
+    shards: Option<Arc<Shards>>,
     stop: Stop,
     on_started: impl FnOnce(),
 ) {
@@ -243,6 +247,11 @@ pub(crate) async fn run_watch(
         permits: Semaphore::new(concurrency),
         retries: RetryLimiter::reconcile(),
         dependents,
+        // A CR skipped as someone else's is looked at again after this long, in case
+        // it became ours in between (the follower queues the CRs we gain, too).
+        shards: shards
+            .clone()
+            .map(|s| (s, settings.period.unwrap_or(Duration::from_secs(60)))),
         stop: stop.clone(),
     });
 
@@ -294,6 +303,23 @@ pub(crate) async fn run_watch(
         { controller = %controller_name, "worker count" = concurrency },
         "Starting workers"
     );
+    if let Some(shards) = shards {
+        let follower = follow(
+            shards,
+            gvk_label.clone(),
+            resource.clone(),
+            stores.clone(),
+            triggers.clone(),
+            metrics.clone(),
+        );
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = stop => {}
+                _ = follower => {}
+            }
+        });
+    }
     if reload {
         let chart_path = watch.chart.clone();
         let run = Arc::clone(&run);
@@ -486,6 +512,12 @@ fn report(run: &WatchRun, result: ControllerResult) {
 /// and starts the dependent watches its release needs.
 async fn reconcile_one(cr: Arc<DynamicObject>, run: Arc<WatchRun>) -> Result<Action, RunError> {
     let metrics = &run.metrics;
+    let (namespace, name) = (cr.namespace().unwrap_or_default(), cr.name_any());
+    if let Some((shards, again)) = &run.shards {
+        if !shards.owns(&run.gvk, &namespace, &name) {
+            return Ok(Action::requeue(*again));
+        }
+    }
     metrics.queue_add(&run.gvk);
     let queued = Instant::now();
     let permit = run.permits.acquire().await;
@@ -494,6 +526,18 @@ async fn reconcile_one(cr: Arc<DynamicObject>, run: Arc<WatchRun>) -> Result<Act
         metrics.queue_dropped(&run.gvk);
         return Ok(Action::await_change());
     }
+    // Ours still (the share may have changed while waiting), and held as in flight
+    // until the reconcile ends, so a hand-off waits for it.
+    let claim = match &run.shards {
+        None => None,
+        Some((shards, again)) => match shards.claim(&run.gvk, &namespace, &name) {
+            Some(claim) => Some(claim),
+            None => {
+                metrics.queue_dropped(&run.gvk);
+                return Ok(Action::requeue(*again));
+            }
+        },
+    };
     metrics.queue_get(&run.gvk, queued.elapsed());
     let ctx = run.ctx();
     let cr_id = format!(
@@ -509,6 +553,7 @@ async fn reconcile_one(cr: Arc<DynamicObject>, run: Arc<WatchRun>) -> Result<Act
         .await;
     let elapsed = started.elapsed();
     metrics.work_done(work);
+    drop(claim);
     drop(permit);
     let result = match result {
         Ok(result) => result.map_err(RunError::from),

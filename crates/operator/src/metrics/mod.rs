@@ -14,7 +14,9 @@
 //!
 //! The `controller` label is the Go operator's controller name, `<kind in
 //! lowercase>-controller`. Rudder adds `rudder_releases{gvk,status}`: how many CRs'
-//! releases are in each status. Serving (`/metrics` over HTTP or HTTPS, with
+//! releases are in each status, and with sharding `rudder_shard_owned_resources{gvk}`
+//! and `rudder_shard_members{gvk}`: this replica's share of each kind and how many
+//! replicas split it. Serving (`/metrics` over HTTP or HTTPS, with
 //! controller-runtime's authentication filter, and the health probes) is in
 //! [`serve`].
 
@@ -128,6 +130,8 @@ struct Inner {
     cert_reads: Counter,
     cert_read_errors: Counter,
     releases: Family<Labels, Gauge>,
+    shard_owned: Family<Labels, Gauge>,
+    shard_members: Family<Labels, Gauge>,
     /// Each CR's last known release status, so the per-status gauges can move
     /// a CR from one status to another.
     release_status: Mutex<HashMap<(String, String, String), String>>,
@@ -297,6 +301,14 @@ impl Metrics {
             "rudder_releases",
             "Number of custom resources whose Helm release is in each status, per watched kind"
         );
+        let shard_owned = family!(
+            "rudder_shard_owned_resources",
+            "Number of custom resources of each watched kind this replica owns under sharding"
+        );
+        let shard_members = family!(
+            "rudder_shard_members",
+            "Number of live replicas sharing the custom resources of each watched kind"
+        );
         Metrics {
             inner: Arc::new(Inner {
                 registry,
@@ -320,6 +332,8 @@ impl Metrics {
                 cert_reads,
                 cert_read_errors,
                 releases,
+                shard_owned,
+                shard_members,
                 release_status: Mutex::new(HashMap::new()),
                 in_flight: Mutex::new(HashMap::new()),
                 next_work: std::sync::atomic::AtomicU64::new(0),
@@ -552,6 +566,20 @@ impl Metrics {
             .leader
             .get_or_create(&vec![("name", lease_name.to_string())])
             .set(i64::from(leader));
+    }
+
+    /// This replica's share of `gvk` under sharding: CRs it owns, and live members.
+    pub fn set_shard_share(&self, gvk: &str, owned: usize, members: usize) {
+        let labels = vec![("gvk", gvk.to_string())];
+        let gauge = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
+        self.inner
+            .shard_owned
+            .get_or_create(&labels)
+            .set(gauge(owned));
+        self.inner
+            .shard_members
+            .get_or_create(&labels)
+            .set(gauge(members));
     }
 
     /// The registry in the Prometheus text exposition format (0.0.4).

@@ -17,9 +17,13 @@
 //! - `RUDDER_SCALE_TIMEOUT_SECS` (default 1800): give up waiting for Deployed.
 //! - `RUDDER_SCALE_OPERATOR_ARGS`: extra `rudder run` flags, space-separated.
 //! - `RUDDER_SCALE_KEEP=1`: keep the work directory (logs) after the run.
+//! - `RUDDER_SCALE_REPLICAS` (default 1): with more, runs the sharding scenario of
+//!   [`shard`] instead (`--shards=auto`, share per replica, take-over after `kill -9`,
+//!   the no-overlap check).
 
 mod cluster;
 mod procs;
+mod shard;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -73,8 +77,13 @@ fn main() {
         std::thread::available_parallelism().map_or(0, |n| n.get()),
         load_average()
     );
+    let replicas = env_or("RUDDER_SCALE_REPLICAS", 1usize);
     for n in counts {
-        runtime.block_on(single(n));
+        if replicas > 1 {
+            runtime.block_on(shard::run(n, replicas));
+        } else {
+            runtime.block_on(single(n));
+        }
     }
 }
 

@@ -282,7 +282,7 @@ fn primes(bits: usize, want: usize, workers: usize) -> Result<Vec<Vec<u8>>, Keyg
 /// Starts looking, on a background thread, for the primes of `keys` RSA
 /// keys of `bits` bits that are about to be asked for, so that finding
 /// them overlaps with other work (loading and rendering a chart); the keys
-/// [`generate`] then makes take these primes first. For one-shot commands
+/// `generate` then makes take these primes first. For one-shot commands
 /// such as `rudder template`: primes nobody asks for are wasted work.
 pub fn prefetch(bits: usize, keys: usize) {
     if keys == 0 || bits < 1024 || bits % 128 != 0 {

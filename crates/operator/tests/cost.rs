@@ -84,8 +84,13 @@ fn counts(seen: &Seen) -> Counts {
     c
 }
 
+/// `action::renders()` counts for the whole process: the tests of this file take
+/// turns so one test's renders never show in another's count.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_first_install_renders_once_and_a_no_op_reconcile_decodes_one_record() {
+    let _turn = ONE_AT_A_TIME.lock().await;
     let (_ns, plain) = start();
     let seen: Seen = Arc::default();
     let client = counting_client(plain.clone(), seen.clone());
@@ -151,6 +156,7 @@ async fn greeting(client: &Client, name: &str) -> Option<(String, String)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_idle_periodic_reconcile_writes_nothing_and_drift_is_still_repaired() {
+    let _turn = ONE_AT_A_TIME.lock().await;
     let (ns, plain) = start();
     let seen: Seen = Arc::default();
     let client = counting_client(plain.clone(), seen.clone());

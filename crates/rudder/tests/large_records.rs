@@ -4,8 +4,9 @@
 //! `get`, `history` and `upgrade`, uninstalls every chunk, and the real `helm` CLI,
 //! which cannot read a chunked record, is seen to skip it without failing.
 
+mod cli;
+
 use std::path::{Path, PathBuf};
-use std::process::Output;
 
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, ListParams};
@@ -50,20 +51,8 @@ fn write_chart(dir: &Path) -> (PathBuf, PathBuf) {
     (chart, values)
 }
 
-async fn run(program: &Path, kc: &Path, args: &[&str]) -> Output {
-    tokio::process::Command::new(program)
-        .args(args)
-        .arg("--kubeconfig")
-        .arg(kc)
-        .env_remove("HELM_DRIVER")
-        .env_remove("HELM_NAMESPACE")
-        .output()
-        .await
-        .expect("runs")
-}
-
 async fn rudder(kc: &Path, args: &[&str]) -> String {
-    let o = run(Path::new(env!("CARGO_BIN_EXE_rudder")), kc, args).await;
+    let o = cli::rudder(kc, args).await;
     assert!(
         o.status.success(),
         "rudder {args:?} failed\nstdout:\n{}\nstderr:\n{}",
@@ -132,7 +121,7 @@ async fn a_record_over_one_mib_is_chunked_read_back_and_skipped_by_helm() {
 
     if let Some(helm) = testkit::tools::helm() {
         // helm lists what it can decode and leaves out what it cannot, exit 0.
-        let o = run(helm.path(), &kc, &["list", "-n", ns.name(), "-o", "json"]).await;
+        let o = cli::run(helm.path(), &kc, &["list", "-n", ns.name(), "-o", "json"]).await;
         let out = String::from_utf8_lossy(&o.stdout);
         assert!(
             o.status.success(),
@@ -141,7 +130,7 @@ async fn a_record_over_one_mib_is_chunked_read_back_and_skipped_by_helm() {
         );
         assert_eq!(out.trim(), "[]", "helm cannot read a chunked record");
         // helm history skips the record it cannot decode too: a header, no revision.
-        let o = run(helm.path(), &kc, &["history", "big", "-n", ns.name()]).await;
+        let o = cli::run(helm.path(), &kc, &["history", "big", "-n", ns.name()]).await;
         let out = String::from_utf8_lossy(&o.stdout);
         assert!(
             o.status.success(),

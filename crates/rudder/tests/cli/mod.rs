@@ -6,7 +6,12 @@ use std::process::Output;
 /// Runs `rudder ARGS --kubeconfig KC`, with no `HELM_DRIVER` or `HELM_NAMESPACE` from
 /// the environment the tests run in.
 pub async fn rudder(kc: &Path, args: &[&str]) -> Output {
-    tokio::process::Command::new(env!("CARGO_BIN_EXE_rudder"))
+    run(Path::new(env!("CARGO_BIN_EXE_rudder")), kc, args).await
+}
+
+/// Runs `PROGRAM ARGS --kubeconfig KC` (rudder or the real `helm`) the same way.
+pub async fn run(program: &Path, kc: &Path, args: &[&str]) -> Output {
+    tokio::process::Command::new(program)
         .args(args)
         .arg("--kubeconfig")
         .arg(kc)
@@ -14,5 +19,5 @@ pub async fn rudder(kc: &Path, args: &[&str]) -> Output {
         .env_remove("HELM_NAMESPACE")
         .output()
         .await
-        .expect("rudder runs")
+        .expect("the program runs")
 }

@@ -12,7 +12,6 @@
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::ByteString;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
@@ -59,22 +58,6 @@ async fn delete_and_finalize(ctx: &Arc<Context>, name: &str) {
         crs(client).get_opt(name).await.expect("get CR").is_none(),
         "{name}: the finalizer is released"
     );
-}
-
-async fn events_of(client: &Client, name: &str) -> Vec<(String, String, String)> {
-    let events: Api<Event> = Api::default_namespaced(client.clone());
-    let list = events.list(&ListParams::default()).await.expect("events");
-    list.items
-        .into_iter()
-        .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name))
-        .map(|e| {
-            (
-                e.type_.unwrap_or_default(),
-                e.reason.unwrap_or_default(),
-                e.note.unwrap_or_default(),
-            )
-        })
-        .collect()
 }
 
 async fn records(client: &Client, name: &str) -> Vec<String> {
@@ -159,7 +142,7 @@ async fn a_cr_whose_record_cannot_be_read_is_deleted_with_the_objects_its_status
         cm.is_none_or(|c| c.metadata.deletion_timestamp.is_some()),
         "the objects of the manifest in the status are deleted"
     );
-    let events = events_of(&client, "unread").await;
+    let events = event_reasons(&client, "unread").await;
     let left = events
         .iter()
         .find(|(t, r, _)| t == "Warning" && r == "UninstallError")
@@ -199,7 +182,7 @@ async fn a_cr_whose_chart_fails_to_render_is_still_uninstalled() {
     delete_and_finalize(&ctx, "unrendered").await;
     assert!(configmap(&client, "unrendered-cfg").await.is_none());
     assert!(records(&client, "unrendered").await.is_empty());
-    let events = events_of(&client, "unrendered").await;
+    let events = event_reasons(&client, "unrendered").await;
     assert!(
         events.iter().any(|(_, r, _)| r == "UninstallSuccessful"),
         "{events:?}"
@@ -236,7 +219,7 @@ async fn a_cr_whose_release_records_name_no_chart_is_deleted_and_the_release_lef
         records(&client, "chartless").await,
         ["sh.helm.release.v1.chartless.v1"]
     );
-    let events = events_of(&client, "chartless").await;
+    let events = event_reasons(&client, "chartless").await;
     assert!(
         events.iter().any(|(_, r, m)| r == "NotUninstalled"
             && m.contains("could not find chart metadata in release with name \"chartless\"")),

@@ -8,7 +8,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
 use operator::reconcile::{reconcile, Context, Outcome, ReconcileError};
@@ -72,25 +71,6 @@ fn assert_condition(cr: &DynamicObject, type_: &str, status: &str, reason: &str)
             .is_some_and(|t| t.ends_with('Z')),
         "{c}"
     );
-}
-
-async fn event_reasons(client: &Client, name: &str) -> Vec<(String, String, String)> {
-    let events: Api<Event> = Api::default_namespaced(client.clone());
-    let list = events
-        .list(&ListParams::default())
-        .await
-        .expect("list events");
-    list.items
-        .into_iter()
-        .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name))
-        .map(|e| {
-            (
-                e.type_.unwrap_or_default(),
-                e.reason.unwrap_or_default(),
-                e.note.unwrap_or_default(),
-            )
-        })
-        .collect()
 }
 
 async fn configmap(client: &Client, ns: &str, name: &str) -> Option<ConfigMap> {

@@ -87,3 +87,23 @@ pub async fn create_cr(client: &Client, name: &str, spec: Value) {
 pub async fn get_cr(client: &Client, name: &str) -> DynamicObject {
     crs(client).get(name).await.expect("get CR")
 }
+
+/// The Events about CR `name` in the client's namespace: (type, reason, note).
+pub async fn event_reasons(client: &Client, name: &str) -> Vec<(String, String, String)> {
+    let events: Api<k8s_openapi::api::events::v1::Event> = Api::default_namespaced(client.clone());
+    let list = events
+        .list(&kube::api::ListParams::default())
+        .await
+        .expect("list events");
+    list.items
+        .into_iter()
+        .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name))
+        .map(|e| {
+            (
+                e.type_.unwrap_or_default(),
+                e.reason.unwrap_or_default(),
+                e.note.unwrap_or_default(),
+            )
+        })
+        .collect()
+}

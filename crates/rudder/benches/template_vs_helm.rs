@@ -5,15 +5,18 @@
 //! key-generation micro-bench: both CLIs render a chart whose template
 //! times each `genCA` (a fresh 2048-bit RSA key and a signature) with
 //! `now`, so Go's figure comes from Helm itself, and the median and spread
-//! of many keys are printed side by side.
+//! of many keys are printed side by side; then keys as a user sees them:
+//! whole `template` runs of a chart with `PROCESS_KEYS` `genCA` calls minus
+//! runs of the same chart with none, per key (first-key set-up included).
 //!
 //! Run: `cargo bench -p rudder --bench template_vs_helm`
 //! Needs `../shared/corpus` and a `helm` binary (`RUDDER_HELM`, else `helm`
 //! on PATH; `../shared/tools/install-helm-cli.sh` installs v4.1.4).
 //! `RUDDER_BENCH_RUNS` (default 9) sets the runs per case and CLI,
 //! `RUDDER_BENCH_CASES` (`chart/scenario,...`) the cases, and
-//! `RUDDER_BENCH_KEYS` (default 120) how many keys each CLI makes, and
-//! `RUDDER_BIN` another `rudder` binary to measure.
+//! `RUDDER_BENCH_KEYS` (default 120) how many keys each CLI makes (in each
+//! of the two key benches), and `RUDDER_BIN` another `rudder` binary to
+//! measure.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -36,6 +39,9 @@ const CASES: &[&str] = &[
 
 /// Keys timed per render of the key chart.
 const KEYS_PER_RENDER: usize = 40;
+
+/// Keys per whole-process run of the process key bench.
+const PROCESS_KEYS: usize = 5;
 
 fn median(v: &mut [f64]) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
@@ -202,18 +208,39 @@ fn bench_cases(rudder: &Path, helm: &Path, corpus: &Path) {
     );
 }
 
-/// A chart that makes `KEYS_PER_RENDER` CA certificates and prints how long
-/// each took, in nanoseconds, as its template measured it.
-fn key_chart(dir: &Path) -> std::io::Result<()> {
+/// Writes a one-template chart at `dir`.
+fn one_template_chart(dir: &Path, template: &str) -> std::io::Result<()> {
     std::fs::create_dir_all(dir.join("templates"))?;
     std::fs::write(
         dir.join("Chart.yaml"),
         "apiVersion: v2\nname: keys\nversion: 0.1.0\n",
     )?;
-    std::fs::write(
-        dir.join("templates/keys.yaml"),
-        format!(
+    std::fs::write(dir.join("templates/keys.yaml"), template)
+}
+
+/// A chart that makes `KEYS_PER_RENDER` CA certificates and prints how long
+/// each took, in nanoseconds, as its template measured it.
+fn key_chart(dir: &Path) -> std::io::Result<()> {
+    one_template_chart(
+        dir,
+        &format!(
             "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: keys\ndata:\n  ns: \"{{{{ range until {KEYS_PER_RENDER} }}}}{{{{ $t0 := now }}}}{{{{ $ca := genCA \"x\" 365 }}}}{{{{ $t1 := now }}}}{{{{ sub $t1.UnixNano $t0.UnixNano }}}},{{{{ end }}}}\"\n"
+        ),
+    )
+}
+
+/// A chart that makes `PROCESS_KEYS` CA certificates (or, `with_keys`
+/// false, runs the same loop without them), printing their lengths.
+fn process_key_chart(dir: &Path, with_keys: bool) -> std::io::Result<()> {
+    let make = if with_keys {
+        "(genCA \"x\" 365).Cert | len"
+    } else {
+        "\"x\" | len"
+    };
+    one_template_chart(
+        dir,
+        &format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: keys\ndata:\n  n: \"{{{{ range until {PROCESS_KEYS} }}}}{{{{ {make} }}}},{{{{ end }}}}\"\n"
         ),
     )
 }
@@ -250,6 +277,26 @@ fn key_times(cli: &Path, chart: &Path, want: usize) -> Result<Vec<f64>, String> 
     Ok(times)
 }
 
+/// Prints one row of quantiles of sorted per-key times.
+fn print_quantiles(name: &str, t: &[f64]) {
+    println!(
+        "{name:8} {:>8.1} {:>8.1} {:>8.1} {:>8.1} {:>8.1} {:>8.1}",
+        t[0],
+        quantile(t, 0.1),
+        quantile(t, 0.25),
+        quantile(t, 0.5),
+        quantile(t, 0.75),
+        quantile(t, 0.9)
+    );
+}
+
+fn print_quantile_header() {
+    println!(
+        "{:8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}",
+        "", "min", "p10", "p25", "median", "p75", "p90"
+    );
+}
+
 fn bench_keys(rudder: &Path, helm: &Path) {
     let want = env_usize("RUDDER_BENCH_KEYS", 120);
     let dir = std::env::temp_dir().join(format!("rudder-keybench-{}", std::process::id()));
@@ -259,23 +306,12 @@ fn bench_keys(rudder: &Path, helm: &Path) {
     }
     println!();
     println!("genCA (2048-bit RSA key + signature), {want} keys each, ms per key as the template timed it");
-    println!(
-        "{:8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}",
-        "", "min", "p10", "p25", "median", "p75", "p90"
-    );
+    print_quantile_header();
     let mut medians = Vec::new();
     for (name, cli) in [("rudder", rudder), ("helm", helm)] {
         match key_times(cli, &dir, want) {
             Ok(t) => {
-                println!(
-                    "{name:8} {:>8.1} {:>8.1} {:>8.1} {:>8.1} {:>8.1} {:>8.1}",
-                    t[0],
-                    quantile(&t, 0.1),
-                    quantile(&t, 0.25),
-                    quantile(&t, 0.5),
-                    quantile(&t, 0.75),
-                    quantile(&t, 0.9)
-                );
+                print_quantiles(name, &t);
                 medians.push(quantile(&t, 0.5));
             }
             Err(e) => println!("{name:8} failed: {}", e.trim()),
@@ -285,6 +321,61 @@ fn bench_keys(rudder: &Path, helm: &Path) {
         println!("median key: helm/rudder {:.2}x", h / r);
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Per-key times (ms) of whole runs: each run of the chart with keys, less
+/// the median run of the one without, over `PROCESS_KEYS`; runs until
+/// `want` keys, the two charts alternating.
+fn process_key_times(
+    cli: &Path,
+    with: &Path,
+    without: &Path,
+    want: usize,
+) -> Result<Vec<f64>, String> {
+    let runs = want.div_ceil(PROCESS_KEYS);
+    let (mut with_ms, mut without_ms) = (Vec::new(), Vec::new());
+    for _ in 0..runs {
+        with_ms.push(time_run(Command::new(cli).arg("template").arg(with))?.0);
+        without_ms.push(time_run(Command::new(cli).arg("template").arg(without))?.0);
+    }
+    let base = median(&mut without_ms);
+    let mut per_key: Vec<f64> = with_ms
+        .iter()
+        .map(|t| (t - base) / PROCESS_KEYS as f64)
+        .collect();
+    per_key.sort_by(|a, b| a.total_cmp(b));
+    Ok(per_key)
+}
+
+fn bench_process_keys(rudder: &Path, helm: &Path) {
+    let want = env_usize("RUDDER_BENCH_KEYS", 120);
+    let root = std::env::temp_dir().join(format!("rudder-prockeys-{}", std::process::id()));
+    let (with, without) = (root.join("with"), root.join("without"));
+    if let Err(e) = process_key_chart(&with, true).and(process_key_chart(&without, false)) {
+        println!("process key bench: cannot write its charts: {e}");
+        return;
+    }
+    println!();
+    println!(
+        "genCA as users see it: `template` of a chart with {PROCESS_KEYS} genCA calls minus one with none, \
+         ms per key over {} runs each",
+        want.div_ceil(PROCESS_KEYS)
+    );
+    print_quantile_header();
+    let mut medians = Vec::new();
+    for (name, cli) in [("rudder", rudder), ("helm", helm)] {
+        match process_key_times(cli, &with, &without, want) {
+            Ok(t) => {
+                print_quantiles(name, &t);
+                medians.push(quantile(&t, 0.5));
+            }
+            Err(e) => println!("{name:8} failed: {}", e.trim()),
+        }
+    }
+    if let [r, h] = medians[..] {
+        println!("median key: helm/rudder {:.2}x", h / r);
+    }
+    let _ = std::fs::remove_dir_all(&root);
 }
 
 fn main() {
@@ -308,4 +399,5 @@ fn main() {
         eprintln!("SKIP cases: no corpus at {}", corpus.display());
     }
     bench_keys(&rudder, &helm);
+    bench_process_keys(&rudder, &helm);
 }

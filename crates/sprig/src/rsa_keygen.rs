@@ -4,9 +4,11 @@
 //! is a fresh random odd number of exactly half the modulus size with its
 //! top two bits set, with gcd(p−1, e) = 1 for e = 65537, that survives
 //! trial division by small primes and then Miller–Rabin with FIPS 186-5's
-//! round count for its size (5 rounds for a 1024-bit prime, AWS-LC's
-//! `BN_prime_checks_for_generation`, the table Go uses too); the key is
-//! kept when |p−q| > 2^(k−100) and d > 2^(nlen/2).
+//! round count for its size (5 rounds for a 1024-bit prime: the table of
+//! Go's `isPrime` and AWS-LC's `BN_prime_checks_for_size`), each with a
+//! uniformly random base; candidates and bases come from the operating
+//! system's generator, as Go's `crypto/rand` reads it; the key is kept
+//! when |p−q| > 2^(k−100) and d > 2^(nlen/2).
 //!
 //! The difference is time. A key's two primes are found by two searches
 //! running at once, and primes found ahead of need wait in a small pool
@@ -46,6 +48,11 @@ const MAX_HALVES: usize = 64;
 /// candidate's 32-bit halves hⱼ, which fits in 64 bits and vectorizes:
 /// several times cheaper than AWS-LC's constant-time division, which was a
 /// quarter of key generation.
+///
+/// Miller–Rabin itself is ours too, on AWS-LC's bignums: AWS-LC's
+/// `BN_primality_test` blinds its round count, running 16 rounds of full
+/// length on each prime it keeps where FIPS 186-5 asks for 5; that was
+/// two fifths of the work of a key. Go's test is variable-time as well.
 struct Sieve {
     primes: Vec<u64>,
     /// 2^(32·j) mod p for each prime, `MAX_HALVES` per prime.
@@ -101,85 +108,179 @@ impl Sieve {
     }
 }
 
-/// An owned AWS-LC bignum context and candidate.
+/// Miller–Rabin rounds for a random candidate of `bits` bits: FIPS 186-5's
+/// table as Go's `isPrime` and AWS-LC's `BN_prime_checks_for_size` have it.
+fn miller_rabin_rounds(bits: usize) -> usize {
+    match bits {
+        3747.. => 3,
+        1345.. => 4,
+        476.. => 5,
+        400.. => 6,
+        347.. => 7,
+        308.. => 8,
+        55.. => 27,
+        _ => 34,
+    }
+}
+
+/// An AWS-LC bignum context and the numbers one search reuses.
+///
+/// Randomness comes from the operating system (`getrandom`, as Go's
+/// `crypto/rand` reads it), never from AWS-LC's generator: its first use in
+/// a process seeds a CPU-jitter entropy pool, ~30 ms of work that every
+/// `rudder template` needing a key would wait for.
 struct Search {
     ctx: *mut ffi::BN_CTX,
-    candidate: *mut ffi::BIGNUM,
+    /// The candidate w, then w − 1, m = (w − 1)/2^a, the base b and z.
+    w: *mut ffi::BIGNUM,
+    w1: *mut ffi::BIGNUM,
+    m: *mut ffi::BIGNUM,
+    b: *mut ffi::BIGNUM,
+    z: *mut ffi::BIGNUM,
 }
 
 impl Search {
     fn new() -> Result<Search, KeygenError> {
         // SAFETY: plain allocations; checked for null and freed in Drop.
-        let (ctx, candidate) = unsafe { (ffi::BN_CTX_new(), ffi::BN_new()) };
-        let s = Search { ctx, candidate };
-        if ctx.is_null() || candidate.is_null() {
+        let s = unsafe {
+            Search {
+                ctx: ffi::BN_CTX_new(),
+                w: ffi::BN_new(),
+                w1: ffi::BN_new(),
+                m: ffi::BN_new(),
+                b: ffi::BN_new(),
+                z: ffi::BN_new(),
+            }
+        };
+        if [s.w, s.w1, s.m, s.b, s.z].iter().any(|p| p.is_null()) || s.ctx.is_null() {
             return Err(KeygenError::Library);
         }
         Ok(s)
     }
 
     /// Draws candidates until one is a probable prime of `bits` bits (big
-    /// endian bytes), or `stop` says enough (`None`).
+    /// endian bytes), or `stop` says enough (`None`). Each candidate is a
+    /// fresh sample (rejection sampling, as Go's `randomPrime`), so that
+    /// which composites are discarded early says nothing about the prime
+    /// that is kept, and the tests may run in variable time.
     fn find_prime(
         &mut self,
         bits: usize,
         stop: &dyn Fn() -> bool,
     ) -> Result<Option<Vec<u8>>, KeygenError> {
+        use rand::RngCore;
         let len = bits / 8;
         let mut bytes = vec![0u8; len];
-        // Larger primes than the sieve serves use AWS-LC's trial division.
+        // Larger primes than the sieve serves go straight to Miller–Rabin.
         let sieve = (len / 4 <= MAX_HALVES).then(Sieve::get);
         while !stop() {
-            // SAFETY: `candidate` and `ctx` are valid for the life of self;
-            // `bytes` has exactly `len` bytes for the padded export.
-            let prime = unsafe {
-                if ffi::BN_rand(
-                    self.candidate,
-                    bits as i32,
-                    // Go's top two bits: p·q has exactly 2k bits.
-                    ffi::BN_RAND_TOP_TWO,
-                    ffi::BN_RAND_BOTTOM_ODD,
-                ) != 1
-                {
-                    return Err(KeygenError::Library);
-                }
-                if ffi::BN_bn2bin_padded(bytes.as_mut_ptr(), len, self.candidate) != 1 {
-                    return Err(KeygenError::Library);
-                }
-                if sieve.is_some_and(|s| s.has_small_factor(&bytes)) {
-                    continue;
-                }
-                // e is prime, so gcd(p−1, e) = 1 unless p ≡ 1 (mod e).
-                if ffi::BN_mod_word(self.candidate, E.into()) == 1 {
-                    continue;
-                }
-                let mut is_prime = 0;
-                if ffi::BN_primality_test(
-                    &mut is_prime,
-                    self.candidate,
-                    ffi::BN_prime_checks_for_generation,
-                    self.ctx,
-                    i32::from(sieve.is_none()),
-                    std::ptr::null_mut(),
-                ) != 1
-                {
-                    return Err(KeygenError::Library);
-                }
-                is_prime == 1
-            };
-            if prime {
+            rand::rngs::OsRng
+                .try_fill_bytes(&mut bytes)
+                .map_err(|_| KeygenError::Library)?;
+            // Go's top two bits (p·q has exactly 2k bits) and an odd number.
+            bytes[0] |= 0xc0;
+            bytes[len - 1] |= 1;
+            if sieve.is_some_and(|s| s.has_small_factor(&bytes)) {
+                continue;
+            }
+            // SAFETY: `w` is valid for the life of self; `bytes` is `len` long.
+            let w = unsafe { ffi::BN_bin2bn(bytes.as_ptr(), len, self.w) };
+            if w.is_null() {
+                return Err(KeygenError::Library);
+            }
+            // e is prime, so gcd(p−1, e) = 1 unless p ≡ 1 (mod e).
+            // SAFETY: `w` holds the candidate.
+            if unsafe { ffi::BN_mod_word(self.w, E.into()) } == 1 {
+                continue;
+            }
+            if self.is_probable_prime(bits)? {
                 return Ok(Some(bytes));
             }
         }
         Ok(None)
     }
+
+    /// Miller–Rabin (FIPS 186-5 B.3.1) on the candidate in `w`, with
+    /// [`miller_rabin_rounds`] uniformly random bases in [2, w − 2], drawn
+    /// as Go draws them: `bits` random bits, out-of-range values redrawn.
+    fn is_probable_prime(&mut self, bits: usize) -> Result<bool, KeygenError> {
+        use rand::RngCore;
+        let len = bits.div_ceil(8);
+        let mut base = vec![0u8; len];
+        // SAFETY: every pointer is valid for the life of self; `mont` is
+        // freed below on every path; `base` is `len` bytes long.
+        unsafe {
+            let ok = |r: std::os::raw::c_int| {
+                if r == 1 {
+                    Ok(())
+                } else {
+                    Err(KeygenError::Library)
+                }
+            };
+            if ffi::BN_copy(self.w1, self.w).is_null() {
+                return Err(KeygenError::Library);
+            }
+            ok(ffi::BN_sub_word(self.w1, 1))?;
+            let a = ffi::BN_count_low_zero_bits(self.w1);
+            ok(ffi::BN_rshift(self.m, self.w1, a))?;
+            let mont = ffi::BN_MONT_CTX_new_for_modulus(self.w, self.ctx);
+            if mont.is_null() {
+                return Err(KeygenError::Library);
+            }
+            let result = (|| {
+                let mut rounds = miller_rabin_rounds(bits);
+                while rounds > 0 {
+                    rand::rngs::OsRng
+                        .try_fill_bytes(&mut base)
+                        .map_err(|_| KeygenError::Library)?;
+                    base[0] &= 0xff >> (len * 8 - bits);
+                    if ffi::BN_bin2bn(base.as_ptr(), len, self.b).is_null() {
+                        return Err(KeygenError::Library);
+                    }
+                    // Reject b ≤ 1 and b ≥ w − 1.
+                    if ffi::BN_is_zero(self.b) == 1
+                        || ffi::BN_is_one(self.b) == 1
+                        || ffi::BN_cmp(self.b, self.w1) >= 0
+                    {
+                        continue;
+                    }
+                    ok(ffi::BN_mod_exp_mont_consttime(
+                        self.z, self.b, self.m, self.w, self.ctx, mont,
+                    ))?;
+                    let mut possibly_prime =
+                        ffi::BN_is_one(self.z) == 1 || ffi::BN_cmp(self.z, self.w1) == 0;
+                    for _ in 1..a {
+                        if possibly_prime {
+                            break;
+                        }
+                        ok(ffi::BN_mod_sqr(self.z, self.z, self.w, self.ctx))?;
+                        if ffi::BN_cmp(self.z, self.w1) == 0 {
+                            possibly_prime = true;
+                        } else if ffi::BN_is_one(self.z) == 1 {
+                            // 1 never squares to −1: composite.
+                            break;
+                        }
+                    }
+                    if !possibly_prime {
+                        return Ok(false);
+                    }
+                    rounds -= 1;
+                }
+                Ok(true)
+            })();
+            ffi::BN_MONT_CTX_free(mont);
+            result
+        }
+    }
 }
 
 impl Drop for Search {
     fn drop(&mut self) {
-        // SAFETY: both were allocated by AWS-LC in `new` (null is accepted).
+        // SAFETY: all were allocated by AWS-LC in `new` (null is accepted).
         unsafe {
-            ffi::BN_clear_free(self.candidate);
+            for n in [self.w, self.w1, self.m, self.b, self.z] {
+                ffi::BN_clear_free(n);
+            }
             ffi::BN_CTX_free(self.ctx);
         }
     }
@@ -430,6 +531,32 @@ mod tests {
 {{ genCAWithKey "x" 1 $k }}{{ genSelfSignedCert "h" nil nil 1 }}{{ mygenCA }}"#;
         assert_eq!(keys_in_template(t), 3);
         assert_eq!(keys_in_template("{{ genPrivateKey \"ecdsa\" }}"), 0);
+    }
+
+    /// Runs our Miller–Rabin on `n`.
+    fn probable_prime(n: &BigUint) -> bool {
+        let mut s = Search::new().expect("search");
+        let be = n.to_bytes_be();
+        // SAFETY: `s.w` is valid; `be` is its own length.
+        assert!(!unsafe { ffi::BN_bin2bn(be.as_ptr(), be.len(), s.w) }.is_null());
+        s.is_probable_prime(n.bits()).expect("test")
+    }
+
+    #[test]
+    fn miller_rabin_tells_primes_from_composites() {
+        let one = BigUint::from(1u8);
+        let mersenne = |p: usize| (BigUint::from(1u8) << p) - &one;
+        // Mersenne primes of 521 and 607 bits (5 rounds each)...
+        assert!(probable_prime(&mersenne(521)));
+        assert!(probable_prime(&mersenne(607)));
+        assert!(probable_prime(&BigUint::from(65537u32)));
+        // ...and composites: products of primes, a Carmichael number and
+        // strong pseudoprimes to base 2, which fool one fixed base.
+        assert!(!probable_prime(&(mersenne(521) * mersenne(89))));
+        assert!(!probable_prime(&(mersenne(607) * mersenne(607))));
+        for n in [561u32, 2047, 3277, 4033, 1_373_653, 25_326_001] {
+            assert!(!probable_prime(&BigUint::from(n)), "{n} is composite");
+        }
     }
 
     #[test]

@@ -400,6 +400,7 @@ pub fn prefetch(bits: usize, keys: usize) {
     let spawned = std::thread::Builder::new()
         .name("rsa-prefetch".into())
         .spawn(move || {
+            yield_to_other_work();
             let Ok(mut s) = Search::new() else { return };
             let stop = || !pool().prefetch_needed(half);
             while let Ok(Some(p)) = s.find_prime(half, &stop) {
@@ -408,6 +409,20 @@ pub fn prefetch(bits: usize, keys: usize) {
         });
     // Without the thread, keys are simply searched for when asked for.
     drop(spawned);
+}
+
+/// Lowers the calling thread to the lowest scheduling priority (Linux
+/// keeps a nice value per thread): a search ahead of need then runs on a
+/// core nothing else wants, and gives way to the render (and to other
+/// processes) on a busy machine, as the keys it looks for may never be
+/// asked for. Elsewhere, or if refused, the thread keeps its priority.
+fn yield_to_other_work() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: setpriority only changes the calling thread's nice value
+    // (`who` 0 is the caller); its result needs no handling.
+    unsafe {
+        libc::setpriority(libc::PRIO_PROCESS, 0, 19);
+    }
 }
 
 /// How many 2048-bit RSA keys a template text may ask for: its calls of

@@ -268,7 +268,10 @@ fn prefetch_keys(chart: &chart::loader::Chart) {
         let own: usize = c
             .templates
             .iter()
-            .map(|t| sprig::keys_in_template(&String::from_utf8_lossy(&t.data)))
+            .map(|t| match std::str::from_utf8(&t.data) {
+                Ok(text) => sprig::keys_in_template(text),
+                Err(_) => sprig::keys_in_template(&String::from_utf8_lossy(&t.data)),
+            })
             .sum();
         own + c.dependencies.iter().map(count).sum::<usize>()
     }

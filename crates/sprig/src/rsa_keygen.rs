@@ -204,73 +204,91 @@ impl Search {
     /// [`miller_rabin_rounds`] uniformly random bases in [2, w − 2], drawn
     /// as Go draws them: `bits` random bits, out-of-range values redrawn.
     fn is_probable_prime(&mut self, bits: usize) -> Result<bool, KeygenError> {
-        use rand::RngCore;
-        let len = bits.div_ceil(8);
-        let mut base = vec![0u8; len];
         // SAFETY: every pointer is valid for the life of self; `mont` is
-        // freed below on every path; `base` is `len` bytes long.
+        // checked for null and freed below on every path.
         unsafe {
-            let ok = |r: std::os::raw::c_int| {
-                if r == 1 {
-                    Ok(())
-                } else {
-                    Err(KeygenError::Library)
-                }
-            };
             if ffi::BN_copy(self.w1, self.w).is_null() {
                 return Err(KeygenError::Library);
             }
-            ok(ffi::BN_sub_word(self.w1, 1))?;
+            check(ffi::BN_sub_word(self.w1, 1))?;
             let a = ffi::BN_count_low_zero_bits(self.w1);
-            ok(ffi::BN_rshift(self.m, self.w1, a))?;
+            check(ffi::BN_rshift(self.m, self.w1, a))?;
             let mont = ffi::BN_MONT_CTX_new_for_modulus(self.w, self.ctx);
             if mont.is_null() {
                 return Err(KeygenError::Library);
             }
-            let result = (|| {
-                let mut rounds = miller_rabin_rounds(bits);
-                while rounds > 0 {
-                    rand::rngs::OsRng
-                        .try_fill_bytes(&mut base)
-                        .map_err(|_| KeygenError::Library)?;
-                    base[0] &= 0xff >> (len * 8 - bits);
-                    if ffi::BN_bin2bn(base.as_ptr(), len, self.b).is_null() {
-                        return Err(KeygenError::Library);
-                    }
-                    // Reject b ≤ 1 and b ≥ w − 1.
-                    if ffi::BN_is_zero(self.b) == 1
-                        || ffi::BN_is_one(self.b) == 1
-                        || ffi::BN_cmp(self.b, self.w1) >= 0
-                    {
-                        continue;
-                    }
-                    ok(ffi::BN_mod_exp_mont_consttime(
-                        self.z, self.b, self.m, self.w, self.ctx, mont,
-                    ))?;
-                    let mut possibly_prime =
-                        ffi::BN_is_one(self.z) == 1 || ffi::BN_cmp(self.z, self.w1) == 0;
-                    for _ in 1..a {
-                        if possibly_prime {
-                            break;
-                        }
-                        ok(ffi::BN_mod_sqr(self.z, self.z, self.w, self.ctx))?;
-                        if ffi::BN_cmp(self.z, self.w1) == 0 {
-                            possibly_prime = true;
-                        } else if ffi::BN_is_one(self.z) == 1 {
-                            // 1 never squares to −1: composite.
-                            break;
-                        }
-                    }
-                    if !possibly_prime {
-                        return Ok(false);
-                    }
-                    rounds -= 1;
-                }
-                Ok(true)
-            })();
+            let result = self.miller_rabin(bits, a, mont);
             ffi::BN_MONT_CTX_free(mont);
             result
         }
+    }
+
+    /// The rounds of [`Search::is_probable_prime`], once w − 1 = m·2^a is
+    /// known and `mont` holds w's Montgomery constants.
+    ///
+    /// # Safety
+    /// `mont` must be AWS-LC's Montgomery context for `self.w`.
+    unsafe fn miller_rabin(
+        &mut self,
+        bits: usize,
+        a: std::os::raw::c_int,
+        mont: *const ffi::BN_MONT_CTX,
+    ) -> Result<bool, KeygenError> {
+        use rand::RngCore;
+        let len = bits.div_ceil(8);
+        let mut base = vec![0u8; len];
+        let mut rounds = miller_rabin_rounds(bits);
+        while rounds > 0 {
+            rand::rngs::OsRng
+                .try_fill_bytes(&mut base)
+                .map_err(|_| KeygenError::Library)?;
+            base[0] &= 0xff >> (len * 8 - bits);
+            // SAFETY: the numbers are valid for the life of self, `base` is
+            // `len` bytes long and `mont` belongs to `w` (the caller's word).
+            unsafe {
+                if ffi::BN_bin2bn(base.as_ptr(), len, self.b).is_null() {
+                    return Err(KeygenError::Library);
+                }
+                // Reject b ≤ 1 and b ≥ w − 1.
+                if ffi::BN_is_zero(self.b) == 1
+                    || ffi::BN_is_one(self.b) == 1
+                    || ffi::BN_cmp(self.b, self.w1) >= 0
+                {
+                    continue;
+                }
+                check(ffi::BN_mod_exp_mont_consttime(
+                    self.z, self.b, self.m, self.w, self.ctx, mont,
+                ))?;
+                let mut possibly_prime =
+                    ffi::BN_is_one(self.z) == 1 || ffi::BN_cmp(self.z, self.w1) == 0;
+                for _ in 1..a {
+                    if possibly_prime {
+                        break;
+                    }
+                    check(ffi::BN_mod_sqr(self.z, self.z, self.w, self.ctx))?;
+                    if ffi::BN_cmp(self.z, self.w1) == 0 {
+                        possibly_prime = true;
+                    } else if ffi::BN_is_one(self.z) == 1 {
+                        // 1 never squares to −1: composite.
+                        break;
+                    }
+                }
+                if !possibly_prime {
+                    return Ok(false);
+                }
+            }
+            rounds -= 1;
+        }
+        Ok(true)
+    }
+}
+
+/// An AWS-LC call's status as a result.
+fn check(status: std::os::raw::c_int) -> Result<(), KeygenError> {
+    if status == 1 {
+        Ok(())
+    } else {
+        Err(KeygenError::Library)
     }
 }
 
@@ -430,20 +448,20 @@ fn yield_to_other_work() {
 /// `…WithKey` forms make none). An upper bound, as some calls sit in
 /// branches that never run: what [`prefetch`] is told to expect.
 pub fn keys_in_template(text: &str) -> usize {
-    const MAKERS: [&str; 3] = ["genCA", "genSelfSignedCert", "genSignedCert"];
+    const MAKERS: [&str; 3] = ["CA", "SelfSignedCert", "SignedCert"];
+    let bytes = text.as_bytes();
     let word = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
-    MAKERS
-        .iter()
-        .map(|f| {
-            text.match_indices(f)
-                .filter(|&(i, _)| {
-                    let before = i.checked_sub(1).map(|j| text.as_bytes()[j]);
-                    let after = text.as_bytes().get(i + f.len()).copied();
-                    !before.is_some_and(word) && !after.is_some_and(word)
+    // One pass over the text for "gen", then the rest of the name.
+    text.match_indices("gen")
+        .filter(|&(i, _)| {
+            let before = i.checked_sub(1).map(|j| bytes[j]);
+            let rest = &bytes[i + 3..];
+            !before.is_some_and(word)
+                && MAKERS.iter().any(|m| {
+                    rest.starts_with(m.as_bytes()) && !rest.get(m.len()).copied().is_some_and(word)
                 })
-                .count()
         })
-        .sum()
+        .count()
 }
 
 /// How many threads search for one key's primes.

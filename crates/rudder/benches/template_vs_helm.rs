@@ -277,24 +277,41 @@ fn key_times(cli: &Path, chart: &Path, want: usize) -> Result<Vec<f64>, String> 
     Ok(times)
 }
 
-/// Prints one row of quantiles of sorted per-key times.
-fn print_quantiles(name: &str, t: &[f64]) {
-    println!(
-        "{name:8} {:>8.1} {:>8.1} {:>8.1} {:>8.1} {:>8.1} {:>8.1}",
-        t[0],
-        quantile(t, 0.1),
-        quantile(t, 0.25),
-        quantile(t, 0.5),
-        quantile(t, 0.75),
-        quantile(t, 0.9)
-    );
-}
-
-fn print_quantile_header() {
+/// Prints, under `title`, a row of quantiles of the sorted per-key times
+/// `times` gives for each CLI, and the ratio of their medians.
+fn key_table(
+    title: &str,
+    rudder: &Path,
+    helm: &Path,
+    times: impl Fn(&Path) -> Result<Vec<f64>, String>,
+) {
+    println!();
+    println!("{title}");
     println!(
         "{:8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}",
         "", "min", "p10", "p25", "median", "p75", "p90"
     );
+    let mut medians = Vec::new();
+    for (name, cli) in [("rudder", rudder), ("helm", helm)] {
+        match times(cli) {
+            Ok(t) => {
+                println!(
+                    "{name:8} {:>8.1} {:>8.1} {:>8.1} {:>8.1} {:>8.1} {:>8.1}",
+                    t[0],
+                    quantile(&t, 0.1),
+                    quantile(&t, 0.25),
+                    quantile(&t, 0.5),
+                    quantile(&t, 0.75),
+                    quantile(&t, 0.9)
+                );
+                medians.push(quantile(&t, 0.5));
+            }
+            Err(e) => println!("{name:8} failed: {}", e.trim()),
+        }
+    }
+    if let [r, h] = medians[..] {
+        println!("median key: helm/rudder {:.2}x", h / r);
+    }
 }
 
 fn bench_keys(rudder: &Path, helm: &Path) {
@@ -304,22 +321,12 @@ fn bench_keys(rudder: &Path, helm: &Path) {
         println!("key bench: cannot write its chart: {e}");
         return;
     }
-    println!();
-    println!("genCA (2048-bit RSA key + signature), {want} keys each, ms per key as the template timed it");
-    print_quantile_header();
-    let mut medians = Vec::new();
-    for (name, cli) in [("rudder", rudder), ("helm", helm)] {
-        match key_times(cli, &dir, want) {
-            Ok(t) => {
-                print_quantiles(name, &t);
-                medians.push(quantile(&t, 0.5));
-            }
-            Err(e) => println!("{name:8} failed: {}", e.trim()),
-        }
-    }
-    if let [r, h] = medians[..] {
-        println!("median key: helm/rudder {:.2}x", h / r);
-    }
+    key_table(
+        &format!("genCA (2048-bit RSA key + signature), {want} keys each, ms per key as the template timed it"),
+        rudder,
+        helm,
+        |cli| key_times(cli, &dir, want),
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -355,26 +362,16 @@ fn bench_process_keys(rudder: &Path, helm: &Path) {
         println!("process key bench: cannot write its charts: {e}");
         return;
     }
-    println!();
-    println!(
-        "genCA as users see it: `template` of a chart with {PROCESS_KEYS} genCA calls minus one with none, \
-         ms per key over {} runs each",
-        want.div_ceil(PROCESS_KEYS)
+    key_table(
+        &format!(
+            "genCA as users see it: `template` of a chart with {PROCESS_KEYS} genCA calls minus one \
+             with none, ms per key over {} runs each",
+            want.div_ceil(PROCESS_KEYS)
+        ),
+        rudder,
+        helm,
+        |cli| process_key_times(cli, &with, &without, want),
     );
-    print_quantile_header();
-    let mut medians = Vec::new();
-    for (name, cli) in [("rudder", rudder), ("helm", helm)] {
-        match process_key_times(cli, &with, &without, want) {
-            Ok(t) => {
-                print_quantiles(name, &t);
-                medians.push(quantile(&t, 0.5));
-            }
-            Err(e) => println!("{name:8} failed: {}", e.trim()),
-        }
-    }
-    if let [r, h] = medians[..] {
-        println!("median key: helm/rudder {:.2}x", h / r);
-    }
     let _ = std::fs::remove_dir_all(&root);
 }
 

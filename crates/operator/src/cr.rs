@@ -152,6 +152,13 @@ impl CustomResource {
             .and_then(|raw| gocodec::depth::parse_json_text(raw.get().as_bytes()).ok())
     }
 
+    /// Trims the CR to what the operator's cache keeps of it: the status with a
+    /// stand-in for `deployedRelease.manifest` (the metadata is trimmed as it is
+    /// decoded).
+    pub fn slim_for_cache(&mut self) {
+        crate::status::slim(self);
+    }
+
     /// Replaces the raw status (the cache's slimmed copy of it).
     pub(crate) fn set_status(&mut self, status: Option<Box<RawValue>>) {
         self.status = status;

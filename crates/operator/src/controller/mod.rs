@@ -270,7 +270,7 @@ pub(crate) async fn run_watch(
         let seen = ResourceMetrics::new(&metrics, &resource);
         // Status-only writes (the reconciler's own) do not trigger a reconcile.
         // The cache keeps what reconciling reads (`CustomResource`, `status::slim`).
-        let crs = watcher::watcher(api, config.clone()).modify(crate::status::slim);
+        let crs = watcher::watcher(api, config.clone()).modify(CustomResource::slim_for_cache);
         let changes = reflector::reflector(writer, crs)
             .inspect(move |event| seen.observe(event))
             .applied_objects()

@@ -47,7 +47,10 @@ const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
 /// The hello chart's templates stand in for its rendered manifest (about as long).
 fn manifest() -> String {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/charts/hello/templates");
+    let dir = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/charts/hello/templates"
+    );
     ["configmap.yaml", "service.yaml", "deployment.yaml"]
         .iter()
         .map(|f| std::fs::read_to_string(format!("{dir}/{f}")).unwrap_or_default())

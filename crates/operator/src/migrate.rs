@@ -405,7 +405,9 @@ fn cr_id(cr: &CustomResource, resource: &ApiResource) -> String {
 /// the status or a condition); most CRs' do not, and are not parsed.
 fn legacy_status(cr: &CustomResource) -> Option<Value> {
     let raw = cr.status_raw()?;
-    raw.get().contains("\"release\"").then(|| cr.status_json())?
+    raw.get()
+        .contains("\"release\"")
+        .then(|| cr.status_json())?
 }
 
 /// Step 1 for a release in the CR's status: converts every legacy release found there

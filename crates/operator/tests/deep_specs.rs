@@ -120,11 +120,28 @@ fn crs_with_specs_nested_200_and_2000_levels_deploy_beside_a_plain_one_and_delet
     runtime.block_on(async {
         let (ns, client) = common::start();
         let dir = ns.dir().to_path_buf();
-        let op = WatchRun::start(&client, &dir, &common::chart_dir(), Duration::from_secs(3600));
+        let op = WatchRun::start(
+            &client,
+            &dir,
+            &common::chart_dir(),
+            Duration::from_secs(3600),
+        );
 
         watch_run::create_demo(&client, ns.name(), "plain", json!({"greeting": "plain"})).await;
-        create_raw(&client, ns.name(), "deep200", &deep_spec("two hundred", 200)).await;
-        create_raw(&client, ns.name(), "deep2000", &deep_spec("two thousand", 2_000)).await;
+        create_raw(
+            &client,
+            ns.name(),
+            "deep200",
+            &deep_spec("two hundred", 200),
+        )
+        .await;
+        create_raw(
+            &client,
+            ns.name(),
+            "deep2000",
+            &deep_spec("two thousand", 2_000),
+        )
+        .await;
 
         deployed(&client, "plain", "plain").await;
         // Within Helm's limit (10,000 levels): values like any other.
@@ -142,8 +159,15 @@ fn crs_with_specs_nested_200_and_2000_levels_deploy_beside_a_plain_one_and_delet
             delete_raw(&client, ns.name(), name).await;
         }
         testkit::eventually(WAIT, || async {
-            let left = crs(&client).list(&Default::default()).await.expect("list CRs");
-            let names: Vec<_> = left.items.iter().filter_map(|c| c.metadata.name.clone()).collect();
+            let left = crs(&client)
+                .list(&Default::default())
+                .await
+                .expect("list CRs");
+            let names: Vec<_> = left
+                .items
+                .iter()
+                .filter_map(|c| c.metadata.name.clone())
+                .collect();
             if names.is_empty() {
                 Ok(())
             } else {

@@ -314,9 +314,11 @@ async fn conflicting_secret_stops_migration_and_deletes_nothing() {
         .expect("Secret kept");
     assert_eq!(kept, other, "never overwritten");
     // Still refused on the next call.
-    assert!(migrate::migrate(&client, &(&cr).into(), &ar, "web", ns.name())
-        .await
-        .is_err());
+    assert!(
+        migrate::migrate(&client, &(&cr).into(), &ar, "web", ns.name())
+            .await
+            .is_err()
+    );
     assert_eq!(configmap_names(&client).await.len(), 2);
 }
 
@@ -496,9 +498,10 @@ async fn interrupted_status_migration_resumes() {
     )
     .await;
     // Crash after writing the Secret, before the status was patched.
-    let written = migrate::write_status_records(&client, &(&cr).into(), &ar, "example-web", ns.name(), None)
-        .await
-        .expect("write step");
+    let written =
+        migrate::write_status_records(&client, &(&cr).into(), &ar, "example-web", ns.name(), None)
+            .await
+            .expect("write step");
     assert_eq!(written.len(), 1);
     let key = make_key("example-web", 2);
     let rv = secret_rv(&client, &key).await;

@@ -71,7 +71,10 @@ fn a_spec_deeper_than_go_reads_decodes_but_does_not_parse() {
 fn watch_events_with_deep_specs_decode() {
     let deep = nested(10_000);
     // kube-apiserver writes `type` before `object`, as every event here does.
-    let line = format!(r#"{{"type":"MODIFIED","object":{}}}"#, cr_text("deep", &deep));
+    let line = format!(
+        r#"{{"type":"MODIFIED","object":{}}}"#,
+        cr_text("deep", &deep)
+    );
     match serde_json::from_str::<WatchEvent<CustomResource>>(&line).expect("decodes") {
         WatchEvent::Modified(cr) => {
             assert_eq!(cr.metadata.name.as_deref(), Some("deep"));
@@ -83,8 +86,7 @@ fn watch_events_with_deep_specs_decode() {
 
 #[test]
 fn metadata_keeps_what_reconciling_reads() {
-    let cr: CustomResource =
-        serde_json::from_str(&cr_text("app", r#"{"a":1}"#)).expect("decodes");
+    let cr: CustomResource = serde_json::from_str(&cr_text("app", r#"{"a":1}"#)).expect("decodes");
     let m = &cr.metadata;
     assert_eq!(m.name.as_deref(), Some("app"));
     assert_eq!(m.namespace.as_deref(), Some("ns"));

@@ -227,3 +227,17 @@ pub(crate) async fn serve(
         .map_err(|e| ApiError::internal(e.to_string()))?;
     Ok(resp)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_name_their_type_before_the_object() {
+        let event = line("ADDED", &json!({"kind": "Demo", "apiVersion": "v1"}));
+        assert_eq!(
+            &event[..],
+            b"{\"type\":\"ADDED\",\"object\":{\"apiVersion\":\"v1\",\"kind\":\"Demo\"}}\n"
+        );
+    }
+}

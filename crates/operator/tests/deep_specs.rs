@@ -128,25 +128,19 @@ fn crs_with_specs_nested_200_and_2000_levels_deploy_beside_a_plain_one_and_delet
         );
 
         watch_run::create_demo(&client, ns.name(), "plain", json!({"greeting": "plain"})).await;
-        create_raw(
-            &client,
-            ns.name(),
-            "deep200",
-            &deep_spec("two hundred", 200),
-        )
-        .await;
-        create_raw(
-            &client,
-            ns.name(),
-            "deep2000",
-            &deep_spec("two thousand", 2_000),
-        )
-        .await;
+        const DEEP: [(&str, &str, usize); 2] = [
+            ("deep200", "two hundred", 200),
+            ("deep2000", "two thousand", 2_000),
+        ];
+        for (name, says, levels) in DEEP {
+            create_raw(&client, ns.name(), name, &deep_spec(says, levels)).await;
+        }
 
         deployed(&client, "plain", "plain").await;
         // Within Helm's limit (10,000 levels): values like any other.
-        deployed(&client, "deep200", "two hundred").await;
-        deployed(&client, "deep2000", "two thousand").await;
+        for (name, says, _) in DEEP {
+            deployed(&client, name, says).await;
+        }
         for name in ["plain", "deep200", "deep2000"] {
             assert_eq!(
                 condition(&client, name, "ReleaseFailed").await,

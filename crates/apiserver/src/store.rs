@@ -1,10 +1,12 @@
 //! The object store: every object of every kind as JSON under one
-//! cluster-wide resourceVersion counter, a bounded event log for watches,
-//! and a pluggable durable backend (memory or redb).
+//! cluster-wide resourceVersion counter, a bounded event log per resource
+//! for watches (as kube-apiserver keeps a watch cache per resource, so
+//! churn in one kind never expires another kind's watches), and a pluggable
+//! durable backend (memory or redb).
 
 use crate::error::ApiError;
 use serde_json::Value;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::{broadcast, Notify};
@@ -137,11 +139,43 @@ struct Inner {
     /// Shared so that lists, watches and the event log hand out pointers
     /// instead of deep copies; a write replaces the whole `Arc`.
     objects: BTreeMap<String, Arc<Value>>,
-    log: VecDeque<Arc<Event>>,
-    /// Watches may start from any rv >= this.
-    log_floor: u64,
+    /// Per resource (`group/plural/`), its recent events.
+    logs: HashMap<String, ResourceLog>,
+    /// Watches of a resource with no log yet may start from any rv >= this.
+    start_rv: u64,
     log_bytes: usize,
     backend: Box<dyn Backend>,
+}
+
+/// The recent events of one resource.
+struct ResourceLog {
+    events: VecDeque<Arc<Event>>,
+    /// Watches of this resource may start from any rv >= this.
+    floor: u64,
+    bytes: usize,
+}
+
+impl ResourceLog {
+    /// Drops the oldest event; returns the bytes it counted.
+    fn drop_oldest(&mut self) -> usize {
+        match self.events.pop_front() {
+            Some(e) => {
+                self.floor = e.rv;
+                self.bytes = self.bytes.saturating_sub(e.bytes);
+                e.bytes
+            }
+            None => 0,
+        }
+    }
+}
+
+/// The `group/plural/` a key belongs to (keys are `group/plural/namespace/name`).
+fn resource_of(key: &str) -> &str {
+    let mut slashes = key.match_indices('/').map(|(i, _)| i);
+    match (slashes.next(), slashes.next()) {
+        (Some(_), Some(end)) => &key[..=end],
+        _ => key,
+    }
 }
 
 pub(crate) struct Store {
@@ -152,8 +186,10 @@ pub(crate) struct Store {
     pub(crate) gc_wake: Notify,
 }
 
+/// Events kept per resource.
 pub(crate) const LOG_CAP: usize = 20_000;
-/// The event log also stays under this many bytes of (serialized) objects.
+/// The event logs together also stay under this many bytes of (serialized)
+/// objects; the largest resource log gives way first.
 pub(crate) const LOG_BYTES: usize = 256 * 1024 * 1024;
 
 /// The backlog after a resourceVersion plus a live receiver.
@@ -167,8 +203,8 @@ impl Store {
             inner: Mutex::new(Inner {
                 rv,
                 objects: objs.into_iter().map(|(k, v)| (k, Arc::new(v))).collect(),
-                log: VecDeque::new(),
-                log_floor: rv,
+                logs: HashMap::new(),
+                start_rv: rv,
                 log_bytes: 0,
                 backend,
             }),
@@ -313,26 +349,56 @@ impl Store {
             old,
             bytes,
         });
-        g.log.push_back(ev.clone());
+        let start_rv = g.start_rv;
+        let log = g
+            .logs
+            .entry(resource_of(key).to_string())
+            .or_insert_with(|| ResourceLog {
+                events: VecDeque::new(),
+                floor: start_rv,
+                bytes: 0,
+            });
+        log.events.push_back(Arc::clone(&ev));
+        log.bytes += bytes;
+        if log.events.len() > self.log_cap {
+            let dropped = log.drop_oldest();
+            g.log_bytes = g.log_bytes.saturating_sub(dropped);
+        }
         g.log_bytes += bytes;
-        while g.log.len() > self.log_cap || (g.log_bytes > LOG_BYTES && g.log.len() > 1) {
-            if let Some(e) = g.log.pop_front() {
-                g.log_floor = e.rv;
-                g.log_bytes = g.log_bytes.saturating_sub(e.bytes);
-            }
+        while g.log_bytes > LOG_BYTES {
+            let Some(largest) = g
+                .logs
+                .values_mut()
+                .filter(|l| l.events.len() > 1)
+                .max_by_key(|l| l.bytes)
+            else {
+                break;
+            };
+            let dropped = largest.drop_oldest();
+            g.log_bytes = g.log_bytes.saturating_sub(dropped);
         }
         // No receivers is fine: nobody is watching.
         let _ = self.events.send(ev);
     }
 
-    /// Starts a watch after `from_rv`: the backlog plus a live receiver,
-    /// taken under one lock so no event is missed or duplicated.
-    pub(crate) fn watch_from(&self, from_rv: u64) -> Result<WatchStart, u64> {
+    /// Starts a watch of the resource `prefix` belongs to after `from_rv`:
+    /// the backlog plus a live receiver, taken under one lock so no event is
+    /// missed or duplicated. `Err` gives the oldest rv still served.
+    pub(crate) fn watch_from(&self, prefix: &str, from_rv: u64) -> Result<WatchStart, u64> {
         let g = self.lock();
-        if from_rv < g.log_floor {
-            return Err(g.log_floor);
+        let (floor, events) = match g.logs.get(resource_of(prefix)) {
+            Some(log) => (log.floor, Some(&log.events)),
+            None => (g.start_rv, None),
+        };
+        if from_rv < floor {
+            return Err(floor);
         }
-        let backlog = g.log.iter().filter(|e| e.rv > from_rv).cloned().collect();
+        let backlog = events
+            .into_iter()
+            .flatten()
+            .filter(|e| e.rv > from_rv)
+            .cloned()
+            .collect();
         Ok((backlog, self.events.subscribe()))
     }
 
@@ -376,7 +442,7 @@ mod tests {
     #[test]
     fn rv_and_events() {
         let s = Store::new(Box::new(MemoryBackend)).unwrap();
-        let (_, mut rx) = s.watch_from(0).unwrap();
+        let (_, mut rx) = s.watch_from("/configmaps/", 0).unwrap();
         let o = s
             .transact("/configmaps/ns/a", |_| {
                 Ok(Mutation::Put(json!({"metadata": {}})))
@@ -391,6 +457,32 @@ mod tests {
     }
 
     #[test]
+    fn churn_in_one_resource_expires_only_its_own_watches() {
+        let mut s = Store::new(Box::new(MemoryBackend)).unwrap();
+        s.log_cap = 3;
+        s.transact("/configmaps/ns/a", |_| {
+            Ok(Mutation::Put(json!({"metadata": {}})))
+        })
+        .unwrap();
+        for i in 0..10 {
+            s.transact("apps/deployments/ns/d", |_| {
+                Ok(Mutation::Put(json!({"metadata": {}, "i": i})))
+            })
+            .unwrap();
+        }
+        let (backlog, _) = s.watch_from("/configmaps/ns/", 0).unwrap();
+        assert_eq!(backlog.len(), 1);
+        assert_eq!(s.watch_from("apps/deployments/", 1).err(), Some(8));
+        let (backlog, _) = s.watch_from("apps/deployments/ns/", 8).unwrap();
+        assert_eq!(
+            backlog.iter().map(|e| e.rv).collect::<Vec<_>>(),
+            [9, 10, 11]
+        );
+        // A resource with no events yet serves watches from the start.
+        assert!(s.watch_from("/secrets/", 0).is_ok());
+    }
+
+    #[test]
     fn lists_and_events_share_the_stored_object() {
         let s = Store::new(Box::new(MemoryBackend)).unwrap();
         let big = "x".repeat(64 * 1024);
@@ -401,7 +493,7 @@ mod tests {
         })
         .unwrap();
         let (listed, _) = s.list("/secrets/", None);
-        let (backlog, _) = s.watch_from(0).unwrap();
+        let (backlog, _) = s.watch_from("/secrets/", 0).unwrap();
         // One copy of the object, however many lists and events refer to it.
         assert!(Arc::ptr_eq(&listed[0], &backlog[0].object));
         let (snapshot, _, _) = s.snapshot_and_watch("/secrets/ns/");
@@ -413,7 +505,7 @@ mod tests {
             Ok(Mutation::Put(next))
         })
         .unwrap();
-        let (backlog, _) = s.watch_from(1).unwrap();
+        let (backlog, _) = s.watch_from("/secrets/", 1).unwrap();
         let old = backlog[0].old.as_ref().unwrap();
         assert!(Arc::ptr_eq(&listed[0], old));
         assert_eq!(backlog[0].object["data"]["other"], "y");
@@ -453,7 +545,7 @@ mod tests {
         assert_eq!(s.current_rv(), 3);
         assert!(s.get("/configmaps/ns/a").is_some());
         assert!(s.get("/configmaps/ns/b").is_none());
-        assert!(s.watch_from(1).is_err());
+        assert!(s.watch_from("/configmaps/", 1).is_err());
         let _ = std::fs::remove_dir_all(dir);
     }
 }

@@ -155,7 +155,7 @@ pub(crate) async fn serve(
                 (StatusCode::OK, [("content-type", "application/json")], body).into_response(),
             );
         }
-        match app.store.watch_from(from) {
+        match app.store.watch_from(&filter.prefix, from) {
             Ok((backlog, recv)) => {
                 last_rv = backlog.last().map(|e| e.rv).unwrap_or(from);
                 for ev in backlog {

@@ -4,7 +4,7 @@
 
 use apiserver::{Config, Server};
 use futures::{StreamExt, TryStreamExt};
-use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams};
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::watcher;
@@ -109,6 +109,18 @@ async fn too_old_resource_version_is_gone() {
             assert_eq!(e.reason, "Expired");
         }
         other => panic!("expected 410, got {other:?}"),
+    }
+    // Each resource keeps its own log (as kube-apiserver's watch cache is per
+    // resource): the ConfigMap churn expired no Secret watch.
+    let secrets: Api<Secret> = Api::namespaced(server.client().unwrap(), "default");
+    let mut stream = secrets
+        .watch(&WatchParams::default().timeout(10), "1")
+        .await
+        .unwrap()
+        .boxed();
+    match stream.try_next().await.unwrap().unwrap() {
+        WatchEvent::Bookmark(_) => {}
+        other => panic!("expected a bookmark, got {other:?}"),
     }
     server.stop().await;
 }

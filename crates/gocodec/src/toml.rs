@@ -452,8 +452,26 @@ fn burntsushi_message(text: &str, line: usize, offset: usize, crate_msg: &str) -
     }
 }
 
+/// Stack a level of TOML nesting may take in the `toml` crate's recursive
+/// parser, its `Value` drop and [`from_toml`] (generous: a debug build).
+const STACK_PER_LEVEL: usize = 8 << 10;
+
 /// Helm's `fromToml` body: `toml.Unmarshal` into `map[string]interface{}`.
+/// BurntSushi's reader has no depth limit (Go's stack grows); this one takes
+/// what Go's YAML and JSON readers take, [`MAX_DEPTH`](crate::depth::MAX_DEPTH)
+/// levels, on a stack sized for the depth the text can reach.
 pub fn parse_toml_map(text: &str) -> Result<Map, TomlError> {
+    let (depth, line) = nesting(text);
+    if depth > crate::depth::MAX_DEPTH {
+        return Err(TomlError::Parse {
+            line,
+            msg: format!(": exceeded max depth of {}", crate::depth::MAX_DEPTH),
+        });
+    }
+    crate::depth::with_stack_for(depth + 64, STACK_PER_LEVEL, || parse_within_depth(text))
+}
+
+fn parse_within_depth(text: &str) -> Result<Map, TomlError> {
     match text.parse::<toml::Table>() {
         Ok(t) => Ok(t.into_iter().map(|(k, v)| (k, from_toml(v))).collect()),
         Err(e) => {
@@ -466,6 +484,125 @@ pub fn parse_toml_map(text: &str) -> Result<Map, TomlError> {
             Err(TomlError::Parse { line, msg })
         }
     }
+}
+
+/// How deep the document `text` nests (the root table is 1; each table
+/// header segment, dotted key segment, array and inline table adds one) and
+/// the first line reaching that depth, read lexically: strings and comments
+/// are skipped, syntax is left to the parser.
+fn nesting(text: &str) -> (usize, usize) {
+    #[derive(Clone, Copy, PartialEq)]
+    enum Mode {
+        /// Reading a key (dots add levels) in a table whose entries sit at `table`.
+        Key,
+        /// Reading a `[header]`.
+        Header,
+        /// Reading a value: containers opened here sit below `parent`.
+        Value,
+    }
+    let b = text.as_bytes();
+    let (mut i, mut line) = (0usize, 1usize);
+    let (mut deepest, mut deepest_line) = (1usize, 1usize);
+    // Depth of the current [table]'s entries; per open array or inline table, its depth.
+    let mut table = 1usize;
+    let mut open: Vec<(u8, usize)> = Vec::new();
+    let mut mode = Mode::Key;
+    let (mut segments, mut parent) = (1usize, 1usize);
+    let mut header_start = 0usize;
+    let mut note = |d: usize, line: usize| {
+        if d > deepest {
+            deepest = d;
+            deepest_line = line;
+        }
+    };
+    while i < b.len() {
+        let c = b[i];
+        match c {
+            b'\n' => {
+                line += 1;
+                if open.is_empty() {
+                    mode = Mode::Key;
+                    segments = 1;
+                }
+            }
+            b'#' => {
+                while i < b.len() && b[i] != b'\n' {
+                    i += 1;
+                }
+                continue;
+            }
+            b'"' | b'\'' => {
+                let fence = if b[i..].starts_with(&[c, c, c]) { 3 } else { 1 };
+                i += fence;
+                while i < b.len() {
+                    if c == b'"' && b[i] == b'\\' {
+                        i += 2;
+                        continue;
+                    }
+                    if b[i] == b'\n' {
+                        line += 1;
+                    }
+                    if b[i] == c && b[i..].len() >= fence && b[i..i + fence].iter().all(|x| *x == c)
+                    {
+                        i += fence;
+                        break;
+                    }
+                    i += 1;
+                }
+                continue;
+            }
+            b'[' if mode == Mode::Key && open.is_empty() => {
+                mode = Mode::Header;
+                header_start = i;
+                segments = 1;
+            }
+            b']' if mode == Mode::Header => {
+                let array = b[header_start..].starts_with(b"[[");
+                if array && b.get(i + 1) == Some(&b']') {
+                    i += 1;
+                }
+                table = 1 + segments + usize::from(array);
+                note(table, line);
+                mode = Mode::Value;
+            }
+            b'.' if matches!(mode, Mode::Key | Mode::Header) => segments += 1,
+            b'=' if mode == Mode::Key => {
+                let at = open.last().map_or(table, |(_, d)| *d);
+                parent = at + segments - 1;
+                note(parent, line);
+                mode = Mode::Value;
+            }
+            b'[' | b'{' if mode == Mode::Value => {
+                let d = parent + 1;
+                note(d, line);
+                open.push((c, d));
+                if c == b'{' {
+                    mode = Mode::Key;
+                    segments = 1;
+                } else {
+                    parent = d;
+                }
+            }
+            b']' | b'}' if mode != Mode::Header => {
+                open.pop();
+                if let Some((b'[', d)) = open.last() {
+                    parent = *d;
+                }
+                mode = Mode::Value;
+            }
+            b',' => match open.last() {
+                Some((b'{', _)) => {
+                    mode = Mode::Key;
+                    segments = 1;
+                }
+                Some((_, d)) => parent = *d,
+                None => {}
+            },
+            _ => {}
+        }
+        i += 1;
+    }
+    (deepest, deepest_line)
 }
 
 /// `fromToml` as a template value: a map, or on failure a map whose `Error`
@@ -483,6 +620,22 @@ pub fn parse_toml_value(text: &str) -> Value {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn nesting_counts_tables_keys_arrays_and_inline_tables() {
+        assert_eq!(nesting("a = 1\n").0, 1);
+        assert_eq!(nesting("a.b.c = 1\n").0, 3);
+        assert_eq!(nesting("[x]\na = [[1]]\n").0, 4);
+        assert_eq!(nesting("[[x.y]]\nz = 1\n").0, 4);
+        assert_eq!(nesting("a = { b = { c.d = [1.5, 2.5] } }\n").0, 5);
+        // Dots and brackets in strings, comments and numbers are not nesting.
+        assert_eq!(nesting("a = \"[[[.{\" # [[[\nb = '[[' \nc = 1.5\n").0, 1);
+        assert_eq!(
+            nesting("a = \"\"\"\n[[[\n\"\"\"\nb = [\n 1,\n [2],\n]\n").0,
+            3
+        );
+        assert_eq!(nesting("a = 1\nb = [[\n[1]]]\n"), (4, 3));
+    }
+
     use super::*;
 
     fn d(entries: Vec<(&str, Value)>) -> Value {

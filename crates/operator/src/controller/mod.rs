@@ -68,9 +68,22 @@ struct WatchRun {
     /// With sharding: which CRs are this replica's, and when to look again at the rest.
     shards: Option<(Arc<Shards>, Duration)>,
     stop: Stop,
+    /// The CR caches (one per scope): a reconcile that waited for a worker reads
+    /// the CR again here, as it is now.
+    stores: Vec<Store<CustomResource>>,
 }
 
 impl WatchRun {
+    /// The cached CR as it is now: kube-rs hands a reconcile the CR as it was when
+    /// the reconcile was scheduled, and the wait for a worker can be long (at 10,000
+    /// CRs, minutes), during which the reconciler's own writes to it arrive. `None`:
+    /// the CR is gone from the cache.
+    fn latest(&self, cr: &CustomResource) -> Option<Arc<CustomResource>> {
+        let ctx = self.ctx();
+        let oref = ObjectRef::from_obj_with(cr, ctx.resource().clone());
+        self.stores.iter().find_map(|s| s.get(&oref))
+    }
+
     fn ctx(&self) -> Arc<reconcile::Context> {
         Arc::clone(&self.ctx.read().unwrap_or_else(|e| e.into_inner()))
     }
@@ -240,6 +253,11 @@ pub(crate) async fn run_watch(
             stop.clone(),
         ))
     });
+    let writers: Vec<reflector::store::Writer<CustomResource>> = scopes
+        .iter()
+        .map(|_| reflector::store::Writer::new(resource.clone()))
+        .collect();
+    let stores: Vec<Store<CustomResource>> = writers.iter().map(|w| w.as_reader()).collect();
     let run = Arc::new(WatchRun {
         ctx: RwLock::new(Arc::new(ctx)),
         metrics: metrics.clone(),
@@ -254,19 +272,17 @@ pub(crate) async fn run_watch(
             .clone()
             .map(|s| (s, settings.period.unwrap_or(Duration::from_secs(60)))),
         stop: stop.clone(),
+        stores: stores.clone(),
     });
 
     let mut set = JoinSet::new();
-    let mut stores = Vec::new();
-    for (scope, triggers) in scopes.iter().zip(receivers) {
+    for ((scope, triggers), writer) in scopes.iter().zip(receivers).zip(writers) {
         let api: Api<CustomResource> = match scope {
             None => Api::all_with(client.clone(), &resource),
             Some(ns) => Api::namespaced_with(client.clone(), ns, &resource),
         };
         let run = Arc::clone(&run);
-        let writer = reflector::store::Writer::<CustomResource>::new(resource.clone());
         let reader = writer.as_reader();
-        stores.push(reader.clone());
         let seen = ResourceMetrics::new(&metrics, &resource);
         // Status-only writes (the reconciler's own) do not trigger a reconcile.
         // The cache keeps what reconciling reads (`CustomResource`, `status::slim`).
@@ -540,6 +556,10 @@ async fn reconcile_one(cr: Arc<CustomResource>, run: Arc<WatchRun>) -> Result<Ac
         },
     };
     metrics.queue_get(&run.gvk, queued.elapsed());
+    let Some(cr) = run.latest(&cr) else {
+        drop(claim);
+        return Ok(Action::await_change());
+    };
     let ctx = run.ctx();
     let cr_id = format!(
         "{} {}/{}",

@@ -73,18 +73,25 @@ impl Shaper {
     }
 }
 
-fn line(v: &Value) -> Bytes {
-    let mut s = crate::body::to_string(v);
-    s.push('\n');
+/// One watch event line, `type` before `object` as kube-apiserver writes it (Go's
+/// field order): clients that decode the object in one pass (kube-rs with a raw
+/// spec) need the type first.
+fn line(event_type: &str, object: &Value) -> Bytes {
+    let mut s = format!("{{\"type\":{},\"object\":", Value::from(event_type));
+    s.push_str(&crate::body::to_string(object));
+    s.push_str("}\n");
     Bytes::from(s)
 }
 
-fn bookmark(rt: &ResourceType, rv: u64, initial_end: bool) -> Value {
+fn bookmark(rt: &ResourceType, rv: u64, initial_end: bool) -> Bytes {
     let mut md = json!({"resourceVersion": rv.to_string()});
     if initial_end {
         md["annotations"] = json!({"k8s.io/initial-events-end": "true"});
     }
-    json!({"type": "BOOKMARK", "object": {"kind": rt.kind, "apiVersion": rt.api_version(), "metadata": md}})
+    line(
+        "BOOKMARK",
+        &json!({"kind": rt.kind, "apiVersion": rt.api_version(), "metadata": md}),
+    )
 }
 
 /// Starts a watch; the response streams until timeout, shutdown or the
@@ -122,10 +129,10 @@ pub(crate) async fn serve(
         let (items, rv, recv) = app.store.snapshot_and_watch(&filter.prefix);
         for obj in items.into_iter().filter(|o| filter.matches(o)) {
             let obj = Arc::unwrap_or_clone(obj);
-            initial.push(line(&json!({"type": "ADDED", "object": shaper.shape(obj)})));
+            initial.push(line("ADDED", &shaper.shape(obj)));
         }
         if send_initial && bookmarks {
-            initial.push(line(&bookmark(&rt, rv, true)));
+            initial.push(bookmark(&rt, rv, true));
         }
         last_rv = rv;
         live = recv;
@@ -143,7 +150,7 @@ pub(crate) async fn serve(
                 "resource version {from} is newer than the server's current {current}; list again"
             ))
             .to_status();
-            let body = line(&json!({"type": "ERROR", "object": status}));
+            let body = line("ERROR", &status);
             return Ok(
                 (StatusCode::OK, [("content-type", "application/json")], body).into_response(),
             );
@@ -153,7 +160,7 @@ pub(crate) async fn serve(
                 last_rv = backlog.last().map(|e| e.rv).unwrap_or(from);
                 for ev in backlog {
                     if let Some((t, obj)) = filter.translate(&ev) {
-                        initial.push(line(&json!({"type": t, "object": shaper.shape(obj)})));
+                        initial.push(line(t, &shaper.shape(obj)));
                     }
                 }
                 live = recv;
@@ -161,7 +168,7 @@ pub(crate) async fn serve(
             Err(floor) => {
                 let status = ApiError::gone(format!("too old resource version: {from} ({floor})"))
                     .to_status();
-                let body = line(&json!({"type": "ERROR", "object": status}));
+                let body = line("ERROR", &status);
                 return Ok(
                     (StatusCode::OK, [("content-type", "application/json")], body).into_response(),
                 );
@@ -194,7 +201,7 @@ pub(crate) async fn serve(
                         }
                         last_rv = ev.rv;
                         if let Some((t, obj)) = filter.translate(&ev) {
-                            if tx.send(line(&json!({"type": t, "object": shaper.shape(obj)}))).await.is_err() {
+                            if tx.send(line(t, &shaper.shape(obj))).await.is_err() {
                                 return;
                             }
                         }
@@ -203,7 +210,7 @@ pub(crate) async fn serve(
                     Err(_) => return,
                 },
                 _ = tick.tick(), if bookmarks => {
-                    if tx.send(line(&bookmark(&rt, last_rv, false))).await.is_err() {
+                    if tx.send(bookmark(&rt, last_rv, false)).await.is_err() {
                         return;
                     }
                 }
@@ -219,4 +226,18 @@ pub(crate) async fn serve(
         .body(stream_body(rx))
         .map_err(|e| ApiError::internal(e.to_string()))?;
     Ok(resp)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_name_their_type_before_the_object() {
+        let event = line("ADDED", &json!({"kind": "Demo", "apiVersion": "v1"}));
+        assert_eq!(
+            &event[..],
+            b"{\"type\":\"ADDED\",\"object\":{\"apiVersion\":\"v1\",\"kind\":\"Demo\"}}\n"
+        );
+    }
 }

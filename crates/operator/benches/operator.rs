@@ -333,7 +333,7 @@ fn time_reconciles(
         // Fetched through the operator's client on an operator thread, so the CR the
         // reconcile drops was allocated on the operator's side of the ledger.
         let cr = on_operator(rt, crs(ctx.client()).get(name)).expect("get CR");
-        let cr = Arc::new(cr);
+        let cr = Arc::new(operator::cr::CustomResource::from(cr));
         let before_alloc = ALLOCATED.load(Ordering::Relaxed);
         let before = in_use();
         reset_peak();

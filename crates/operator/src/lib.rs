@@ -14,6 +14,7 @@
 mod action_client;
 mod annotations;
 mod controller;
+pub mod cr;
 mod drift;
 mod error;
 mod events;

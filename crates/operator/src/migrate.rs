@@ -13,7 +13,7 @@ pub mod legacy;
 
 use std::fmt;
 
-use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
+use kube::api::{Api, ApiResource, Patch, PatchParams};
 use kube::Client;
 use release::driver::{selector, Driver, OWNER_HELM};
 use release::record::{Release, Status};
@@ -21,6 +21,8 @@ use release::{make_key, Storage, StorageDriver};
 use serde_json::{json, Map, Value};
 
 use legacy::Location;
+
+use crate::cr::CustomResource;
 
 /// What one call of [`migrate`] moved.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -157,7 +159,7 @@ pub enum MigrateError {
 /// Idempotent; with nothing to migrate it costs one list of ConfigMaps.
 pub async fn migrate(
     client: &Client,
-    cr: &DynamicObject,
+    cr: &CustomResource,
     cr_resource: &ApiResource,
     release: &str,
     namespace: &str,
@@ -169,7 +171,7 @@ pub async fn migrate(
 /// record lacks chart metadata.
 pub async fn migrate_with_chart(
     client: &Client,
-    cr: &DynamicObject,
+    cr: &CustomResource,
     cr_resource: &ApiResource,
     release: &str,
     namespace: &str,
@@ -182,7 +184,7 @@ pub async fn migrate_with_chart(
     report.removed_configmaps =
         remove_configmap_records(client, release, namespace, &copied.verified).await?;
 
-    let written = write_status_records(client, cr, release, namespace, chart).await?;
+    let written = write_status_records(client, cr, cr_resource, release, namespace, chart).await?;
     if !written.is_empty() {
         report.from_status = written.iter().map(|(_, v)| *v).collect();
         let locations: Vec<Location> = written.into_iter().map(|(l, _)| l).collect();
@@ -390,8 +392,8 @@ pub async fn remove_configmap_records(
 }
 
 /// `Kind ns/name` of the CR, for messages.
-fn cr_id(cr: &DynamicObject) -> String {
-    let kind = cr.types.as_ref().map_or("object", |t| t.kind.as_str());
+fn cr_id(cr: &CustomResource, resource: &ApiResource) -> String {
+    let kind = &resource.kind;
     let name = cr.metadata.name.as_deref().unwrap_or("<unnamed>");
     match cr.metadata.namespace.as_deref() {
         Some(ns) => format!("{kind} {ns}/{name}"),
@@ -399,27 +401,37 @@ fn cr_id(cr: &DynamicObject) -> String {
     }
 }
 
+/// The CR's status as JSON when it may hold a legacy release (a `release` field, in
+/// the status or a condition); most CRs' do not, and are not parsed.
+fn legacy_status(cr: &CustomResource) -> Option<Value> {
+    let raw = cr.status_raw()?;
+    raw.get()
+        .contains("\"release\"")
+        .then(|| cr.status_json())?
+}
+
 /// Step 1 for a release in the CR's status: converts every legacy release found there
 /// and writes it as a verified Secret; changes nothing in the CR. Returns where each was
 /// found and the revision written (or found already written).
 pub async fn write_status_records(
     client: &Client,
-    cr: &DynamicObject,
+    cr: &CustomResource,
+    cr_resource: &ApiResource,
     release: &str,
     namespace: &str,
     chart: Option<&chart::loader::Chart>,
 ) -> Result<Vec<(Location, i64)>, MigrateError> {
-    let found = legacy::find(cr.data.get("status"));
+    let Some(status) = legacy_status(cr) else {
+        return Ok(Vec::new());
+    };
+    let found = legacy::find(Some(&status));
     if found.is_empty() {
         return Ok(Vec::new());
     }
-    let id = cr_id(cr);
-    let empty = Map::new();
-    let spec = cr
-        .data
-        .get("spec")
-        .and_then(Value::as_object)
-        .unwrap_or(&empty);
+    let id = cr_id(cr, cr_resource);
+    // An unreadable spec is reported by the reconcile; the legacy record keeps its own.
+    let spec = crate::reconcile::values::spec_values(cr).unwrap_or_default();
+    let spec = &spec;
     let secrets: Storage = StorageDriver::Secret.storage(client, namespace);
     let history = secrets
         .history_meta(release)
@@ -472,14 +484,14 @@ pub async fn write_status_records(
 /// `deployedRelease` are otherwise left alone. Returns false if the CR is gone.
 pub async fn clear_status_records(
     client: &Client,
-    cr: &DynamicObject,
+    cr: &CustomResource,
     cr_resource: &ApiResource,
     locations: &[Location],
 ) -> Result<bool, MigrateError> {
     if locations.is_empty() {
         return Ok(false);
     }
-    let id = cr_id(cr);
+    let id = cr_id(cr, cr_resource);
     let Some(name) = cr.metadata.name.as_deref() else {
         return Ok(false);
     };
@@ -493,8 +505,9 @@ pub async fn clear_status_records(
         .any(|l| matches!(l, Location::Condition(_)))
     {
         let conds = cr
-            .data
-            .pointer("/status/conditions")
+            .status_json()
+            .as_ref()
+            .and_then(|s| s.pointer("/conditions"))
             .and_then(Value::as_array)
             .cloned()
             .unwrap_or_default();
@@ -518,7 +531,7 @@ pub async fn clear_status_records(
     }
     patch.insert("status".into(), Value::Object(status));
     let patch = Value::Object(patch);
-    let api: Api<DynamicObject> = match cr.metadata.namespace.as_deref() {
+    let api: Api<CustomResource> = match cr.metadata.namespace.as_deref() {
         Some(ns) => Api::namespaced_with(client.clone(), ns, cr_resource),
         None => Api::all_with(client.clone(), cr_resource),
     };
@@ -546,7 +559,8 @@ pub async fn clear_status_records(
             })
         }
     };
-    let left: Vec<Location> = legacy::find(patched.data.get("status"))
+    let patched_status = legacy_status(&patched);
+    let left: Vec<Location> = legacy::find(patched_status.as_ref())
         .into_iter()
         .map(|(l, _)| l)
         .filter(|l| locations.contains(l))

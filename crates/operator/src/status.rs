@@ -8,15 +8,15 @@
 //! and a status write leaves the stored manifest alone unless it sets a new one.
 
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{Api, DynamicObject, Patch, PatchParams};
+use kube::api::{Api, Patch, PatchParams};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
+use crate::cr::CustomResource;
+
 /// How a stand-in for a manifest starts; no YAML manifest Helm writes does.
 const STAND_IN: &str = "rudder.dev/manifest-sha256:";
-/// The annotation `kubectl apply` keeps a CR's last applied copy in: never read here.
-const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
 pub(crate) const INITIALIZED: &str = "Initialized";
 pub(crate) const DEPLOYED: &str = "Deployed";
@@ -96,22 +96,34 @@ fn stand_in(manifest: &str) -> String {
     format!("{STAND_IN}{hex}")
 }
 
-/// Trims a CR to what reconciling it reads, for the operator's cache: no managed
-/// fields, no `kubectl apply` copy of it, and a stand-in for the deployed manifest
-/// (often most of a CR's size; only an `uninstall-wait` deletion reads it, from the
-/// API server).
-pub(crate) fn slim(cr: &mut DynamicObject) {
-    cr.metadata.managed_fields = None;
-    if let Some(a) = cr.metadata.annotations.as_mut() {
-        a.remove(LAST_APPLIED);
+/// Trims a CR's status to what reconciling it reads, for the operator's cache: a
+/// stand-in for the deployed manifest (often most of a CR's size; only an
+/// `uninstall-wait` deletion reads it, from the API server). The metadata is trimmed
+/// as the CR is decoded ([`CustomResource`]). A status that does not parse as a
+/// JSON tree serde_json reads (a hand-written one nested past 128 levels) is kept as
+/// it is.
+pub(crate) fn slim(cr: &mut CustomResource) {
+    let Some(raw) = cr.status_raw() else {
+        return;
+    };
+    if !raw.get().contains("\"deployedRelease\"") {
+        return;
     }
-    let manifest = cr
-        .data
-        .get_mut("status")
-        .and_then(|s| s.get_mut("deployedRelease"))
+    let Ok(mut status) = serde_json::from_str::<Value>(raw.get()) else {
+        return;
+    };
+    let manifest = status
+        .get_mut("deployedRelease")
         .and_then(|d| d.get_mut("manifest"));
-    if let Some(Value::String(m)) = manifest {
-        *m = stand_in(m);
+    let Some(Value::String(m)) = manifest else {
+        return;
+    };
+    if is_stand_in(m) || m.is_empty() {
+        return;
+    }
+    *m = stand_in(m);
+    if let Ok(slimmed) = serde_json::value::to_raw_value(&status) {
+        cr.set_status(Some(slimmed));
     }
 }
 
@@ -136,11 +148,12 @@ pub(crate) fn now() -> String {
 
 impl HelmAppStatus {
     /// The status of a CR; an absent or unreadable status is empty, as in Go's `StatusFor`.
-    pub(crate) fn of(cr: &DynamicObject) -> HelmAppStatus {
-        match cr.data.get("status") {
-            Some(s @ Value::Object(_)) => serde_json::from_value(s.clone()).unwrap_or_default(),
-            _ => HelmAppStatus::default(),
-        }
+    /// Read straight from the raw status: fields it does not know (a legacy release
+    /// in it, say) are skipped unparsed.
+    pub(crate) fn of(cr: &CustomResource) -> HelmAppStatus {
+        cr.status_raw()
+            .and_then(|raw| serde_json::from_str(raw.get()).ok())
+            .unwrap_or_default()
     }
 
     /// The condition of `type_`, if set.
@@ -225,13 +238,8 @@ const LEFT_OUT_NOTE: &str = " [left out to keep the custom resource within";
 const MIN_MESSAGE: usize = 1024;
 
 /// Bytes `cr` takes without its status: what the status must leave room for.
-pub(crate) fn weight_without_status(cr: &DynamicObject) -> usize {
-    let mut data = cr.data.clone();
-    if let Value::Object(m) = &mut data {
-        m.remove("status");
-    }
-    let meta = serde_json::to_vec(&cr.metadata).map_or(0, |v| v.len());
-    meta + serde_json::to_vec(&data).map_or(0, |v| v.len())
+pub(crate) fn weight_without_status(cr: &CustomResource) -> usize {
+    cr.weight_without_status()
 }
 
 fn cut(message: &mut String, max: usize) -> bool {
@@ -313,7 +321,7 @@ impl HelmAppStatus {
 /// status subresource (the API answers 404 on `/status` then). A CR that is gone is
 /// not an error.
 pub(crate) async fn write_if_changed(
-    api: &Api<DynamicObject>,
+    api: &Api<CustomResource>,
     name: &str,
     original: &HelmAppStatus,
     status: &HelmAppStatus,
@@ -383,11 +391,11 @@ mod tests {
 
     #[test]
     fn the_cache_keeps_a_stand_in_for_the_manifest() {
-        let mut cr: DynamicObject = serde_json::from_value(json!({
+        let mut cr: CustomResource = serde_json::from_value(json!({
             "apiVersion": "test.rudder.dev/v1", "kind": "Demo",
             "metadata": {
                 "name": "app",
-                "annotations": {LAST_APPLIED: "{...}", "keep": "me"},
+                "annotations": {crate::cr::LAST_APPLIED: "{...}", "keep": "me"},
                 "managedFields": [{"manager": "kubectl", "operation": "Update"}],
             },
             "spec": {"a": 1},
@@ -431,14 +439,18 @@ mod tests {
 
     #[test]
     fn reads_status_tolerantly() {
-        let mut cr = DynamicObject {
-            types: None,
-            metadata: Default::default(),
-            data: json!({"status": {"conditions": null, "extra": 1}}),
-        };
+        let cr: CustomResource =
+            serde_json::from_value(json!({"status": {"conditions": null, "extra": 1}})).unwrap();
         assert_eq!(HelmAppStatus::of(&cr), HelmAppStatus::default());
-        cr.data = json!({"status": "weird"});
+        let cr: CustomResource = serde_json::from_value(json!({"status": "weird"})).unwrap();
         assert_eq!(HelmAppStatus::of(&cr), HelmAppStatus::default());
+        // A legacy release nested deeper than serde_json's trees go is skipped.
+        let deep = format!("{}1{}", "[".repeat(500), "]".repeat(500));
+        let text = format!(
+            r#"{{"status":{{"release":{deep},"conditions":[{{"type":"Deployed","status":"True"}}]}}}}"#
+        );
+        let cr: CustomResource = serde_json::from_str(&text).unwrap();
+        assert_eq!(HelmAppStatus::of(&cr).conditions.len(), 1);
     }
 
     #[test]

@@ -107,14 +107,18 @@ async fn a_first_install_renders_once_and_a_no_op_reconcile_decodes_one_record()
 
     let renders = action::renders();
     let cr = get_cr(&plain, "app").await;
-    reconcile(Arc::new(cr), ctx.clone()).await.expect("install");
+    reconcile(Arc::new(cr.into()), ctx.clone())
+        .await
+        .expect("install");
     let install = counts(&seen);
     let install_renders = action::renders() - renders;
 
     seen.lock().unwrap_or_else(|e| e.into_inner()).clear();
     let renders = action::renders();
     let cr = get_cr(&plain, "app").await;
-    reconcile(Arc::new(cr), ctx.clone()).await.expect("no-op");
+    reconcile(Arc::new(cr.into()), ctx.clone())
+        .await
+        .expect("no-op");
     let noop = counts(&seen);
     let noop_renders = action::renders() - renders;
 

@@ -75,7 +75,7 @@ async fn create_cr(tc: &TestCluster, name: &str, spec: Value, annotations: Value
 
 async fn run(ctx: &Arc<Context>, tc: &TestCluster, name: &str) -> Result<Outcome, ReconcileError> {
     let cr = crs(tc).get(name).await.expect("get CR");
-    reconcile(Arc::new(cr), ctx.clone()).await
+    reconcile(Arc::new(cr.into()), ctx.clone()).await
 }
 
 async fn patch_cr(tc: &TestCluster, name: &str, patch: Value) {

@@ -26,7 +26,11 @@ async fn run(
     ctx: &Arc<Context>,
     name: &str,
 ) -> Result<operator::reconcile::Outcome, ReconcileError> {
-    reconcile(Arc::new(get_cr(ctx.client(), name).await), ctx.clone()).await
+    reconcile(
+        Arc::new(get_cr(ctx.client(), name).await.into()),
+        ctx.clone(),
+    )
+    .await
 }
 
 /// Puts our finalizer on the CR, as a reconcile (this operator's, an older one's, or

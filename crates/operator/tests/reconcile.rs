@@ -29,7 +29,7 @@ async fn set_spec(client: &Client, name: &str, spec: Value) {
 
 async fn run(ctx: &Arc<Context>, name: &str) -> Result<Outcome, ReconcileError> {
     let cr = get_cr(ctx.client(), name).await;
-    reconcile(Arc::new(cr), ctx.clone()).await
+    reconcile(Arc::new(cr.into()), ctx.clone()).await
 }
 
 async fn revisions(client: &Client, name: &str) -> Vec<(i64, String)> {
@@ -378,7 +378,7 @@ async fn deleting_the_cr_uninstalls_and_removes_the_finalizer() {
         .expect("delete CR");
     let cr = get_cr(&client, "gone").await;
     assert!(cr.metadata.deletion_timestamp.is_some());
-    reconcile(Arc::new(cr), ctx.clone())
+    reconcile(Arc::new(cr.into()), ctx.clone())
         .await
         .expect("uninstall");
 
@@ -675,7 +675,7 @@ async fn status_goes_to_the_main_resource_without_a_status_subresource() {
         .await
         .expect("create CR");
     let cr = api.get("plain").await.expect("get");
-    let outcome = reconcile(Arc::new(cr), ctx).await.expect("install");
+    let outcome = reconcile(Arc::new(cr.into()), ctx).await.expect("install");
     assert_eq!(outcome.requeue_after, None);
     let cr = api.get("plain").await.expect("get");
     assert_condition(&cr, "Deployed", "True", "InstallSuccessful");

@@ -201,7 +201,7 @@ async fn the_go_scaffolds_role_grants_every_request() {
     let name = "memcached-sample";
     let run = || async {
         let cr = crs.get(name).await.expect("CR");
-        reconcile(Arc::new(cr), ctx.clone()).await
+        reconcile(Arc::new(cr.into()), ctx.clone()).await
     };
     let patch = |p: Value| {
         let crs = crs.clone();
@@ -230,7 +230,7 @@ async fn the_go_scaffolds_role_grants_every_request() {
     for _ in 0..5 {
         match crs.get_opt(name).await.expect("read CR") {
             Some(cr) => {
-                let _ = reconcile(Arc::new(cr), ctx.clone()).await;
+                let _ = reconcile(Arc::new(cr.into()), ctx.clone()).await;
             }
             None => break,
         }
@@ -380,7 +380,7 @@ async fn the_sample_reconciles_as_its_service_account_under_rbac() {
     let name = "memcached-sample";
     let run = || async {
         let cr = crs.get(name).await.expect("CR");
-        reconcile(Arc::new(cr), ctx.clone()).await
+        reconcile(Arc::new(cr.into()), ctx.clone()).await
     };
     run().await.expect("install as the ServiceAccount");
     run().await.expect("repair as the ServiceAccount");
@@ -406,7 +406,7 @@ async fn the_sample_reconciles_as_its_service_account_under_rbac() {
     for _ in 0..10 {
         match crs.get_opt(name).await.expect("read CR") {
             Some(cr) => {
-                reconcile(Arc::new(cr), ctx.clone())
+                reconcile(Arc::new(cr.into()), ctx.clone())
                     .await
                     .expect("uninstall as the ServiceAccount");
             }

@@ -30,6 +30,7 @@ use kube::runtime::WatchStreamExt;
 use kube::Client;
 use tokio::task::JoinSet;
 
+use crate::cr::CustomResource;
 use crate::drift::{self, DriftTracker};
 
 /// The label Helm (and rudder's apply) sets on every release object.
@@ -47,12 +48,12 @@ const DEBOUNCE: Duration = Duration::from_millis(500);
 /// watched namespace.
 #[derive(Clone)]
 pub(crate) struct Router {
-    all: Option<UnboundedSender<ObjectRef<DynamicObject>>>,
-    by_namespace: HashMap<String, UnboundedSender<ObjectRef<DynamicObject>>>,
+    all: Option<UnboundedSender<ObjectRef<CustomResource>>>,
+    by_namespace: HashMap<String, UnboundedSender<ObjectRef<CustomResource>>>,
 }
 
 impl Router {
-    pub(crate) fn all(tx: UnboundedSender<ObjectRef<DynamicObject>>) -> Router {
+    pub(crate) fn all(tx: UnboundedSender<ObjectRef<CustomResource>>) -> Router {
         Router {
             all: Some(tx),
             by_namespace: HashMap::new(),
@@ -60,7 +61,7 @@ impl Router {
     }
 
     pub(crate) fn per_namespace(
-        senders: HashMap<String, UnboundedSender<ObjectRef<DynamicObject>>>,
+        senders: HashMap<String, UnboundedSender<ObjectRef<CustomResource>>>,
     ) -> Router {
         Router {
             all: None,
@@ -68,7 +69,7 @@ impl Router {
         }
     }
 
-    fn send(&self, cr: ObjectRef<DynamicObject>) {
+    fn send(&self, cr: ObjectRef<CustomResource>) {
         let tx = match (&self.all, &cr.namespace) {
             (Some(tx), _) => Some(tx),
             (None, Some(ns)) => self.by_namespace.get(ns),
@@ -219,7 +220,7 @@ fn gvk_text(gvk: &GroupVersionKind) -> String {
 /// What is remembered of one dependent object.
 struct Seen {
     fingerprint: u64,
-    owners: Vec<ObjectRef<DynamicObject>>,
+    owners: Vec<ObjectRef<CustomResource>>,
 }
 
 /// Turns one watch's events into reconcile triggers for the owning CRs.
@@ -231,7 +232,7 @@ pub(crate) struct Forwarder {
     listing: Option<HashSet<String>>,
     /// The first list only records what exists: the CRs were just reconciled.
     first_list_done: bool,
-    pending: HashSet<ObjectRef<DynamicObject>>,
+    pending: HashSet<ObjectRef<CustomResource>>,
     /// Where drift and this watch's coverage are reported: the tracker, the kind
     /// watched and this watch's slot among the kind's watches.
     drift: Arc<DriftTracker>,
@@ -316,7 +317,7 @@ impl Forwarder {
         }
     }
 
-    fn trigger(&mut self, owners: &[ObjectRef<DynamicObject>]) {
+    fn trigger(&mut self, owners: &[ObjectRef<CustomResource>]) {
         self.pending.extend(owners.iter().cloned());
     }
 
@@ -411,7 +412,7 @@ impl Forwarder {
     }
 
     #[cfg(test)]
-    fn take_pending(&mut self) -> Vec<ObjectRef<DynamicObject>> {
+    fn take_pending(&mut self) -> Vec<ObjectRef<CustomResource>> {
         let mut out: Vec<_> = self.pending.drain().collect();
         out.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
         out
@@ -425,7 +426,7 @@ fn group_of(api_version: &str) -> &str {
 /// The CRs (of kind `owner`) an object belongs to: by owner reference, else by the Go
 /// helm-operator's primary-resource annotations, else by Helm's release annotations
 /// (the release is named after its CR).
-pub(crate) fn owners_of(meta: &ObjectMeta, owner: &ApiResource) -> Vec<ObjectRef<DynamicObject>> {
+pub(crate) fn owners_of(meta: &ObjectMeta, owner: &ApiResource) -> Vec<ObjectRef<CustomResource>> {
     let cr = |ns: Option<&str>, name: &str| {
         let r = ObjectRef::new_with(name, owner.clone());
         match ns {
@@ -544,7 +545,7 @@ mod tests {
         Forwarder::new(owner(), Router::all(tx))
     }
 
-    fn names(refs: Vec<ObjectRef<DynamicObject>>) -> Vec<String> {
+    fn names(refs: Vec<ObjectRef<CustomResource>>) -> Vec<String> {
         refs.into_iter()
             .map(|r| format!("{}/{}", r.namespace.unwrap_or_default(), r.name))
             .collect()

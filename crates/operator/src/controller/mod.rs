@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use futures::channel::mpsc;
 use futures::future::{BoxFuture, Shared};
 use futures::{FutureExt, StreamExt};
-use kube::api::{Api, ApiResource, DynamicObject};
+use kube::api::{Api, ApiResource};
 use kube::runtime::controller::{self, Action, Controller};
 use kube::runtime::events::Reporter;
 use kube::runtime::reflector::{self, ObjectRef, Store};
@@ -29,6 +29,7 @@ use kube::{Client, ResourceExt};
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
+use crate::cr::CustomResource;
 use crate::drift::DriftTracker;
 use crate::metrics::{self, Metrics, ResourceId};
 use crate::reconcile::digest::ChartDigest;
@@ -47,7 +48,7 @@ const CRD_RETRY: Duration = Duration::from_secs(10);
 pub(crate) type Stop = Shared<BoxFuture<'static, ()>>;
 
 /// A channel of reconcile triggers into one scope's controller.
-type Trigger = mpsc::UnboundedSender<ObjectRef<DynamicObject>>;
+type Trigger = mpsc::UnboundedSender<ObjectRef<CustomResource>>;
 
 fn pod_name() -> Option<String> {
     hostname::get().ok().and_then(|h| h.into_string().ok())
@@ -67,9 +68,22 @@ struct WatchRun {
     /// With sharding: which CRs are this replica's, and when to look again at the rest.
     shards: Option<(Arc<Shards>, Duration)>,
     stop: Stop,
+    /// The CR caches (one per scope): a reconcile that waited for a worker reads
+    /// the CR again here, as it is now.
+    stores: Vec<Store<CustomResource>>,
 }
 
 impl WatchRun {
+    /// The cached CR as it is now: kube-rs hands a reconcile the CR as it was when
+    /// the reconcile was scheduled, and the wait for a worker can be long (at 10,000
+    /// CRs, minutes), during which the reconciler's own writes to it arrive. `None`:
+    /// the CR is gone from the cache.
+    fn latest(&self, cr: &CustomResource) -> Option<Arc<CustomResource>> {
+        let ctx = self.ctx();
+        let oref = ObjectRef::from_obj_with(cr, ctx.resource().clone());
+        self.stores.iter().find_map(|s| s.get(&oref))
+    }
+
     fn ctx(&self) -> Arc<reconcile::Context> {
         Arc::clone(&self.ctx.read().unwrap_or_else(|e| e.into_inner()))
     }
@@ -215,7 +229,7 @@ pub(crate) async fn run_watch(
     let mut senders = HashMap::new();
     let mut all = None;
     for scope in &scopes {
-        let (tx, rx) = mpsc::unbounded::<ObjectRef<DynamicObject>>();
+        let (tx, rx) = mpsc::unbounded::<ObjectRef<CustomResource>>();
         receivers.push(rx);
         triggers.push(tx.clone());
         match scope {
@@ -239,6 +253,11 @@ pub(crate) async fn run_watch(
             stop.clone(),
         ))
     });
+    let writers: Vec<reflector::store::Writer<CustomResource>> = scopes
+        .iter()
+        .map(|_| reflector::store::Writer::new(resource.clone()))
+        .collect();
+    let stores: Vec<Store<CustomResource>> = writers.iter().map(|w| w.as_reader()).collect();
     let run = Arc::new(WatchRun {
         ctx: RwLock::new(Arc::new(ctx)),
         metrics: metrics.clone(),
@@ -253,23 +272,21 @@ pub(crate) async fn run_watch(
             .clone()
             .map(|s| (s, settings.period.unwrap_or(Duration::from_secs(60)))),
         stop: stop.clone(),
+        stores: stores.clone(),
     });
 
     let mut set = JoinSet::new();
-    let mut stores = Vec::new();
-    for (scope, triggers) in scopes.iter().zip(receivers) {
-        let api: Api<DynamicObject> = match scope {
+    for ((scope, triggers), writer) in scopes.iter().zip(receivers).zip(writers) {
+        let api: Api<CustomResource> = match scope {
             None => Api::all_with(client.clone(), &resource),
             Some(ns) => Api::namespaced_with(client.clone(), ns, &resource),
         };
         let run = Arc::clone(&run);
-        let writer = reflector::store::Writer::<DynamicObject>::new(resource.clone());
         let reader = writer.as_reader();
-        stores.push(reader.clone());
         let seen = ResourceMetrics::new(&metrics, &resource);
         // Status-only writes (the reconciler's own) do not trigger a reconcile.
-        // The cache keeps what reconciling reads (`status::slim`).
-        let crs = watcher::watcher(api, config.clone()).modify(crate::status::slim);
+        // The cache keeps what reconciling reads (`CustomResource`, `status::slim`).
+        let crs = watcher::watcher(api, config.clone()).modify(CustomResource::slim_for_cache);
         let changes = reflector::reflector(writer, crs)
             .inspect(move |event| seen.observe(event))
             .applied_objects()
@@ -354,7 +371,7 @@ impl ResourceMetrics {
         }
     }
 
-    fn observe(&self, event: &Result<watcher::Event<DynamicObject>, watcher::Error>) {
+    fn observe(&self, event: &Result<watcher::Event<CustomResource>, watcher::Error>) {
         let (obj, gone) = match event {
             Ok(watcher::Event::Apply(o) | watcher::Event::InitApply(o)) => (o, false),
             Ok(watcher::Event::Delete(o)) => (o, true),
@@ -390,7 +407,7 @@ async fn reload_chart(
     chart: Arc<chart::loader::Chart>,
     settings: ContextSettings,
     run: Arc<WatchRun>,
-    stores: Vec<Store<DynamicObject>>,
+    stores: Vec<Store<CustomResource>>,
     triggers: Vec<Trigger>,
 ) {
     let empty = chart::values::Values::new();
@@ -464,7 +481,7 @@ async fn reload_chart(
 /// annotations (the `helm.sdk.operatorframework.io/*` settings), finalizers and
 /// deletion. The status is left out, so the reconciler's own status writes do not
 /// come back as reconciles.
-fn cr_change(cr: &DynamicObject) -> Option<u64> {
+fn cr_change(cr: &CustomResource) -> Option<u64> {
     use std::hash::{Hash, Hasher};
     let meta = &cr.metadata;
     let mut h = std::collections::hash_map::DefaultHasher::new();
@@ -482,7 +499,7 @@ fn cr_change(cr: &DynamicObject) -> Option<u64> {
 }
 
 type ControllerResult = std::result::Result<
-    (ObjectRef<DynamicObject>, Action),
+    (ObjectRef<CustomResource>, Action),
     controller::Error<RunError, watcher::Error>,
 >;
 
@@ -510,7 +527,7 @@ fn report(run: &WatchRun, result: ControllerResult) {
 
 /// One reconcile: waits for a worker (the queue), runs the reconciler, counts it,
 /// and starts the dependent watches its release needs.
-async fn reconcile_one(cr: Arc<DynamicObject>, run: Arc<WatchRun>) -> Result<Action, RunError> {
+async fn reconcile_one(cr: Arc<CustomResource>, run: Arc<WatchRun>) -> Result<Action, RunError> {
     let metrics = &run.metrics;
     let (namespace, name) = (cr.namespace().unwrap_or_default(), cr.name_any());
     if let Some((shards, again)) = &run.shards {
@@ -539,6 +556,10 @@ async fn reconcile_one(cr: Arc<DynamicObject>, run: Arc<WatchRun>) -> Result<Act
         },
     };
     metrics.queue_get(&run.gvk, queued.elapsed());
+    let Some(cr) = run.latest(&cr) else {
+        drop(claim);
+        return Ok(Action::await_change());
+    };
     let ctx = run.ctx();
     let cr_id = format!(
         "{} {}/{}",
@@ -548,7 +569,9 @@ async fn reconcile_one(cr: Arc<DynamicObject>, run: Arc<WatchRun>) -> Result<Act
     );
     let work = metrics.work_started(&run.gvk);
     let started = Instant::now();
-    let result = AssertUnwindSafe(reconcile::reconcile(Arc::clone(&cr), ctx))
+    // Boxed, so a reconcile waiting for a worker (at 10,000 CRs, thousands of them)
+    // holds only this function's small state, not the whole reconcile's.
+    let result = AssertUnwindSafe(Box::pin(reconcile::reconcile(Arc::clone(&cr), ctx)))
         .catch_unwind()
         .await;
     let elapsed = started.elapsed();
@@ -596,7 +619,7 @@ fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
 
 /// After a failed reconcile: controller-runtime's `AddRateLimited` (the per-CR
 /// backoff and the shared bucket), or later when the failure names a longer delay.
-fn error_policy(cr: Arc<DynamicObject>, error: &RunError, run: Arc<WatchRun>) -> Action {
+fn error_policy(cr: Arc<CustomResource>, error: &RunError, run: Arc<WatchRun>) -> Action {
     let namespace = cr.namespace().unwrap_or_default();
     let name = cr.name_any();
     let key = (namespace.clone(), name.clone());
@@ -628,14 +651,14 @@ mod tests {
 
     #[test]
     fn status_writes_are_not_changes() {
-        let mut cr: DynamicObject = serde_json::from_value(serde_json::json!({
+        let mut cr: CustomResource = serde_json::from_value(serde_json::json!({
             "apiVersion": "test.rudder.dev/v1", "kind": "Widget",
             "metadata": {"name": "w", "generation": 1, "resourceVersion": "1"},
             "spec": {"a": 1},
         }))
         .unwrap();
         let before = cr_change(&cr);
-        cr.data["status"] = serde_json::json!({"conditions": []});
+        cr.set_status(serde_json::value::to_raw_value(&serde_json::json!({"conditions": []})).ok());
         cr.metadata.resource_version = Some("2".into());
         assert_eq!(cr_change(&cr), before, "status and resourceVersion only");
         cr.metadata.annotations = Some(

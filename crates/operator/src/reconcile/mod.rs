@@ -33,11 +33,12 @@ use std::time::Duration;
 use action::{ActionOptions, Installed};
 use chart::values::Values;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
+use kube::api::{Api, ApiResource, GroupVersionKind};
 use kube::{Resource, ResourceExt};
 use release::record::Release;
 
 use crate::annotations::{self as ann, AnnotationError, Annotations};
+use crate::cr::CustomResource;
 use crate::drift::{self, ApplyStart, CrKey};
 use crate::events::{self, EventSink};
 use crate::logging::cr::CrLog;
@@ -78,7 +79,7 @@ pub struct Outcome {
 /// Reconciles one CR: uninstalls on deletion, otherwise installs, upgrades or repairs
 /// its release and reports the result in the CR status and Events.
 pub async fn reconcile(
-    cr: Arc<DynamicObject>,
+    cr: Arc<CustomResource>,
     ctx: Arc<Context>,
 ) -> Result<Outcome, ReconcileError> {
     let name = cr.name_any();
@@ -91,7 +92,7 @@ pub async fn reconcile(
     };
     let r = &ctx.resource;
     CrLog::new(&namespace, &name, &r.api_version, &r.kind).reconciling();
-    let api: Api<DynamicObject> =
+    let api: Api<CustomResource> =
         Api::namespaced_with(ctx.client.clone(), &namespace, &ctx.resource);
     let events = EventSink::new(ctx.recorder.clone(), cr.object_ref(&ctx.resource));
     let status = HelmAppStatus::of(&cr);
@@ -133,12 +134,12 @@ fn gvk_label(r: &ApiResource) -> String {
 
 /// The state of one reconcile.
 struct Run {
-    cr: Arc<DynamicObject>,
+    cr: Arc<CustomResource>,
     ctx: Arc<Context>,
     cr_id: String,
     name: String,
     namespace: String,
-    api: Api<DynamicObject>,
+    api: Api<CustomResource>,
     events: EventSink,
     original: HelmAppStatus,
     status: HelmAppStatus,
@@ -249,12 +250,8 @@ impl Run {
     }
 
     /// The CR's `.spec` with the watch's overrides on top.
-    fn values(&self) -> Result<Values, ReconcileError> {
-        let mut values =
-            values::spec_values(&self.cr).map_err(|message| ReconcileError::InvalidSpec {
-                cr: self.cr_id.clone(),
-                message,
-            })?;
+    fn values(&self) -> Result<Values, values::SpecError> {
+        let mut values = values::spec_values(&self.cr)?;
         values::merge_overrides(&mut values, &self.ctx.overrides);
         Ok(values)
     }
@@ -352,9 +349,24 @@ impl Run {
         }
         let values = match self.values() {
             Ok(v) => v,
-            Err(err) => {
+            Err(source) => {
+                let unreadable = matches!(source, values::SpecError::Unreadable(_));
+                let err = ReconcileError::InvalidSpec {
+                    cr: self.cr_id.clone(),
+                    message: source.to_string(),
+                };
                 let msg = err_message(&err);
-                return Err(self.irreconcilable(msg, err).await);
+                if !unreadable {
+                    return Err(self.irreconcilable(msg, err).await);
+                }
+                // Values that cannot be read fail the install or upgrade they were for;
+                // the deployed release, if any, stays as it is.
+                let step = if self.status.deployed_release.is_some() {
+                    Step::Upgrade
+                } else {
+                    Step::Install
+                };
+                return Err(self.fail(step, msg, err).await);
             }
         };
         // Once this process applied the CR's release, its records are where the
@@ -446,7 +458,19 @@ impl Run {
                 Decision::Repair if self.ctx.chart_digest.uses_lookup() => {
                     break self.refresh_lookups(values, &digest, &history).await?;
                 }
-                Decision::Repair => break self.repair(&digest, self.chart_labels()).await?,
+                Decision::Repair => {
+                    let deployed = history
+                        .iter()
+                        .filter(|m| m.status == release::Status::Deployed)
+                        .map(|m| m.version)
+                        .max();
+                    if let Some(reason) =
+                        deployed.and_then(|v| self.objects().repair_reason(v, drift::now_ms()))
+                    {
+                        self.log().repairing(reason);
+                    }
+                    break self.repair(&digest, self.chart_labels()).await?;
+                }
                 Decision::Unchanged => {
                     self.log().reconciled();
                     return Ok(Outcome {

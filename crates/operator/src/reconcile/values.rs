@@ -1,20 +1,40 @@
 //! The release values of a CR: its `.spec` (which must be an object) with the watch's
-//! `overrideValues` merged on top, as the Go helm-operator does (overrides win).
+//! `overrideValues` merged on top, as the Go helm-operator does (overrides win). The
+//! spec is parsed here, from the raw JSON the cache keeps, as deep as Go reads JSON.
 
 use chart::values::Values;
-use kube::api::DynamicObject;
+use gocodec::depth::MAX_DEPTH;
 use serde_json::Value;
 
-/// The CR's `.spec` as values; absent or null is empty. The error says what to change.
-pub fn spec_values(cr: &DynamicObject) -> Result<Values, String> {
-    match cr.data.get("spec") {
-        None | Some(Value::Null) => Ok(Values::new()),
-        Some(Value::Object(m)) => Ok(m.clone()),
-        Some(other) => Err(format!(
-            "spec must be an object holding the chart's values, but it is {}; \
-             set spec to a map such as `spec: {{replicaCount: 2}}`",
-            kind_of(other)
-        )),
+use crate::cr::CustomResource;
+
+/// Why a CR's `.spec` gives no values; the message says what to change.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SpecError {
+    /// The spec is not a map (Go's helm-operator: `Irreconcilable`).
+    #[error(
+        "spec must be an object holding the chart's values, but it is {0}; \
+         set spec to a map such as `spec: {{replicaCount: 2}}`"
+    )]
+    NotAnObject(&'static str),
+    /// The spec cannot be parsed as values (nested past what Go's readers accept).
+    #[error(
+        "spec cannot be read as the chart's values: {0} (values may nest at most \
+         {MAX_DEPTH} levels, as Helm reads them); make the spec shallower"
+    )]
+    Unreadable(String),
+}
+
+/// The CR's `.spec` as values; absent or null is empty.
+pub fn spec_values(cr: &CustomResource) -> Result<Values, SpecError> {
+    let parsed = match cr.spec_json() {
+        None => return Ok(Values::new()),
+        Some(parsed) => parsed.map_err(SpecError::Unreadable)?,
+    };
+    match parsed {
+        Value::Null => Ok(Values::new()),
+        Value::Object(m) => Ok(m),
+        other => Err(SpecError::NotAnObject(kind_of(&other))),
     }
 }
 
@@ -46,12 +66,12 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn cr(data: Value) -> DynamicObject {
-        DynamicObject {
+    fn cr(data: Value) -> CustomResource {
+        CustomResource::from(kube::api::DynamicObject {
             types: None,
             metadata: Default::default(),
             data,
-        }
+        })
     }
 
     #[test]
@@ -63,9 +83,26 @@ mod tests {
         );
         let v = spec_values(&cr(json!({"spec": {"a": 1}}))).unwrap();
         assert_eq!(v["a"], json!(1));
-        let err = spec_values(&cr(json!({"spec": "hello"}))).unwrap_err();
+        let err = spec_values(&cr(json!({"spec": "hello"})))
+            .unwrap_err()
+            .to_string();
         assert!(err.starts_with("spec must be an object"), "{err}");
         assert!(err.contains("it is a string"), "{err}");
+    }
+
+    #[test]
+    fn a_spec_nested_past_go_s_limit_is_unreadable_and_says_how_deep() {
+        let levels = MAX_DEPTH + 1;
+        let text = format!(
+            r#"{{"metadata":{{"name":"deep"}},"spec":{}{{}}{}}}"#,
+            "{\"a\":".repeat(levels - 1),
+            "}".repeat(levels - 1)
+        );
+        let deep: CustomResource = serde_json::from_str(&text).expect("the CR decodes");
+        let err = spec_values(&deep).unwrap_err();
+        assert!(matches!(err, SpecError::Unreadable(_)), "{err:?}");
+        let msg = err.to_string();
+        assert!(msg.contains("at most 10000 levels"), "{msg}");
     }
 
     #[test]

@@ -8,11 +8,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::channel::mpsc;
-use kube::api::{ApiResource, DynamicObject};
+use kube::api::ApiResource;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::ResourceExt;
 
 use super::Shards;
+use crate::cr::CustomResource;
 use crate::metrics::Metrics;
 
 /// How often the share is counted without a view change.
@@ -23,8 +24,8 @@ pub(crate) async fn follow(
     shards: Arc<Shards>,
     gvk: String,
     resource: ApiResource,
-    stores: Vec<Store<DynamicObject>>,
-    triggers: Vec<mpsc::UnboundedSender<ObjectRef<DynamicObject>>>,
+    stores: Vec<Store<CustomResource>>,
+    triggers: Vec<mpsc::UnboundedSender<ObjectRef<CustomResource>>>,
     metrics: Metrics,
 ) {
     let mut changes = shards.changes();

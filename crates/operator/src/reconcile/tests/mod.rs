@@ -20,6 +20,7 @@ use serde_json::{json, Value};
 
 use super::plan::IN_PROGRESS_RETRY;
 use super::*;
+use crate::cr::CustomResource;
 use crate::ActionClient;
 
 const NS: &str = "default";
@@ -505,6 +506,16 @@ impl Setup {
         cr: DynamicObject,
     ) -> (Result<Outcome, ReconcileError>, Arc<FakeApi>) {
         let api = FakeApi::new(&cr);
+        self.reconcile_with(actions, api, cr.into()).await
+    }
+
+    /// Reconciles `cr` against `api` (which answers writes to the CR as it was made).
+    async fn reconcile_with(
+        self,
+        actions: &Arc<FakeActions>,
+        api: Arc<FakeApi>,
+        cr: CustomResource,
+    ) -> (Result<Outcome, ReconcileError>, Arc<FakeApi>) {
         let ctx = Context::new(
             api.client(),
             Arc::new(self.watch),
@@ -888,6 +899,34 @@ async fn deleting_the_cr_uninstalls_then_drops_the_finalizer() {
     assert_eq!(result.expect("skipped"), Outcome::default());
     assert!(actions.calls().is_empty());
     assert!(api.requests().is_empty());
+}
+
+#[tokio::test]
+async fn a_spec_nested_past_helms_limit_fails_the_install_says_how_deep_and_touches_no_release() {
+    let levels = gocodec::depth::MAX_DEPTH + 1;
+    let text = format!(
+        r#"{{"metadata":{{"name":"app","namespace":"{NS}","uid":"u-1","resourceVersion":"7","generation":1}},"spec":{}{{}}{}}}"#,
+        r#"{"a":"#.repeat(levels - 1),
+        "}".repeat(levels - 1)
+    );
+    let deep: CustomResource = serde_json::from_str(&text).expect("the CR decodes");
+    let actions = FakeActions::with_history(Vec::new());
+    let (result, api) = Setup::default()
+        .reconcile_with(&actions, FakeApi::new(&cr(json!({}))), deep)
+        .await;
+    let err = result.expect_err("values that cannot be read");
+    assert!(matches!(err, ReconcileError::InvalidSpec { .. }), "{err}");
+    let (status, reason, message) = api.condition(st::RELEASE_FAILED).expect("ReleaseFailed");
+    assert_eq!((status.as_str(), reason.as_str()), ("True", "InstallError"));
+    assert!(message.contains("at most 10000 levels"), "{message}");
+    let events = api.events();
+    assert!(
+        events
+            .iter()
+            .any(|(t, r, m)| t == "Warning" && r == "InstallError" && m == &message),
+        "{events:?}"
+    );
+    assert!(actions.calls().is_empty(), "{:?}", actions.calls());
 }
 
 #[tokio::test]

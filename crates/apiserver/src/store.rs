@@ -71,7 +71,7 @@ impl Backend for RedbBackend {
         let mut out = Vec::new();
         for item in objs.iter().map_err(|e| e.to_string())? {
             let (k, v) = item.map_err(|e| e.to_string())?;
-            let obj: Value = crate::body::json(v.value())
+            let obj: Value = crate::body::stored_json(v.value())
                 .map_err(|e| format!("corrupt object {}: {e}", k.value()))?;
             out.push((k.value().to_string(), obj));
         }

@@ -89,7 +89,7 @@ impl Stored {
     pub(crate) fn value(&self) -> Value {
         // The text was serialized from a `Value`, so it parses back to the
         // same value; a failure would be a bug here, not bad input.
-        crate::body::json(self.json.as_bytes()).unwrap_or_else(|e| {
+        crate::body::stored_json(self.json.as_bytes()).unwrap_or_else(|e| {
             tracing::error!(
                 "stored object {}/{} does not parse: {e}",
                 self.namespace,

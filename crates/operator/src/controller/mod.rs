@@ -67,9 +67,22 @@ struct WatchRun {
     /// With sharding: which CRs are this replica's, and when to look again at the rest.
     shards: Option<(Arc<Shards>, Duration)>,
     stop: Stop,
+    /// The CR caches (one per scope): a reconcile that waited for a worker reads
+    /// the CR again here, as it is now.
+    stores: Vec<Store<DynamicObject>>,
 }
 
 impl WatchRun {
+    /// The cached CR as it is now: kube-rs hands a reconcile the CR as it was when
+    /// the reconcile was scheduled, and the wait for a worker can be long (at 10,000
+    /// CRs, minutes), during which the reconciler's own writes to it arrive. `None`:
+    /// the CR is gone from the cache.
+    fn latest(&self, cr: &DynamicObject) -> Option<Arc<DynamicObject>> {
+        let ctx = self.ctx();
+        let oref = ObjectRef::from_obj_with(cr, ctx.resource().clone());
+        self.stores.iter().find_map(|s| s.get(&oref))
+    }
+
     fn ctx(&self) -> Arc<reconcile::Context> {
         Arc::clone(&self.ctx.read().unwrap_or_else(|e| e.into_inner()))
     }
@@ -239,6 +252,11 @@ pub(crate) async fn run_watch(
             stop.clone(),
         ))
     });
+    let writers: Vec<reflector::store::Writer<DynamicObject>> = scopes
+        .iter()
+        .map(|_| reflector::store::Writer::new(resource.clone()))
+        .collect();
+    let stores: Vec<Store<DynamicObject>> = writers.iter().map(|w| w.as_reader()).collect();
     let run = Arc::new(WatchRun {
         ctx: RwLock::new(Arc::new(ctx)),
         metrics: metrics.clone(),
@@ -253,19 +271,17 @@ pub(crate) async fn run_watch(
             .clone()
             .map(|s| (s, settings.period.unwrap_or(Duration::from_secs(60)))),
         stop: stop.clone(),
+        stores: stores.clone(),
     });
 
     let mut set = JoinSet::new();
-    let mut stores = Vec::new();
-    for (scope, triggers) in scopes.iter().zip(receivers) {
+    for ((scope, triggers), writer) in scopes.iter().zip(receivers).zip(writers) {
         let api: Api<DynamicObject> = match scope {
             None => Api::all_with(client.clone(), &resource),
             Some(ns) => Api::namespaced_with(client.clone(), ns, &resource),
         };
         let run = Arc::clone(&run);
-        let writer = reflector::store::Writer::<DynamicObject>::new(resource.clone());
         let reader = writer.as_reader();
-        stores.push(reader.clone());
         let seen = ResourceMetrics::new(&metrics, &resource);
         // Status-only writes (the reconciler's own) do not trigger a reconcile.
         // The cache keeps what reconciling reads (`status::slim`).
@@ -539,6 +555,10 @@ async fn reconcile_one(cr: Arc<DynamicObject>, run: Arc<WatchRun>) -> Result<Act
         },
     };
     metrics.queue_get(&run.gvk, queued.elapsed());
+    let Some(cr) = run.latest(&cr) else {
+        drop(claim);
+        return Ok(Action::await_change());
+    };
     let ctx = run.ctx();
     let cr_id = format!(
         "{} {}/{}",
@@ -548,7 +568,9 @@ async fn reconcile_one(cr: Arc<DynamicObject>, run: Arc<WatchRun>) -> Result<Act
     );
     let work = metrics.work_started(&run.gvk);
     let started = Instant::now();
-    let result = AssertUnwindSafe(reconcile::reconcile(Arc::clone(&cr), ctx))
+    // Boxed, so a reconcile waiting for a worker (at 10,000 CRs, thousands of them)
+    // holds only this function's small state, not the whole reconcile's.
+    let result = AssertUnwindSafe(Box::pin(reconcile::reconcile(Arc::clone(&cr), ctx)))
         .catch_unwind()
         .await;
     let elapsed = started.elapsed();

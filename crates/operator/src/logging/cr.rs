@@ -89,6 +89,11 @@ impl<'a> CrLog<'a> {
         cr_line!(debug, self, "Reconciling");
     }
 
+    /// Why an unchanged release is applied again in full (debug: not a Go line).
+    pub fn repairing(&self, reason: &str) {
+        cr_line!(debug, self, "Re-applying release", reason = reason);
+    }
+
     pub fn installed(&self) {
         cr_line!(info, self, "Installed release");
     }

@@ -182,16 +182,33 @@ impl Objects {
 
     /// Whether the deployed revision `version` may be left alone at `now_ms`.
     fn untouched(&self, version: i64, now_ms: i64) -> bool {
+        self.repair_reason(version, now_ms).is_none()
+    }
+
+    /// Why the deployed revision `version` needs a full re-apply at `now_ms`, if it
+    /// does (for the debug log: an idle operator that keeps re-applying says why).
+    pub fn repair_reason(&self, version: i64, now_ms: i64) -> Option<&'static str> {
         let Some(applied) = self.applied else {
-            return false;
+            return Some("not applied by this process since it started");
         };
         let period = i64::try_from(self.reapply_period.as_millis()).unwrap_or(i64::MAX);
-        applied.version == version
-            && !self.drifted
-            && self.status_current
-            && !self.uses_lookup
-            && self.watched_since.is_some_and(|since| since <= applied.at)
-            && now_ms.saturating_sub(applied.at) < period
+        if applied.version != version {
+            Some("the deployed revision is not the one this process applied")
+        } else if self.drifted {
+            Some("a dependent watch saw one of its objects change or go")
+        } else if !self.status_current {
+            Some("the status does not show the release deployed")
+        } else if self.uses_lookup {
+            Some("the chart calls lookup")
+        } else if self.watched_since.is_none() {
+            Some("not every kind of its objects is watched")
+        } else if self.watched_since.is_some_and(|since| since > applied.at) {
+            Some("a dependent watch restarted since the last apply")
+        } else if now_ms.saturating_sub(applied.at) >= period {
+            Some("the reapply period has passed")
+        } else {
+            None
+        }
     }
 }
 
@@ -629,9 +646,15 @@ mod tests {
                 },
             ),
         ];
+        let mut reasons = std::collections::HashSet::new();
         for (why, objects) in repairs {
             assert_eq!(decide(&history, D, 60, &objects), Decision::Repair, "{why}");
+            let reason = objects.repair_reason(2, 60_000);
+            assert!(reason.is_some(), "{why}: the debug log says why");
+            reasons.insert(reason);
         }
+        assert_eq!(reasons.len(), 8, "each cause has its own words");
+        assert_eq!(quiet().repair_reason(2, 60_000), None);
         // The safety period ran out: 3,600 s after the apply started.
         assert_eq!(decide(&history, D, 3_600, &quiet()), Decision::Unchanged);
         assert_eq!(decide(&history, D, 3_601, &quiet()), Decision::Repair);

@@ -17,6 +17,8 @@
 //! - `RUDDER_SCALE_TIMEOUT_SECS` (default 1800): give up waiting for Deployed.
 //! - `RUDDER_SCALE_OPERATOR_ARGS`: extra `rudder run` flags, space-separated.
 //! - `RUDDER_SCALE_KEEP=1`: keep the work directory (logs) after the run.
+//! - `RUDDER_SCALE_OPERATOR_WRAP`: a command to run the operator under, such as
+//!   `heaptrack -o /tmp/operator` (figures then include the profiler's own).
 //! - `RUDDER_SCALE_REPLICAS` (default 1): with more, runs the sharding scenario of
 //!   [`shard`] instead (`--shards=auto`, share per replica, take-over after `kill -9`,
 //!   the no-overlap check).

@@ -165,7 +165,22 @@ pub fn start_operator(
     let log = dir.join(format!("{name}.log"));
     let out = std::fs::File::create(&log).expect("operator log file");
     let err = out.try_clone().expect("operator log file");
-    let child = Command::new(rudder_bin())
+    // `RUDDER_SCALE_OPERATOR_WRAP` (e.g. `heaptrack -o /tmp/op`) runs the
+    // operator under a profiler; its RSS figures then include the profiler's.
+    let wrap: Vec<String> = std::env::var("RUDDER_SCALE_OPERATOR_WRAP")
+        .unwrap_or_default()
+        .split_whitespace()
+        .map(str::to_string)
+        .collect();
+    let mut command = match wrap.split_first() {
+        Some((program, args)) => {
+            let mut c = Command::new(program);
+            c.args(args).arg(rudder_bin());
+            c
+        }
+        None => Command::new(rudder_bin()),
+    };
+    let child = command
         .current_dir(repo_root())
         .args(["run", "--watches-file", "examples/operator/watches.yaml"])
         .arg("--kubeconfig")

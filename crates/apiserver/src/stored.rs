@@ -206,7 +206,7 @@ mod tests {
 
     #[test]
     fn values_survive_the_round_trip_exactly() {
-        let v = json!({"f": [0.1, 1e300, -0.0, 1.0, 123456789.123456789, 5e-324],
+        let v = json!({"f": [0.1, 1e300, -0.0, 1.0, 123_456_789.123_456_79, 5e-324],
             "i": [u64::MAX, i64::MIN], "s": "\u{1}\"\\é\u{2028}😀"});
         let s = Stored::new(&v);
         assert_eq!(s.value(), v);

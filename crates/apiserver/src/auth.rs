@@ -255,6 +255,12 @@ fn legacy_secret_user(app: &App, token: &str) -> Option<User> {
         .entries("/secrets/")
         .into_iter()
         .find_map(|(_, s)| {
+            // A token Secret's JSON names its type; the others (release
+            // records among them) are not worth parsing.
+            if !s.json().contains(SA_TOKEN_TYPE) {
+                return None;
+            }
+            let s = s.value();
             if s.get("type").and_then(Value::as_str) != Some(SA_TOKEN_TYPE) {
                 return None;
             }
@@ -324,6 +330,7 @@ pub(crate) fn allowed(app: &App, user: &User, attrs: &Attributes) -> bool {
         .store
         .entries("rbac.authorization.k8s.io/clusterrolebindings/")
     {
+        let b = b.value();
         if matches_subject(&b) {
             let rr = b.get("roleRef").cloned().unwrap_or_default();
             if role_rules(&rr, "").iter().any(|r| rule_allows(r, attrs)) {
@@ -337,6 +344,7 @@ pub(crate) fn allowed(app: &App, user: &User, attrs: &Attributes) -> bool {
             attrs.namespace
         );
         for (_, b) in app.store.entries(&prefix) {
+            let b = b.value();
             if matches_subject(&b) {
                 let rr = b.get("roleRef").cloned().unwrap_or_default();
                 if role_rules(&rr, &attrs.namespace)

@@ -112,6 +112,13 @@ pub(crate) fn json(body: &[u8]) -> Result<Value, String> {
     if json_depth(body) > MAX_DEPTH {
         return Err(format!("exceeded max depth of {MAX_DEPTH}"));
     }
+    stored_json(body)
+}
+
+/// Parses JSON the server itself wrote, at any depth: what it adds to an
+/// object (`managedFields` mirrors the object's own nesting) may take a
+/// body accepted at the limit past it.
+pub(crate) fn stored_json(body: &[u8]) -> Result<Value, String> {
     let mut de = serde_json::Deserializer::from_slice(body);
     de.disable_recursion_limit();
     let v =

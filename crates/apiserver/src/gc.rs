@@ -5,7 +5,7 @@
 
 use crate::objects::{self, DeleteOpts, Target, WriteOpts};
 use crate::registry::ResourceType;
-use crate::store::Mutation;
+use crate::store::{Mutation, Stored};
 use crate::App;
 use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
@@ -38,16 +38,8 @@ fn type_of(app: &App, key: &str) -> Option<Arc<ResourceType>> {
     app.registry.find_any_version(g, p)
 }
 
-fn owner_uids(obj: &Value) -> Vec<String> {
-    obj.pointer("/metadata/ownerReferences")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(|r| r.get("uid").and_then(Value::as_str))
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default()
+fn owner_uids(obj: &Stored) -> impl Iterator<Item = &str> {
+    obj.owners().iter().map(|r| r.uid.as_ref())
 }
 
 fn gc_opts() -> WriteOpts {
@@ -78,15 +70,14 @@ fn remove_finalizer(app: &App, rt: &ResourceType, key: &str, finalizer: &str) {
 /// One pass over all objects.
 pub(crate) fn sweep(app: &App) {
     let all = app.store.entries("");
-    let uids: HashSet<String> = all
+    // Objects index their uid as "" when they have none; no owner
+    // reference names that.
+    let uids: HashSet<&str> = all
         .iter()
-        .filter_map(|(_, o)| {
-            o.pointer("/metadata/uid")
-                .and_then(Value::as_str)
-                .map(str::to_string)
-        })
+        .map(|(_, o)| o.uid())
+        .filter(|u| !u.is_empty())
         .collect();
-    let mut dependents: HashMap<String, Vec<String>> = HashMap::new();
+    let mut dependents: HashMap<&str, Vec<String>> = HashMap::new();
     for (key, obj) in &all {
         for u in owner_uids(obj) {
             dependents.entry(u).or_default().push(key.clone());
@@ -97,25 +88,18 @@ pub(crate) fn sweep(app: &App) {
         let Some(rt) = type_of(app, key) else {
             continue;
         };
-        let name = objects::name_of(obj).to_string();
-        let owners = owner_uids(obj);
-        if !owners.is_empty() && owners.iter().all(|u| !uids.contains(u)) {
+        let name = obj.name().to_string();
+        if !obj.owners().is_empty() && owner_uids(obj).all(|u| !uids.contains(u)) {
             let _ = objects::delete(app, &rt, key, &name, &bg);
             continue;
         }
-        let deleting = obj
-            .pointer("/metadata/deletionTimestamp")
-            .is_some_and(|v| !v.is_null());
-        if !deleting {
+        if !obj.deleting() {
             continue;
         }
-        let uid = obj
-            .pointer("/metadata/uid")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        let fins = objects::finalizers(obj);
+        let uid = obj.uid();
+        let fins: Vec<&str> = obj.finalizers().collect();
         let deps = dependents.get(uid).cloned().unwrap_or_default();
-        if fins.iter().any(|f| f == "orphan") {
+        if fins.contains(&"orphan") {
             for d in &deps {
                 let Some(drt) = type_of(app, d) else { continue };
                 let uid = uid.to_string();
@@ -134,7 +118,7 @@ pub(crate) fn sweep(app: &App) {
                     });
             }
             remove_finalizer(app, &rt, key, "orphan");
-        } else if fins.iter().any(|f| f == "foregroundDeletion") {
+        } else if fins.contains(&"foregroundDeletion") {
             if deps.is_empty() {
                 remove_finalizer(app, &rt, key, "foregroundDeletion");
             } else {
@@ -154,7 +138,7 @@ pub(crate) fn sweep(app: &App) {
         }
         if rt.group == "apiextensions.k8s.io"
             && rt.kind == "CustomResourceDefinition"
-            && fins.iter().any(|f| f == objects::CRD_CLEANUP)
+            && fins.contains(&objects::CRD_CLEANUP)
         {
             cleanup_crd(app, &rt, key, &name);
         }
@@ -179,10 +163,7 @@ pub(crate) fn purge_namespace(app: &App, ns: &str) {
             continue;
         }
         remaining += 1;
-        let deleting = obj
-            .pointer("/metadata/deletionTimestamp")
-            .is_some_and(|v| !v.is_null());
-        if !deleting {
+        if !obj.deleting() {
             let _ = objects::delete(app, &rt, &key, name, &DeleteOpts::default());
         }
     }
@@ -226,11 +207,8 @@ fn cleanup_crd(app: &App, crd_rt: &ResourceType, key: &str, name: &str) {
         return;
     }
     for (k, cr) in remaining {
-        let deleting = cr
-            .pointer("/metadata/deletionTimestamp")
-            .is_some_and(|v| !v.is_null());
-        if !deleting {
-            let n = objects::name_of(&cr).to_string();
+        if !cr.deleting() {
+            let n = cr.name().to_string();
             let _ = objects::delete(app, &t, &k, &n, &DeleteOpts::default());
         }
     }

@@ -643,13 +643,12 @@ async fn resource(
             let prefix = list_prefix(&rt, rr.ns.as_deref());
             let (items, _) = app.store.list(&prefix, None);
             let mut deleted = Vec::new();
-            for item in items.into_iter().filter(|o| l.matches(o) && f.matches(o)) {
-                let name = objects::name_of(&item).to_string();
-                let ins = item
-                    .pointer("/metadata/namespace")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_string();
+            for item in items
+                .into_iter()
+                .filter(|o| l.matches_stored(o) && f.matches_stored(o))
+            {
+                let name = item.name().to_string();
+                let ins = item.namespace().to_string();
                 match objects::delete(app, &rt, &rt.key(&ins, &name), &name, &dopts) {
                     Ok(v) => deleted.push(present(&rt, v)),
                     Err(e) if e.code == 404 => {}
@@ -973,19 +972,16 @@ fn list(
     let mut last_key = None;
     let mut remaining = 0usize;
     for obj in all {
-        if !(l.matches(&obj) && f.matches(&obj)) {
+        if !(l.matches_stored(&obj) && f.matches_stored(&obj)) {
             continue;
         }
         if items.len() >= limit {
             remaining += 1;
             continue;
         }
-        let ons = obj
-            .pointer("/metadata/namespace")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        last_key = Some(rt.key(if rt.namespaced { ons } else { "" }, objects::name_of(&obj)));
-        items.push(present(rt, Arc::unwrap_or_clone(obj)));
+        let ons = obj.namespace();
+        last_key = Some(rt.key(if rt.namespaced { ons } else { "" }, obj.name()));
+        items.push(present(rt, obj.value()));
     }
     let mut md = json!({"resourceVersion": rv.to_string()});
     if remaining > 0 {

@@ -34,6 +34,7 @@ mod readiness;
 mod registry;
 mod schema;
 mod store;
+mod stored;
 mod table;
 mod tls;
 mod typed;
@@ -105,7 +106,7 @@ impl App {
             .store
             .entries("apiextensions.k8s.io/customresourcedefinitions/")
         {
-            if let Err(e) = app.registry.install_crd(&crd) {
+            if let Err(e) = app.registry.install_crd(&crd.value()) {
                 tracing::warn!("persisted CRD not served: {e}");
             }
         }

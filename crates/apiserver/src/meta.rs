@@ -1,6 +1,7 @@
 //! Object-metadata helpers: timestamps, uids, generated names, name
 //! validation and label/field selectors.
 
+use crate::stored::Stored;
 use serde_json::Value;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -203,9 +204,9 @@ impl LabelSelector {
         Ok(LabelSelector { reqs })
     }
 
-    pub(crate) fn matches(&self, obj: &Value) -> bool {
-        let labels = obj.pointer("/metadata/labels");
-        let get = |k: &str| labels.and_then(|l| l.get(k)).and_then(Value::as_str);
+    /// Matches a stored object by its label index, without parsing it.
+    pub(crate) fn matches_stored(&self, obj: &Stored) -> bool {
+        let get = |k: &str| obj.label(k);
         self.reqs.iter().all(|(k, op)| match op {
             LabelOp::Eq(v) => get(k) == Some(v.as_str()),
             LabelOp::NotEq(v) => get(k) != Some(v.as_str()),
@@ -309,6 +310,23 @@ impl FieldSelector {
             (actual == *v) == *eq
         })
     }
+
+    /// Matches a stored object, parsing it only when a field outside its
+    /// index (name and namespace) is selected on.
+    pub(crate) fn matches_stored(&self, obj: &Stored) -> bool {
+        let indexed = |k: &str| match k {
+            "metadata.name" => Some(obj.name()),
+            "metadata.namespace" => Some(obj.namespace()),
+            _ => None,
+        };
+        if self.reqs.iter().all(|(k, _, _)| indexed(k).is_some()) {
+            self.reqs
+                .iter()
+                .all(|(k, eq, v)| (indexed(k) == Some(v.as_str())) == *eq)
+        } else {
+            self.matches(&obj.value())
+        }
+    }
 }
 
 #[cfg(test)]
@@ -318,8 +336,8 @@ mod tests {
 
     #[test]
     fn label_selectors() {
-        let o = json!({"metadata": {"labels": {"app": "web", "tier": "fe"}}});
-        let m = |s: &str| LabelSelector::parse(s).map(|x| x.matches(&o));
+        let o = Stored::new(&json!({"metadata": {"labels": {"app": "web", "tier": "fe"}}}));
+        let m = |s: &str| LabelSelector::parse(s).map(|x| x.matches_stored(&o));
         assert_eq!(m("app=web"), Ok(true));
         assert_eq!(m("app==web,tier=fe"), Ok(true));
         assert_eq!(m("app!=web"), Ok(false));
@@ -340,6 +358,15 @@ mod tests {
         assert!(!FieldSelector::parse("metadata.namespace=x")
             .unwrap()
             .matches(&o));
+        // Stored objects match the same, by their index where it suffices.
+        let stored = Stored::new(&o);
+        let m = |s: &str| FieldSelector::parse(s).unwrap().matches_stored(&stored);
+        assert!(m("metadata.name=a,type!=kubernetes.io/tls"));
+        assert!(m("metadata.name=a,metadata.namespace==ns"));
+        assert!(!m("metadata.namespace=x"));
+        assert!(m("metadata.namespace!=x"));
+        assert!(!m("type=kubernetes.io/tls"));
+        assert!(m("type=Opaque"));
     }
 
     #[test]

@@ -1,10 +1,12 @@
-//! The object store: every object of every kind as JSON under one
-//! cluster-wide resourceVersion counter, a bounded event log per resource
+//! The object store: every object of every kind as serialized JSON with a
+//! small metadata index (`Stored`) under one cluster-wide resourceVersion
+//! counter, a bounded event log per resource
 //! for watches (as kube-apiserver keeps a watch cache per resource, so
 //! churn in one kind never expires another kind's watches), and a pluggable
 //! durable backend (memory or redb).
 
 use crate::error::ApiError;
+pub(crate) use crate::stored::Stored;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::path::Path;
@@ -15,8 +17,9 @@ use tokio::sync::{broadcast, Notify};
 pub(crate) trait Backend: Send {
     /// Returns the last resourceVersion and every stored object.
     fn load(&mut self) -> Result<(u64, Vec<(String, Value)>), String>;
-    /// Stores (or, with `None`, removes) one object and the new counter.
-    fn write(&mut self, rv: u64, key: &str, obj: Option<&Value>) -> Result<(), String>;
+    /// Stores (or, with `None`, removes) one object's JSON and the new
+    /// counter.
+    fn write(&mut self, rv: u64, key: &str, json: Option<&str>) -> Result<(), String>;
 }
 
 /// Keeps nothing: state lives only in the in-memory index.
@@ -26,7 +29,7 @@ impl Backend for MemoryBackend {
     fn load(&mut self) -> Result<(u64, Vec<(String, Value)>), String> {
         Ok((0, Vec::new()))
     }
-    fn write(&mut self, _rv: u64, _key: &str, _obj: Option<&Value>) -> Result<(), String> {
+    fn write(&mut self, _rv: u64, _key: &str, _json: Option<&str>) -> Result<(), String> {
         Ok(())
     }
 }
@@ -68,21 +71,20 @@ impl Backend for RedbBackend {
         let mut out = Vec::new();
         for item in objs.iter().map_err(|e| e.to_string())? {
             let (k, v) = item.map_err(|e| e.to_string())?;
-            let obj: Value = crate::body::json(v.value())
+            let obj: Value = crate::body::stored_json(v.value())
                 .map_err(|e| format!("corrupt object {}: {e}", k.value()))?;
             out.push((k.value().to_string(), obj));
         }
         Ok((rv, out))
     }
 
-    fn write(&mut self, rv: u64, key: &str, obj: Option<&Value>) -> Result<(), String> {
+    fn write(&mut self, rv: u64, key: &str, json: Option<&str>) -> Result<(), String> {
         let w = self.db.begin_write().map_err(|e| e.to_string())?;
         {
             let mut objs = w.open_table(OBJECTS).map_err(|e| e.to_string())?;
-            match obj {
-                Some(o) => {
-                    let bytes = crate::body::to_string(o);
-                    objs.insert(key, bytes.as_bytes())
+            match json {
+                Some(text) => {
+                    objs.insert(key, text.as_bytes())
                         .map_err(|e| e.to_string())?;
                 }
                 None => {
@@ -113,9 +115,10 @@ pub(crate) struct Event {
     pub(crate) key: String,
     /// Shared with the store (and with later events' `old`), so the log
     /// costs a pointer per event for objects that are still current.
-    pub(crate) object: Arc<Value>,
-    pub(crate) old: Option<Arc<Value>>,
-    /// Approximate memory held by this event.
+    pub(crate) object: Arc<Stored>,
+    pub(crate) old: Option<Arc<Stored>>,
+    /// The memory this event keeps alive beyond what the store holds (see
+    /// `Store::publish_with`).
     pub(crate) bytes: usize,
 }
 
@@ -138,7 +141,7 @@ struct Inner {
     rv: u64,
     /// Shared so that lists, watches and the event log hand out pointers
     /// instead of deep copies; a write replaces the whole `Arc`.
-    objects: BTreeMap<String, Arc<Value>>,
+    objects: BTreeMap<String, Arc<Stored>>,
     /// Per resource (`group/plural/`), its recent events.
     logs: HashMap<String, ResourceLog>,
     /// Watches of a resource with no log yet may start from any rv >= this.
@@ -188,8 +191,9 @@ pub(crate) struct Store {
 
 /// Events kept per resource.
 pub(crate) const LOG_CAP: usize = 20_000;
-/// The event logs together also stay under this many bytes of (serialized)
-/// objects; the largest resource log gives way first.
+/// The event logs together also stay under this many bytes of memory held
+/// beyond the store's current objects (superseded and deleted versions,
+/// and the events themselves); the largest resource log gives way first.
 pub(crate) const LOG_BYTES: usize = 256 * 1024 * 1024;
 
 /// The backlog after a resourceVersion plus a live receiver.
@@ -202,7 +206,10 @@ impl Store {
         Ok(Store {
             inner: Mutex::new(Inner {
                 rv,
-                objects: objs.into_iter().map(|(k, v)| (k, Arc::new(v))).collect(),
+                objects: objs
+                    .into_iter()
+                    .map(|(k, v)| (k, Arc::new(Stored::new(&v))))
+                    .collect(),
                 logs: HashMap::new(),
                 start_rv: rv,
                 log_bytes: 0,
@@ -225,15 +232,16 @@ impl Store {
         self.lock().rv
     }
 
+    /// The object at `key`, parsed (outside the lock).
     pub(crate) fn get(&self, key: &str) -> Option<Value> {
         let found = self.lock().objects.get(key).cloned();
-        found.map(Arc::unwrap_or_clone)
+        found.map(|s| s.value())
     }
 
     /// Objects whose key starts with `prefix` and sorts after `after`. The
     /// lock is held only to copy pointers; callers filter and copy what
     /// matches outside it.
-    pub(crate) fn list(&self, prefix: &str, after: Option<&str>) -> (Vec<Arc<Value>>, u64) {
+    pub(crate) fn list(&self, prefix: &str, after: Option<&str>) -> (Vec<Arc<Stored>>, u64) {
         let g = self.lock();
         let start = match after {
             Some(a) if a.starts_with(prefix) => std::ops::Bound::Excluded(a.to_string()),
@@ -269,7 +277,7 @@ impl Store {
     }
 
     /// Keys (with values) under a prefix, for cleanup passes.
-    pub(crate) fn entries(&self, prefix: &str) -> Vec<(String, Arc<Value>)> {
+    pub(crate) fn entries(&self, prefix: &str) -> Vec<(String, Arc<Stored>)> {
         let g = self.lock();
         g.objects
             .range(prefix.to_string()..)
@@ -279,52 +287,56 @@ impl Store {
     }
 
     /// Runs `f` on the current value of `key` atomically and commits what it
-    /// decides. Put values get their resourceVersion set here.
+    /// decides. Put values get their resourceVersion set here. `f` sees the
+    /// current object parsed; the returned value is what was stored.
     pub(crate) fn transact<F>(&self, key: &str, f: F) -> Result<Value, ApiError>
     where
         F: FnOnce(Option<&Value>) -> Result<Mutation, ApiError>,
     {
         let mut g = self.lock();
         let old = g.objects.get(key).cloned();
-        match f(old.as_deref())? {
+        let current = old.as_ref().map(|s| s.value());
+        match f(current.as_ref())? {
             Mutation::Keep(v) => Ok(v),
             Mutation::Put(mut obj) => {
                 let rv = g.rv + 1;
                 if let Some(m) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
                     m.insert("resourceVersion".into(), Value::String(rv.to_string()));
                 }
+                let stored = Arc::new(Stored::new(&obj));
                 g.backend
-                    .write(rv, key, Some(&obj))
+                    .write(rv, key, Some(stored.json()))
                     .map_err(|e| ApiError::internal(format!("storage write failed: {e}")))?;
                 g.rv = rv;
-                let obj = Arc::new(obj);
-                g.objects.insert(key.to_string(), Arc::clone(&obj));
+                g.objects.insert(key.to_string(), Arc::clone(&stored));
                 let kind = if old.is_some() {
                     EventType::Modified
                 } else {
                     EventType::Added
                 };
-                self.publish(&mut g, kind, key, Arc::clone(&obj), old);
-                Ok((*obj).clone())
+                self.publish(&mut g, kind, key, stored, old);
+                Ok(obj)
             }
             Mutation::Delete => {
-                let Some(prev) = old else {
+                let (Some(prev), Some(mut last)) = (old, current) else {
                     return Err(ApiError::internal("delete of a missing object"));
                 };
-                let mut prev = Arc::unwrap_or_clone(prev);
                 let rv = g.rv + 1;
                 g.backend
                     .write(rv, key, None)
                     .map_err(|e| ApiError::internal(format!("storage write failed: {e}")))?;
                 g.rv = rv;
                 g.objects.remove(key);
-                if let Some(m) = prev.get_mut("metadata").and_then(Value::as_object_mut) {
+                if let Some(m) = last.get_mut("metadata").and_then(Value::as_object_mut) {
                     m.insert("resourceVersion".into(), Value::String(rv.to_string()));
                 }
-                let prev = Arc::new(prev);
-                self.publish(&mut g, EventType::Deleted, key, Arc::clone(&prev), None);
+                let gone = Arc::new(Stored::new(&last));
+                // The version before deletion stays alive as the object of
+                // the event that wrote it; this event is what frees it.
+                let extra = prev.footprint();
+                self.publish_with(&mut g, EventType::Deleted, key, gone, None, extra);
                 self.gc_wake.notify_one();
-                Ok(Arc::unwrap_or_clone(prev))
+                Ok(last)
             }
         }
     }
@@ -334,13 +346,33 @@ impl Store {
         g: &mut Inner,
         kind: EventType,
         key: &str,
-        object: Arc<Value>,
-        old: Option<Arc<Value>>,
+        object: Arc<Stored>,
+        old: Option<Arc<Stored>>,
     ) {
-        // Only the new version is counted: `old` is the version an earlier
-        // event carried (or the store still holds), so the log holds at most
-        // about twice what it counts.
-        let bytes = approx_size(&object);
+        self.publish_with(g, kind, key, object, old, 0);
+    }
+
+    /// Logs and broadcasts one event. Its `bytes` count what the log keeps
+    /// alive beyond the store: the event itself, the superseded version it
+    /// carries as `old` (the store no longer holds it, and the event that
+    /// wrote it is older, so dropped first: this event is the one that
+    /// frees it), a deleted object, and `extra`. A new version is not
+    /// counted while the store holds it; the event that supersedes or
+    /// deletes it counts it then.
+    fn publish_with(
+        &self,
+        g: &mut Inner,
+        kind: EventType,
+        key: &str,
+        object: Arc<Stored>,
+        old: Option<Arc<Stored>>,
+        extra: usize,
+    ) {
+        let mut bytes = std::mem::size_of::<Event>() + key.len() + extra;
+        bytes += old.as_ref().map_or(0, |o| o.footprint());
+        if kind == EventType::Deleted {
+            bytes += object.footprint();
+        }
         let ev = Arc::new(Event {
             rv: g.rv,
             kind,
@@ -406,7 +438,7 @@ impl Store {
     pub(crate) fn snapshot_and_watch(
         &self,
         prefix: &str,
-    ) -> (Vec<Arc<Value>>, u64, broadcast::Receiver<Arc<Event>>) {
+    ) -> (Vec<Arc<Stored>>, u64, broadcast::Receiver<Arc<Event>>) {
         let g = self.lock();
         let items = g
             .objects
@@ -415,22 +447,6 @@ impl Store {
             .map(|(_, v)| Arc::clone(v))
             .collect();
         (items, g.rv, self.events.subscribe())
-    }
-}
-
-/// Roughly the bytes a value's JSON takes, without serializing it (this
-/// runs on every write, under the store lock).
-fn approx_size(v: &Value) -> usize {
-    match v {
-        Value::Null | Value::Bool(_) | Value::Number(_) => 8,
-        Value::String(s) => s.len() + 2,
-        Value::Array(a) => 2 + a.iter().map(|x| approx_size(x) + 1).sum::<usize>(),
-        Value::Object(m) => {
-            2 + m
-                .iter()
-                .map(|(k, x)| k.len() + 4 + approx_size(x))
-                .sum::<usize>()
-        }
     }
 }
 
@@ -508,18 +524,145 @@ mod tests {
         let (backlog, _) = s.watch_from("/secrets/", 1).unwrap();
         let old = backlog[0].old.as_ref().unwrap();
         assert!(Arc::ptr_eq(&listed[0], old));
-        assert_eq!(backlog[0].object["data"]["other"], "y");
+        assert_eq!(backlog[0].object.value()["data"]["other"], "y");
+    }
+
+    /// An object shaped like what a Helm release writes: a Deployment with
+    /// the `managedFields` server-side apply records (hundreds of tiny maps).
+    fn release_object(i: usize) -> Value {
+        let mut fields = serde_json::Map::new();
+        for f in 0..120 {
+            fields.insert(format!("f:field{f}"), json!({"f:a": {}, "f:b": {".": {}}}));
+        }
+        json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {
+            "name": format!("release-{i}"), "namespace": "ns", "uid": format!("uid-{i}"),
+            "labels": {"app.kubernetes.io/instance": format!("release-{i}"), "app.kubernetes.io/managed-by": "Helm"},
+            "managedFields": [{"manager": "rudder", "operation": "Apply", "apiVersion": "apps/v1",
+                "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": fields}}]},
+            "spec": {"replicas": 1, "template": {"spec": {"containers": [{"name": "c", "image": "nginx:1.27"}]}}}})
+    }
+
+    /// Bytes allocated and not yet freed by the current thread, so the
+    /// memory tests measure what the store holds, not what other tests do.
+    mod counting {
+        use std::alloc::{GlobalAlloc, Layout, System};
+        use std::cell::Cell;
+
+        thread_local!(static LIVE: Cell<isize> = const { Cell::new(0) });
+
+        fn add(n: isize) {
+            // During thread teardown the counter may be gone; nothing to count then.
+            let _ = LIVE.try_with(|c| c.set(c.get() + n));
+        }
+
+        pub(super) fn live() -> isize {
+            LIVE.with(Cell::get)
+        }
+
+        pub(super) struct Counting;
+
+        // SAFETY: every call is forwarded unchanged to the system allocator.
+        unsafe impl GlobalAlloc for Counting {
+            unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+                let p = unsafe { System.alloc(l) };
+                if !p.is_null() {
+                    add(l.size() as isize);
+                }
+                p
+            }
+            unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
+                let p = unsafe { System.alloc_zeroed(l) };
+                if !p.is_null() {
+                    add(l.size() as isize);
+                }
+                p
+            }
+            unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+                unsafe { System.dealloc(p, l) };
+                add(-(l.size() as isize));
+            }
+            unsafe fn realloc(&self, p: *mut u8, l: Layout, size: usize) -> *mut u8 {
+                let q = unsafe { System.realloc(p, l, size) };
+                if !q.is_null() {
+                    add(size as isize - l.size() as isize);
+                }
+                q
+            }
+        }
+    }
+
+    #[global_allocator]
+    static ALLOC: counting::Counting = counting::Counting;
+
+    #[test]
+    fn the_store_holds_about_the_serialized_size() {
+        const N: usize = 200;
+        let serialized: usize = (0..N)
+            .map(|i| crate::body::to_string(&release_object(i)).len())
+            .sum();
+        // The counter sees what a tree of parsed values costs...
+        let before = counting::live();
+        let trees: Vec<Value> = (0..N).map(release_object).collect();
+        let as_trees = (counting::live() - before) as usize;
+        drop(trees);
+        let s = Store::new(Box::new(MemoryBackend)).unwrap();
+        let before = counting::live();
+        for i in 0..N {
+            let key = format!("apps/deployments/ns/release-{i}");
+            s.transact(&key, |_| Ok(Mutation::Put(release_object(i))))
+                .unwrap();
+        }
+        let held = (counting::live() - before) as usize;
+        // ...and the store holds little more than the JSON text itself
+        // (keys, index, one log event per write).
+        assert!(
+            as_trees > 4 * serialized,
+            "{as_trees} bytes as trees vs {serialized} serialized"
+        );
+        assert!(
+            held < serialized + serialized / 4 + N * 512,
+            "store holds {held} bytes for {serialized} bytes of JSON"
+        );
+        // Superseding every object leaves the old versions to the log, and
+        // the log's byte budget counts what they hold.
+        let logged = s.lock().log_bytes;
+        let before = counting::live();
+        for i in 0..N {
+            let key = format!("apps/deployments/ns/release-{i}");
+            s.transact(&key, |cur| {
+                let mut next = cur.cloned().unwrap();
+                next["spec"]["replicas"] = json!(2);
+                Ok(Mutation::Put(next))
+            })
+            .unwrap();
+        }
+        let grew = (counting::live() - before) as usize;
+        let counted = s.lock().log_bytes - logged;
+        assert!(
+            counted <= grew + grew / 10 && grew <= counted + counted / 4,
+            "the log counts {counted} bytes, holds {grew} more"
+        );
     }
 
     #[test]
-    fn approx_size_tracks_serialized_size() {
-        let v = json!({"metadata": {"name": "a", "labels": {"k": "v"}}, "data": ["x".repeat(1000), 1, null]});
-        let exact = crate::body::to_string(&v).len();
-        let approx = approx_size(&v);
-        assert!(
-            approx >= exact / 2 && approx <= exact * 2,
-            "{approx} vs {exact}"
-        );
+    fn the_log_budget_counts_superseded_and_deleted_versions() {
+        let s = Store::new(Box::new(MemoryBackend)).unwrap();
+        let key = "/secrets/ns/a";
+        let big = "x".repeat(10_000);
+        s.transact(key, |_| {
+            Ok(Mutation::Put(json!({"metadata": {}, "data": {"k": big}})))
+        })
+        .unwrap();
+        // The store holds the only version: the log counts just its event.
+        let added = s.lock().log_bytes;
+        assert!(added < 1_000, "{added}");
+        s.transact(key, |_| Ok(Mutation::Put(json!({"metadata": {}}))))
+            .unwrap();
+        let modified = s.lock().log_bytes - added;
+        assert!((10_000..11_000).contains(&modified), "{modified}");
+        s.transact(key, |_| Ok(Mutation::Delete)).unwrap();
+        let deleted = s.lock().log_bytes - added - modified;
+        assert!(deleted < 1_000, "{deleted}");
     }
 
     #[test]

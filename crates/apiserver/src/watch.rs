@@ -6,7 +6,7 @@ use crate::error::ApiError;
 use crate::handlers::{list_prefix, present, stream_body, Params};
 use crate::meta::{FieldSelector, LabelSelector};
 use crate::registry::ResourceType;
-use crate::store::{Event, EventType};
+use crate::store::{Event, EventType, Stored};
 use crate::table::{Printer, TableOpts};
 use crate::App;
 use axum::body::Bytes;
@@ -26,8 +26,8 @@ struct Filter {
 }
 
 impl Filter {
-    fn matches(&self, obj: &Value) -> bool {
-        self.labels.matches(obj) && self.fields.matches(obj)
+    fn matches(&self, obj: &Stored) -> bool {
+        self.labels.matches_stored(obj) && self.fields.matches_stored(obj)
     }
 
     /// Translates a store event into what this watcher should see.
@@ -45,7 +45,7 @@ impl Filter {
             (EventType::Deleted, _, true) => "DELETED",
             _ => return None,
         };
-        Some((t, Value::clone(&ev.object)))
+        Some((t, ev.object.value()))
     }
 }
 
@@ -128,7 +128,7 @@ pub(crate) async fn serve(
     if send_initial || rv_param.is_empty() || rv_param == "0" {
         let (items, rv, recv) = app.store.snapshot_and_watch(&filter.prefix);
         for obj in items.into_iter().filter(|o| filter.matches(o)) {
-            let obj = Arc::unwrap_or_clone(obj);
+            let obj = obj.value();
             initial.push(line("ADDED", &shaper.shape(obj)));
         }
         if send_initial && bookmarks {

@@ -49,16 +49,11 @@ fn owned(app: &App, group: &str, plural: &str, ns: &str, uid: &str) -> Vec<Value
     items
         .into_iter()
         .filter(|o| {
-            o.pointer("/metadata/ownerReferences")
-                .and_then(Value::as_array)
-                .is_some_and(|refs| {
-                    refs.iter().any(|r| {
-                        r.get("uid").and_then(Value::as_str) == Some(uid)
-                            && r.get("controller").and_then(Value::as_bool) == Some(true)
-                    })
-                })
+            o.owners()
+                .iter()
+                .any(|r| r.controller && r.uid.as_ref() == uid)
         })
-        .map(std::sync::Arc::unwrap_or_clone)
+        .map(|o| o.value())
         .collect()
 }
 

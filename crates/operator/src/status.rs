@@ -237,11 +237,6 @@ const LEFT_OUT_NOTE: &str = " [left out to keep the custom resource within";
 /// The shortest a condition message is cut to.
 const MIN_MESSAGE: usize = 1024;
 
-/// Bytes `cr` takes without its status: what the status must leave room for.
-pub(crate) fn weight_without_status(cr: &CustomResource) -> usize {
-    cr.weight_without_status()
-}
-
 fn cut(message: &mut String, max: usize) -> bool {
     if message.len() <= max {
         return false;

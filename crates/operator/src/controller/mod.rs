@@ -78,9 +78,8 @@ impl WatchRun {
     /// the reconcile was scheduled, and the wait for a worker can be long (at 10,000
     /// CRs, minutes), during which the reconciler's own writes to it arrive. `None`:
     /// the CR is gone from the cache.
-    fn latest(&self, cr: &CustomResource) -> Option<Arc<CustomResource>> {
-        let ctx = self.ctx();
-        let oref = ObjectRef::from_obj_with(cr, ctx.resource().clone());
+    fn latest(&self, cr: &CustomResource, resource: &ApiResource) -> Option<Arc<CustomResource>> {
+        let oref = ObjectRef::from_obj_with(cr, resource.clone());
         self.stores.iter().find_map(|s| s.get(&oref))
     }
 
@@ -556,11 +555,10 @@ async fn reconcile_one(cr: Arc<CustomResource>, run: Arc<WatchRun>) -> Result<Ac
         },
     };
     metrics.queue_get(&run.gvk, queued.elapsed());
-    let Some(cr) = run.latest(&cr) else {
-        drop(claim);
+    let ctx = run.ctx();
+    let Some(cr) = run.latest(&cr, ctx.resource()) else {
         return Ok(Action::await_change());
     };
-    let ctx = run.ctx();
     let cr_id = format!(
         "{} {}/{}",
         ctx.resource().kind,

@@ -455,20 +455,11 @@ impl Run {
                     let attempt = Attempt::new(values, &digest, attempt);
                     break self.compare_renders(attempt, &deployed).await?;
                 }
-                Decision::Repair if self.ctx.chart_digest.uses_lookup() => {
+                Decision::Repair { .. } if self.ctx.chart_digest.uses_lookup() => {
                     break self.refresh_lookups(values, &digest, &history).await?;
                 }
-                Decision::Repair => {
-                    let deployed = history
-                        .iter()
-                        .filter(|m| m.status == release::Status::Deployed)
-                        .map(|m| m.version)
-                        .max();
-                    if let Some(reason) =
-                        deployed.and_then(|v| self.objects().repair_reason(v, drift::now_ms()))
-                    {
-                        self.log().repairing(reason);
-                    }
+                Decision::Repair { reason } => {
+                    self.log().repairing(reason);
                     break self.repair(&digest, self.chart_labels()).await?;
                 }
                 Decision::Unchanged => {

@@ -126,8 +126,9 @@ pub enum Decision {
     /// the CR's spec, restoring what the CR declares. Either way the next reconcile
     /// finds a digest of its own and stops.
     StampDigest { attempt: u32, deployed: Deployed },
-    /// The inputs match the deployed revision: make the cluster match it again.
-    Repair,
+    /// The inputs match the deployed revision: make the cluster match it again;
+    /// `reason` says why it cannot be left alone (for the debug log).
+    Repair { reason: &'static str },
     /// The inputs match the deployed revision, the operator applied that revision
     /// itself within the reapply period, and the dependent watches saw none of its
     /// objects move since: nothing to render, apply or write.
@@ -180,14 +181,9 @@ impl Objects {
         reapply_period: Duration::ZERO,
     };
 
-    /// Whether the deployed revision `version` may be left alone at `now_ms`.
-    fn untouched(&self, version: i64, now_ms: i64) -> bool {
-        self.repair_reason(version, now_ms).is_none()
-    }
-
     /// Why the deployed revision `version` needs a full re-apply at `now_ms`, if it
-    /// does (for the debug log: an idle operator that keeps re-applying says why).
-    pub fn repair_reason(&self, version: i64, now_ms: i64) -> Option<&'static str> {
+    /// does (`None`: it may be left alone).
+    fn repair_reason(&self, version: i64, now_ms: i64) -> Option<&'static str> {
         let Some(applied) = self.applied else {
             return Some("not applied by this process since it started");
         };
@@ -234,10 +230,10 @@ pub fn decide(history: &[RecordMeta], digest: &str, now: i64, objects: &Objects)
         .as_ref()
         .filter(|d| d.digest.as_deref() == Some(digest))
     {
-        if objects.untouched(d.version, now.saturating_mul(1000)) {
-            return Decision::Unchanged;
-        }
-        return Decision::Repair;
+        return match objects.repair_reason(d.version, now.saturating_mul(1000)) {
+            None => Decision::Unchanged,
+            Some(reason) => Decision::Repair { reason },
+        };
     }
     let failures = failures_with(history, digest);
     let attempt = failures.as_ref().map_or(1, |f| f.attempts + 1);
@@ -469,6 +465,11 @@ fn failures_with(metas: &[RecordMeta], digest: &str) -> Option<Failures> {
 mod tests {
     use super::*;
 
+    /// What a release this process has not applied yet gets.
+    const REPAIR_AFTER_START: Decision = Decision::Repair {
+        reason: "not applied by this process since it started",
+    };
+
     const D: &str = "abc";
 
     fn meta(version: i64, status: Status, labels: &[(&str, &str)]) -> RecordMeta {
@@ -547,7 +548,10 @@ mod tests {
             meta(1, Status::Superseded, &[(digest::LABEL, "old")]),
             meta(2, Status::Deployed, &[(digest::LABEL, D)]),
         ];
-        assert_eq!(decide(&history, D, 0, &Objects::UNKNOWN), Decision::Repair);
+        assert_eq!(
+            decide(&history, D, 0, &Objects::UNKNOWN),
+            REPAIR_AFTER_START
+        );
         assert_eq!(
             decide(&history, "new", 0, &Objects::UNKNOWN),
             Decision::Upgrade {
@@ -648,16 +652,20 @@ mod tests {
         ];
         let mut reasons = std::collections::HashSet::new();
         for (why, objects) in repairs {
-            assert_eq!(decide(&history, D, 60, &objects), Decision::Repair, "{why}");
-            let reason = objects.repair_reason(2, 60_000);
-            assert!(reason.is_some(), "{why}: the debug log says why");
-            reasons.insert(reason);
+            match decide(&history, D, 60, &objects) {
+                Decision::Repair { reason } => reasons.insert(reason),
+                other => panic!("{why}: {other:?}"),
+            };
         }
         assert_eq!(reasons.len(), 8, "each cause has its own words");
-        assert_eq!(quiet().repair_reason(2, 60_000), None);
         // The safety period ran out: 3,600 s after the apply started.
         assert_eq!(decide(&history, D, 3_600, &quiet()), Decision::Unchanged);
-        assert_eq!(decide(&history, D, 3_601, &quiet()), Decision::Repair);
+        assert_eq!(
+            decide(&history, D, 3_601, &quiet()),
+            Decision::Repair {
+                reason: "the reapply period has passed"
+            }
+        );
         // A pending newest record is recovered whatever the objects say.
         let pending = [
             meta(2, Status::Deployed, &[(digest::LABEL, D)]),
@@ -728,10 +736,13 @@ mod tests {
         own.status = Status::Deployed;
         assert_eq!(
             decide(&[ours(1, "old"), own], D, 0, &Objects::UNKNOWN),
-            Decision::Repair
+            REPAIR_AFTER_START
         );
         let legacy = meta(3, Status::Deployed, &[(digest::LABEL, D)]);
-        assert_eq!(decide(&[legacy], D, 0, &Objects::UNKNOWN), Decision::Repair);
+        assert_eq!(
+            decide(&[legacy], D, 0, &Objects::UNKNOWN),
+            REPAIR_AFTER_START
+        );
         // Copied failure labels count no failure.
         let mut failed = ours(2, D);
         failed.status = Status::Failed;
@@ -785,7 +796,10 @@ mod tests {
             }
         );
         let history = [ours(1, Status::Superseded), ours(2, Status::Deployed)];
-        assert_eq!(decide(&history, D, 0, &Objects::UNKNOWN), Decision::Repair);
+        assert_eq!(
+            decide(&history, D, 0, &Objects::UNKNOWN),
+            REPAIR_AFTER_START
+        );
     }
 
     #[test]

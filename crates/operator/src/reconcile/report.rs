@@ -75,7 +75,7 @@ pub(super) fn reason_by_version(rel: &Release) -> &'static str {
 impl Run {
     /// Writes the status if it changed since the start of this reconcile.
     pub(super) async fn write_status(&mut self) -> Result<(), ReconcileError> {
-        let room = st::MAX_OBJECT_BYTES.saturating_sub(st::weight_without_status(&self.cr));
+        let room = st::MAX_OBJECT_BYTES.saturating_sub(self.cr.weight_without_status());
         self.status.fit(room);
         match st::write_if_changed(&self.api, &self.name, &self.original, &self.status).await {
             Ok(_) => {

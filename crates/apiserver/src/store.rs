@@ -118,7 +118,7 @@ pub(crate) struct Event {
     pub(crate) object: Arc<Stored>,
     pub(crate) old: Option<Arc<Stored>>,
     /// The memory this event keeps alive beyond what the store holds (see
-    /// `Store::publish_with`).
+    /// `Store::publish`).
     pub(crate) bytes: usize,
 }
 
@@ -314,7 +314,7 @@ impl Store {
                 } else {
                     EventType::Added
                 };
-                self.publish(&mut g, kind, key, stored, old);
+                self.publish(&mut g, kind, key, stored, old, 0);
                 Ok(obj)
             }
             Mutation::Delete => {
@@ -334,22 +334,11 @@ impl Store {
                 // The version before deletion stays alive as the object of
                 // the event that wrote it; this event is what frees it.
                 let extra = prev.footprint();
-                self.publish_with(&mut g, EventType::Deleted, key, gone, None, extra);
+                self.publish(&mut g, EventType::Deleted, key, gone, None, extra);
                 self.gc_wake.notify_one();
                 Ok(last)
             }
         }
-    }
-
-    fn publish(
-        &self,
-        g: &mut Inner,
-        kind: EventType,
-        key: &str,
-        object: Arc<Stored>,
-        old: Option<Arc<Stored>>,
-    ) {
-        self.publish_with(g, kind, key, object, old, 0);
     }
 
     /// Logs and broadcasts one event. Its `bytes` count what the log keeps
@@ -359,7 +348,7 @@ impl Store {
     /// frees it), a deleted object, and `extra`. A new version is not
     /// counted while the store holds it; the event that supersedes or
     /// deletes it counts it then.
-    fn publish_with(
+    fn publish(
         &self,
         g: &mut Inner,
         kind: EventType,

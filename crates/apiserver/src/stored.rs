@@ -38,11 +38,7 @@ fn str_at<'a>(meta: Option<&'a Value>, field: &str) -> &'a str {
 impl Stored {
     /// Serializes `obj` and indexes its metadata.
     pub(crate) fn new(obj: &Value) -> Stored {
-        Stored::with_json(obj, crate::body::to_string(obj))
-    }
-
-    /// Indexes `obj`, whose serialized form `json` is.
-    pub(crate) fn with_json(obj: &Value, json: String) -> Stored {
+        let json = crate::body::to_string(obj);
         let meta = obj.get("metadata");
         let labels = meta
             .and_then(|m| m.get("labels"))

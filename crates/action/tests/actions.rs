@@ -276,7 +276,7 @@ async fn crds_keep_policy_and_keep_history() {
     // Helm never deletes a chart's CRDs; the test does, as it made this one.
     let group = format!("{}.actions.rudder.dev", ns.name());
     ns.delete_on_teardown(testkit::crd::crd_resource(), &format!("widgets.{group}"));
-    let chart_dir = write_chart_files(
+    let chart_dir = testkit::write_chart(
         ns.dir(),
         "widgets",
         &[
@@ -344,7 +344,7 @@ async fn crds_keep_policy_and_keep_history() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unknown_kind_fails_the_release() {
     let (ns, client) = start();
-    let chart_dir = write_chart_files(
+    let chart_dir = testkit::write_chart(
         ns.dir(),
         "bad",
         &[

@@ -7,7 +7,7 @@
 mod common;
 
 use action::FIELD_MANAGER;
-use common::{opts, rollback, start, storage, upgrade, values, write_chart_files};
+use common::{opts, rollback, start, storage, upgrade, values};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::Client;
@@ -25,7 +25,7 @@ data:
 "#;
 
 fn chart(ns: &TestNamespace) -> chart::loader::Chart {
-    let path = write_chart_files(
+    let path = testkit::write_chart(
         ns.dir(),
         "owners",
         &[

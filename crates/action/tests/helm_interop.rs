@@ -129,7 +129,7 @@ async fn helm_installs_upgrades_and_uninstalls_over_https() {
     let cluster = Cluster::builder().tls(true).start();
     let ns = cluster.namespace("helm-https");
     let client = ns.client();
-    let chart = common::write_chart_files(
+    let chart = testkit::write_chart(
         ns.dir(),
         "demo",
         &[

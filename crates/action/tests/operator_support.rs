@@ -81,7 +81,7 @@ fn operator_opts(ns: &TestNamespace, name: &str) -> ActionOptions {
 async fn records_carry_the_owner_and_what_lookup_returned() {
     let (ns, client) = start();
     let dir = ns.dir().to_path_buf();
-    let chart = chart::loader::load(write_chart_files(
+    let chart = chart::loader::load(testkit::write_chart(
         &dir,
         "looking",
         &[
@@ -181,7 +181,7 @@ async fn records_carry_the_owner_and_what_lookup_returned() {
 async fn leftovers_are_deleted_again_until_gone() {
     let (ns, client) = start();
     let dir = ns.dir().to_path_buf();
-    let chart = chart::loader::load(write_chart_files(
+    let chart = chart::loader::load(testkit::write_chart(
         &dir,
         "held",
         &[
@@ -255,7 +255,7 @@ async fn repair_reports_what_is_not_ready() {
         .namespace("action");
     let client = ns.client();
     let dir = ns.dir().to_path_buf();
-    let chart = chart::loader::load(write_chart_files(
+    let chart = chart::loader::load(testkit::write_chart(
         &dir,
         "web",
         &[

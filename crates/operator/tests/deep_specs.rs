@@ -82,13 +82,7 @@ fn crs(client: &Client) -> Api<CustomResource> {
 async fn condition(client: &Client, name: &str, type_: &str) -> Option<(String, String, String)> {
     let cr = crs(client).get_opt(name).await.expect("get CR")?;
     let status: Value = serde_json::from_str(cr.status_raw()?.get()).expect("status JSON");
-    let c = status["conditions"]
-        .as_array()?
-        .iter()
-        .find(|c| c["type"] == type_)?
-        .clone();
-    let text = |k: &str| c[k].as_str().unwrap_or_default().to_string();
-    Some((text("status"), text("reason"), text("message")))
+    common::condition_in(&status, type_)
 }
 
 async fn greeting(client: &Client, release: &str) -> Option<String> {

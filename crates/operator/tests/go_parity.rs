@@ -88,13 +88,7 @@ async fn patch_cr(tc: &TestCluster, name: &str, patch: Value) {
 /// `(status, reason, message)` of a condition of the CR.
 async fn condition(tc: &TestCluster, name: &str, type_: &str) -> Option<(String, String, String)> {
     let cr = crs(tc).get(name).await.expect("get CR");
-    let c = cr.data["status"]["conditions"]
-        .as_array()?
-        .iter()
-        .find(|c| c["type"] == type_)?
-        .clone();
-    let s = |k: &str| c[k].as_str().unwrap_or_default().to_string();
-    Some((s("status"), s("reason"), s("message")))
+    common::condition_in(&cr.data["status"], type_)
 }
 
 fn secrets(tc: &TestCluster) -> Api<Secret> {

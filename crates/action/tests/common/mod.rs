@@ -197,7 +197,7 @@ pub fn write_chart(dir: &Path) -> PathBuf {
 /// Writes the `demo` chart into `dir`, its migrate hook deleted per `hook_delete_policy`.
 pub fn write_chart_in(dir: &Path, hook_delete_policy: &str) -> PathBuf {
     let hook = HOOK.replace("{delete_policy}", hook_delete_policy);
-    write_chart_files(
+    testkit::write_chart(
         dir,
         "demo",
         &[
@@ -214,12 +214,6 @@ pub fn write_chart_in(dir: &Path, hook_delete_policy: &str) -> PathBuf {
             ("templates/tests.yaml", TEST_HOOK),
         ],
     )
-}
-
-/// Writes chart `name` into `dir` from `(path in the chart, content)` pairs and returns
-/// its path.
-pub fn write_chart_files(dir: &Path, name: &str, files: &[(&str, &str)]) -> PathBuf {
-    testkit::write_chart(dir, name, files)
 }
 
 pub fn values(v: Value) -> Map<String, Value> {

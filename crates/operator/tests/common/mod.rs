@@ -88,6 +88,16 @@ pub async fn get_cr(client: &Client, name: &str) -> DynamicObject {
     crs(client).get(name).await.expect("get CR")
 }
 
+/// The condition of `type_` in a CR's `status` as (status, reason, message).
+pub fn condition_in(status: &Value, type_: &str) -> Option<(String, String, String)> {
+    let c = status["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == type_)?;
+    let text = |k: &str| c[k].as_str().unwrap_or_default().to_string();
+    Some((text("status"), text("reason"), text("message")))
+}
+
 /// The Events about CR `name` in the client's namespace: (type, reason, note).
 pub async fn event_reasons(client: &Client, name: &str) -> Vec<(String, String, String)> {
     let events: Api<k8s_openapi::api::events::v1::Event> = Api::default_namespaced(client.clone());

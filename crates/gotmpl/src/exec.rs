@@ -71,16 +71,24 @@ impl From<parse::ParseError> for Error {
     }
 }
 
-/// Parsed trees by template name and text, so a host that parses the same
-/// templates again (Helm re-parses every chart on every render) does it
-/// once. Parsing depends only on the name, the text and which function
-/// names exist: a cache must only be shared by sets whose functions have
-/// the same names. Bounded by the total size of the cached texts; when
-/// full it starts over.
+/// Parsed trees by template text, so a host that parses the same
+/// templates again (Helm re-parses every chart on every render, and every
+/// copy of a library subchart such as Bitnami's `common` in one render)
+/// does it once. Parsing depends only on the name, the text and which
+/// function names exist, and the name only for locations unless the text
+/// defines a template of that name: a cache must only be shared by sets
+/// whose functions have the same names. Bounded by the total size of the
+/// cached texts; when full it starts over.
 pub struct ParseCache {
-    entries: HashMap<(String, u64), Rc<[Rc<Tree>]>>,
+    entries: HashMap<u64, Cached>,
     bytes: usize,
     limit: usize,
+}
+
+/// One cached parse, as [`parse::parse`] returned it for its first name.
+struct Cached {
+    trees: Rc<[Rc<Tree>]>,
+    defines_own_name: bool,
 }
 
 impl ParseCache {
@@ -93,27 +101,47 @@ impl ParseCache {
         }
     }
 
-    fn key(name: &str, text: &str) -> (String, u64) {
+    fn key(text: &str) -> u64 {
         use std::hash::BuildHasher;
         // Fast rather than DoS-resistant: a hit is confirmed on the text.
-        let h = foldhash::quality::FixedState::default().hash_one(text);
-        (name.to_string(), h)
+        foldhash::quality::FixedState::default().hash_one(text)
     }
 
-    fn get(&self, key: &(String, u64), text: &str) -> Option<Rc<[Rc<Tree>]>> {
-        let trees = self.entries.get(key)?;
-        // A hash match is not proof: the main tree keeps the whole text.
-        (trees.first().map(|t| &*t.text) == Some(text)).then(|| trees.clone())
+    /// The trees of `text` parsed as `name`, if a parse of it under this
+    /// or another name gives them.
+    fn get(&self, key: u64, name: &str, text: &str) -> Option<Rc<[Rc<Tree>]>> {
+        let c = self.entries.get(&key)?;
+        let first = c.trees.first()?;
+        // A hash match is not proof: every tree keeps the whole text.
+        if *first.text != *text {
+            return None;
+        }
+        if *first.parse_name == *name {
+            return Some(c.trees.clone());
+        }
+        // Under another name the trees are the same but for the names,
+        // unless the text defines either name.
+        if c.defines_own_name || c.trees[1..].iter().any(|t| t.name == name) {
+            return None;
+        }
+        let file: Rc<str> = Rc::from(name);
+        Some(
+            c.trees
+                .iter()
+                .enumerate()
+                .map(|(i, t)| Rc::new(t.renamed(&file, i == 0)))
+                .collect(),
+        )
     }
 
-    fn put(&mut self, key: (String, u64), text_len: usize, trees: Rc<[Rc<Tree>]>) {
+    fn put(&mut self, key: u64, text_len: usize, cached: Cached) {
         if self.bytes + text_len > self.limit {
             self.entries.clear();
             self.bytes = 0;
         }
         if text_len <= self.limit {
             self.bytes += text_len;
-            self.entries.insert(key, trees);
+            self.entries.insert(key, cached);
         }
     }
 
@@ -204,9 +232,9 @@ impl Templates {
     /// returns, it is what [`Templates::execute_tree`] runs to execute
     /// exactly this text.
     pub fn parse(&mut self, name: &str, text: &str) -> Result<Rc<Tree>, Error> {
-        let key = self.cache.as_ref().map(|_| ParseCache::key(name, text));
-        let cached = match (&self.cache, &key) {
-            (Some(c), Some(k)) => c.borrow().get(k, text),
+        let key = self.cache.as_ref().map(|_| ParseCache::key(text));
+        let cached = match (&self.cache, key) {
+            (Some(c), Some(k)) => c.borrow().get(k, name, text),
             _ => None,
         };
         let trees = match cached {
@@ -216,9 +244,13 @@ impl Templates {
                 let parsed = stacker::maybe_grow(64 * 1024, 2 * 1024 * 1024, || {
                     parse::parse(name, text, &|n| funcs.contains(n))
                 })?;
-                let trees: Rc<[Rc<Tree>]> = parsed.into_iter().map(Rc::new).collect();
+                let trees: Rc<[Rc<Tree>]> = parsed.trees.into_iter().map(Rc::new).collect();
                 if let (Some(c), Some(k)) = (&self.cache, key) {
-                    c.borrow_mut().put(k, text.len(), trees.clone());
+                    let cached = Cached {
+                        trees: trees.clone(),
+                        defines_own_name: parsed.defines_own_name,
+                    };
+                    c.borrow_mut().put(k, text.len(), cached);
                 }
                 trees
             }
@@ -306,7 +338,7 @@ impl Templates {
             tmpl: self,
             tree: tree.clone(),
             out,
-            vars: vec![("$".to_string(), Cur::plain(data.clone()))],
+            vars: vec![("$", Cur::plain(data.clone()))],
             depth,
             at: At::None,
         };
@@ -408,7 +440,8 @@ struct State<'a, 'o> {
     tmpl: &'a Rc<Templates>,
     tree: Rc<Tree>,
     out: &'o mut String,
-    vars: Vec<(String, Cur)>,
+    /// Variables in scope, innermost last; names borrow the tree.
+    vars: Vec<(&'a str, Cur)>,
     depth: usize,
     at: At<'a>,
 }
@@ -527,7 +560,7 @@ impl<'a> State<'a, '_> {
                     tmpl,
                     tree: tree.clone(),
                     out: &mut *self.out,
-                    vars: vec![("$".to_string(), Cur::plain(v.clone()))],
+                    vars: vec![("$", Cur::plain(v.clone()))],
                     depth: self.depth + 1,
                     at: At::None,
                 };
@@ -704,7 +737,7 @@ impl<'a> State<'a, '_> {
 
     fn set_var(&mut self, name: &str, v: Cur) -> R<()> {
         for (n, val) in self.vars.iter_mut().rev() {
-            if n == name {
+            if *n == name {
                 *val = v;
                 return Ok(());
             }
@@ -721,7 +754,7 @@ impl<'a> State<'a, '_> {
 
     fn var_value(&self, name: &str) -> R<Cur> {
         for (n, v) in self.vars.iter().rev() {
-            if n == name {
+            if *n == name {
                 return Ok(v.clone());
             }
         }
@@ -766,7 +799,7 @@ impl<'a> State<'a, '_> {
             if pipe.is_assign {
                 self.set_var(var, Cur::plain(value.clone()))?;
             } else {
-                self.vars.push((var.clone(), Cur::plain(value.clone())));
+                self.vars.push((var, Cur::plain(value.clone())));
             }
         }
         Ok(value)
@@ -847,7 +880,7 @@ impl<'a> State<'a, '_> {
         dot: &Cur,
         chain: &'a Arg,
         node: &'a Arg,
-        fields: &'a [String],
+        fields: &'a [Rc<str>],
         args: &'a [Arg],
         fin: Final,
     ) -> R<Cur> {
@@ -863,7 +896,7 @@ impl<'a> State<'a, '_> {
         &mut self,
         dot: &Cur,
         node: &'a Arg,
-        idents: &'a [String],
+        idents: &'a [Rc<str>],
         args: &'a [Arg],
         fin: Final,
     ) -> R<Cur> {
@@ -881,7 +914,7 @@ impl<'a> State<'a, '_> {
         dot: &Cur,
         mut recv: Cur,
         node: &'a Arg,
-        idents: &'a [String],
+        idents: &'a [Rc<str>],
         args: &'a [Arg],
         fin: Final,
     ) -> R<Cur> {
@@ -1422,12 +1455,60 @@ mod parse_cache_tests {
             two.lookup("d").unwrap()
         ));
         assert_eq!(Rc::new(two).execute("t", &Value::Nil).unwrap(), "aD");
-        // Another name or another text is another parse.
+        // Another text is another parse; another name with the same text
+        // shares the nodes under its own name.
         let mut three = set_with(&cache);
         three.parse("u", src).unwrap();
         three.parse("t", "b").unwrap();
-        assert_eq!(cache.borrow().len(), 3);
+        assert_eq!(cache.borrow().len(), 2);
+        assert_eq!(three.lookup("u").map(|t| &*t.parse_name), Some("u"));
+        assert!(Rc::ptr_eq(
+            &one.lookup("d").unwrap().root,
+            &three.lookup("d").unwrap().root
+        ));
         assert_eq!(Rc::new(three).execute("t", &Value::Nil).unwrap(), "b");
+    }
+
+    #[test]
+    fn a_copy_under_another_name_reports_its_own_locations() {
+        let cache = Rc::new(RefCell::new(ParseCache::new(1 << 20)));
+        let src = "{{ define \"d\" }}\n{{ index . 5 }}{{ end }}x{{ template \"d\" . }}";
+        let mut one = set_with(&cache);
+        one.parse("a/_h.tpl", src).unwrap();
+        let mut two = set_with(&cache);
+        two.parse("b/_h.tpl", src).unwrap();
+        assert_eq!(cache.borrow().len(), 1);
+        let e = Rc::new(two)
+            .execute("b/_h.tpl", &Value::list(vec![]))
+            .unwrap_err();
+        assert_eq!(
+            e.message(),
+            "template: b/_h.tpl:2:3: executing \"d\" at <index . 5>: error calling index: \
+             index out of range: 5"
+        );
+    }
+
+    #[test]
+    fn a_text_defining_a_name_is_parsed_again_under_that_name() {
+        let cache = Rc::new(RefCell::new(ParseCache::new(1 << 20)));
+        // As "t" the define replaces the empty body; as "u" the body stays
+        // and "t" is one more template.
+        let src = r#"{{ define "t" }}D{{ end }}"#;
+        let mut one = set_with(&cache);
+        one.parse("u", src).unwrap();
+        one.parse("t", src).unwrap();
+        let one = Rc::new(one);
+        assert_eq!(one.execute("t", &Value::Nil).unwrap(), "D");
+        assert_eq!(one.execute("u", &Value::Nil).unwrap(), "");
+        let mut two = set_with(&cache);
+        two.parse("t", src).unwrap();
+        let e = two.parse("x", "{{ define \"x\" }}X{{ end }}y");
+        assert!(e.is_err(), "two bodies of x");
+        let mut three = set_with(&cache);
+        three.parse("t", "{{ define \"x\" }}X{{ end }}y").unwrap();
+        three
+            .parse("x", "{{ define \"x\" }}X{{ end }}y")
+            .unwrap_err();
     }
 
     #[test]

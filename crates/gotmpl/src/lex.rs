@@ -2,8 +2,6 @@
 //! `text/template/parse` lexer does (same trim-marker, comment, number and
 //! quoting rules, so parse errors read the same).
 
-use std::borrow::Cow;
-
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum ItemType {
     Error,
@@ -43,24 +41,33 @@ pub(crate) enum ItemType {
     With,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 pub(crate) struct Item<'a> {
     pub typ: ItemType,
     /// Byte offset of the item in the input.
     pub pos: usize,
-    /// A slice of the input; only error messages are owned, so lexing
-    /// allocates nothing per token.
-    pub val: Cow<'a, str>,
+    /// A slice of the input (empty for `Error`, whose message is
+    /// [`Lexed::error`]), so lexing allocates nothing per token.
+    pub val: &'a str,
     /// 1-based line of the item's start.
     pub line: usize,
 }
 
+/// The items of an input and, if lexing stopped at an error (the last
+/// item is then `Error`), its message.
+#[cfg(test)]
+pub(crate) struct Lexed<'a> {
+    pub items: Vec<Item<'a>>,
+    pub error: String,
+}
+
 impl Item<'_> {
-    /// How Go's parser names an item in "unexpected X" errors.
+    /// How Go's parser names an item in "unexpected X" errors (an `Error`
+    /// item is reported by its message instead).
     pub(crate) fn describe(&self) -> String {
         match self.typ {
             ItemType::Eof => "EOF".to_string(),
-            ItemType::Error => self.val.to_string(),
+            ItemType::Error => String::new(),
             ItemType::Text | ItemType::String | ItemType::RawString
                 if self.val.chars().count() > 10 =>
             {
@@ -116,25 +123,33 @@ fn keyword(s: &str) -> Option<ItemType> {
 }
 
 /// Lexes the whole input. The last item is `Eof` or `Error`.
-pub(crate) fn lex(input: &str) -> Vec<Item<'_>> {
-    let mut l = Lexer {
-        input,
-        // Roughly one item per 8 bytes of template text; growing the
-        // vector as it fills copies it several times over.
-        items: Vec::with_capacity(input.len() / 8 + 4),
-        start: 0,
-        pos: 0,
-        line: 1,
-        start_line: 1,
-        paren_depth: 0,
-    };
-    l.run();
-    l.items
+#[cfg(test)]
+pub(crate) fn lex(input: &str) -> Lexed<'_> {
+    let mut l = Lexer::new(input);
+    let mut items = Vec::new();
+    loop {
+        let it = l.next_item();
+        items.push(it);
+        if matches!(it.typ, ItemType::Eof | ItemType::Error) {
+            break;
+        }
+    }
+    Lexed {
+        items,
+        error: l.error,
+    }
 }
 
-struct Lexer<'a> {
+/// Lexes on demand: the parser pulls items one at a time, so the items of
+/// a whole text never exist at once.
+pub(crate) struct Lexer<'a> {
     input: &'a str,
-    items: Vec<Item<'a>>,
+    /// Items lexed but not yet handed out (a state emits at most a few).
+    items: std::collections::VecDeque<Item<'a>>,
+    state: State,
+    /// The `Eof` or `Error` item, handed out again once lexing is done.
+    last: Option<Item<'a>>,
+    error: String,
     start: usize,
     pos: usize,
     line: usize,
@@ -142,6 +157,7 @@ struct Lexer<'a> {
     paren_depth: i32,
 }
 
+#[derive(Clone, Copy)]
 enum State {
     Text,
     LeftDelim,
@@ -152,12 +168,61 @@ enum State {
 }
 
 impl<'a> Lexer<'a> {
+    pub(crate) fn new(input: &'a str) -> Lexer<'a> {
+        Lexer {
+            input,
+            items: std::collections::VecDeque::with_capacity(4),
+            state: State::Text,
+            last: None,
+            error: String::new(),
+            start: 0,
+            pos: 0,
+            line: 1,
+            start_line: 1,
+            paren_depth: 0,
+        }
+    }
+
+    /// The next item; after the `Eof` or `Error` item, that item again.
+    pub(crate) fn next_item(&mut self) -> Item<'a> {
+        loop {
+            if let Some(it) = self.items.pop_front() {
+                if matches!(it.typ, ItemType::Eof | ItemType::Error) {
+                    self.last = Some(it);
+                }
+                return it;
+            }
+            if let Some(last) = self.last {
+                return last;
+            }
+            self.state = match self.state {
+                State::Text => self.lex_text(),
+                State::LeftDelim => self.lex_left_delim(),
+                State::Comment => self.lex_comment(),
+                State::RightDelim(trim) => self.lex_right_delim(trim),
+                State::Inside => self.lex_inside(),
+                // Every path to Done emits Eof or Error first.
+                State::Done => State::Done,
+            };
+        }
+    }
+
+    /// The message of the `Error` item, once lexing stopped at one.
+    pub(crate) fn error_message(&self) -> &str {
+        &self.error
+    }
+
     fn rest(&self) -> &'a str {
         &self.input[self.pos..]
     }
 
     fn peek(&self) -> Option<char> {
-        self.rest().chars().next()
+        // Template actions are nearly all ASCII: decode only what is not.
+        match self.input.as_bytes().get(self.pos) {
+            None => None,
+            Some(&b) if b < 0x80 => Some(b as char),
+            Some(_) => self.rest().chars().next(),
+        }
     }
 
     fn next(&mut self) -> Option<char> {
@@ -179,8 +244,8 @@ impl<'a> Lexer<'a> {
     }
 
     fn emit(&mut self, typ: ItemType) {
-        let val = Cow::Borrowed(&self.input[self.start..self.pos]);
-        self.items.push(Item {
+        let val = &self.input[self.start..self.pos];
+        self.items.push_back(Item {
             typ,
             pos: self.start,
             val,
@@ -202,12 +267,13 @@ impl<'a> Lexer<'a> {
     }
 
     fn error(&mut self, msg: String) -> State {
-        self.items.push(Item {
+        self.items.push_back(Item {
             typ: ItemType::Error,
             pos: self.start,
-            val: Cow::Owned(msg),
+            val: "",
             line: self.start_line,
         });
+        self.error = msg;
         State::Done
     }
 
@@ -223,20 +289,6 @@ impl<'a> Lexer<'a> {
 
     fn accept_run(&mut self, valid: &str) {
         while self.accept(valid) {}
-    }
-
-    fn run(&mut self) {
-        let mut state = State::Text;
-        loop {
-            state = match state {
-                State::Text => self.lex_text(),
-                State::LeftDelim => self.lex_left_delim(),
-                State::Comment => self.lex_comment(),
-                State::RightDelim(trim) => self.lex_right_delim(trim),
-                State::Inside => self.lex_inside(),
-                State::Done => return,
-            }
-        }
     }
 
     fn has_left_trim(s: &str) -> bool {
@@ -258,7 +310,7 @@ impl<'a> Lexer<'a> {
     }
 
     fn lex_text(&mut self) -> State {
-        if let Some(x) = self.rest().find(LEFT) {
+        if let Some(x) = find_left_delim(self.rest()) {
             if x > 0 {
                 self.skip(x);
                 // Trim trailing space of the text if the action starts with "{{- ".
@@ -271,10 +323,10 @@ impl<'a> Lexer<'a> {
                 self.pos -= trim;
                 if self.pos > self.start {
                     let line = self.start_line;
-                    self.items.push(Item {
+                    self.items.push_back(Item {
                         typ: ItemType::Text,
                         pos: self.start,
-                        val: Cow::Borrowed(&self.input[self.start..self.pos]),
+                        val: &self.input[self.start..self.pos],
                         line,
                     });
                 }
@@ -288,10 +340,10 @@ impl<'a> Lexer<'a> {
         if self.pos > self.start {
             self.emit(ItemType::Text);
         }
-        self.items.push(Item {
+        self.items.push_back(Item {
             typ: ItemType::Eof,
             pos: self.pos,
-            val: Cow::Borrowed(""),
+            val: "",
             line: self.line,
         });
         State::Done
@@ -467,7 +519,18 @@ impl<'a> Lexer<'a> {
         self.error(format!("bad character U+{:04X} '{}'", c as u32, c))
     }
 
+    /// Skips a run of ASCII letters, digits and `_` at once; the callers'
+    /// loops then go on character by character from the first other one.
+    fn skip_ascii_alnum(&mut self) {
+        let n = self.input.as_bytes()[self.pos..]
+            .iter()
+            .take_while(|b| b.is_ascii_alphanumeric() || **b == b'_')
+            .count();
+        self.pos += n;
+    }
+
     fn lex_identifier(&mut self) -> State {
+        self.skip_ascii_alnum();
         loop {
             match self.next() {
                 Some(c) if is_alnum(c) => {}
@@ -499,6 +562,7 @@ impl<'a> Lexer<'a> {
             });
             return State::Inside;
         }
+        self.skip_ascii_alnum();
         let mut last;
         loop {
             last = self.next();
@@ -616,17 +680,32 @@ impl<'a> Lexer<'a> {
     }
 }
 
+/// Where the next `{{` starts: a `memchr` for each `{` rather than a
+/// substring search, which is slower for a two-byte needle.
+fn find_left_delim(s: &str) -> Option<usize> {
+    let b = s.as_bytes();
+    let mut from = 0;
+    while let Some(i) = s[from..].find('{') {
+        let at = from + i;
+        if b.get(at + 1) == Some(&b'{') {
+            return Some(at);
+        }
+        from = at + 1;
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn types(s: &str) -> Vec<ItemType> {
-        lex(s).into_iter().map(|i| i.typ).collect()
+        lex(s).items.into_iter().map(|i| i.typ).collect()
     }
 
     #[test]
     fn trims_and_fields() {
-        let items = lex("a  {{- .x.y -}}  b");
+        let items = lex("a  {{- .x.y -}}  b").items;
         assert_eq!(&*items[0].val, "a");
         assert_eq!(&*items[2].val, ".x");
         assert_eq!(&*items[3].val, ".y");
@@ -651,7 +730,7 @@ mod tests {
 
     #[test]
     fn comment_with_trim() {
-        let items = lex("a \n{{- /* c */ -}}\n b");
+        let items = lex("a \n{{- /* c */ -}}\n b").items;
         let text: Vec<_> = items
             .iter()
             .filter(|i| i.typ == ItemType::Text)
@@ -662,7 +741,51 @@ mod tests {
 
     #[test]
     fn unterminated() {
-        let items = lex("{{\"abc}}");
-        assert_eq!(items.last().map(|i| i.typ), Some(ItemType::Error));
+        let lexed = lex("{{\"abc}}");
+        assert_eq!(lexed.items.last().map(|i| i.typ), Some(ItemType::Error));
+        assert_eq!(lexed.error, "unterminated quoted string");
+    }
+
+    #[test]
+    fn single_braces_are_text() {
+        let items = lex("a { b }{ {{.x}} c{").items;
+        assert_eq!(items[0].val, "a { b }{ ");
+        assert_eq!(items[2].val, ".x");
+        assert_eq!(items[4].val, " c{");
+        assert_eq!(items[5].typ, ItemType::Eof);
+    }
+
+    #[test]
+    fn pulled_items_end_with_eof_or_error_for_good() {
+        let mut l = Lexer::new("x{{.a}}");
+        let typs: Vec<_> = (0..7).map(|_| l.next_item().typ).collect();
+        assert_eq!(
+            typs,
+            vec![
+                ItemType::Text,
+                ItemType::LeftDelim,
+                ItemType::Field,
+                ItemType::RightDelim,
+                ItemType::Eof,
+                ItemType::Eof,
+                ItemType::Eof
+            ]
+        );
+        let mut l = Lexer::new("a\n{{ 1 )}}");
+        let last = (0..8).map(|_| l.next_item()).last().expect("items");
+        assert_eq!((last.typ, last.line, last.pos), (ItemType::Error, 2, 7));
+        assert_eq!(l.error_message(), "unexpected right paren");
+    }
+
+    #[test]
+    fn identifiers_and_fields_with_non_ascii_letters() {
+        let items = lex("{{ .héllo.wörld $ünï fünc }}").items;
+        let vals: Vec<_> = items.iter().map(|i| (i.typ, i.val)).collect();
+        assert_eq!(vals[2], (ItemType::Field, ".héllo"));
+        assert_eq!(vals[3], (ItemType::Field, ".wörld"));
+        assert_eq!(vals[5], (ItemType::Variable, "$ünï"));
+        assert_eq!(vals[7], (ItemType::Identifier, "fünc"));
+        let lexed = lex("{{ .ab\u{00a0} }}");
+        assert_eq!(lexed.error, "bad character U+00A0 '\u{a0}'");
     }
 }

@@ -3,7 +3,9 @@
 
 use std::rc::Rc;
 
-use crate::lex::{lex, Item, ItemType};
+use foldhash::HashMap;
+
+use crate::lex::{Item, ItemType, Lexer};
 
 /// A parsed number literal with every interpretation Go's parser keeps.
 #[derive(Clone, Debug, Default)]
@@ -25,18 +27,18 @@ pub enum Arg {
     /// `.A.B` (idents without dots).
     Field {
         pos: usize,
-        idents: Vec<String>,
+        idents: Vec<Rc<str>>,
     },
     /// `(pipe).A.B` or `fn.A` — a term followed by fields.
     Chain {
         pos: usize,
         node: Box<Arg>,
-        fields: Vec<String>,
+        fields: Vec<Rc<str>>,
     },
     /// `$x.A.B` (first ident includes the `$`).
     Variable {
         pos: usize,
-        idents: Vec<String>,
+        idents: Vec<Rc<str>>,
     },
     Dot(usize),
     Nil(usize),
@@ -50,7 +52,7 @@ pub enum Arg {
     },
     Identifier {
         pos: usize,
-        name: String,
+        name: Rc<str>,
     },
     Pipe(Rc<Pipe>),
 }
@@ -131,7 +133,7 @@ pub struct Pipe {
     pub pos: usize,
     pub is_assign: bool,
     /// Declared or assigned variables, with their `$`.
-    pub decl: Vec<String>,
+    pub decl: Vec<Rc<str>>,
     pub cmds: Vec<Command>,
 }
 
@@ -243,7 +245,8 @@ pub struct Tree {
     pub parse_name: Rc<str>,
     /// The source text, to turn byte positions into line:column.
     pub text: Rc<str>,
-    pub root: Vec<Node>,
+    /// Shared by the copies [`Tree::renamed`] makes.
+    pub root: Rc<[Node]>,
 }
 
 impl Tree {
@@ -258,6 +261,22 @@ impl Tree {
         };
         let line = 1 + before.matches('\n').count();
         format!("{}:{}:{}", self.parse_name, line, col)
+    }
+
+    /// This tree as the same text parsed under the name `file` gives it:
+    /// the main tree (`is_main`) takes that name, every tree that file
+    /// name for its locations. Nodes are shared, not copied.
+    pub(crate) fn renamed(&self, file: &Rc<str>, is_main: bool) -> Tree {
+        Tree {
+            name: if is_main {
+                file.to_string()
+            } else {
+                self.name.clone()
+            },
+            parse_name: file.clone(),
+            text: self.text.clone(),
+            root: self.root.clone(),
+        }
     }
 
     /// True when the tree has nothing but whitespace text and comments;
@@ -289,6 +308,14 @@ pub(crate) fn is_builtin(name: &str) -> bool {
     BUILTINS.contains(&name)
 }
 
+/// What [`parse`] returns: the trees, and whether the text defines a
+/// template of its own name (so that the trees depend on that name beyond
+/// [`Tree::renamed`]).
+pub(crate) struct ParseOutput {
+    pub trees: Vec<Tree>,
+    pub defines_own_name: bool,
+}
+
 /// Parses `text` as the template `name`. Returns the tree of `name` first and
 /// then every other `define`/`block` tree, in source order. As in Go, the main tree is
 /// one more definition of `name`: a non-empty `define` of the same name wins
@@ -298,12 +325,15 @@ pub(crate) fn parse(
     name: &str,
     text: &str,
     has_func: &dyn Fn(&str) -> bool,
-) -> Result<Vec<Tree>, ParseError> {
-    let items = lex(text);
+) -> Result<ParseOutput, ParseError> {
     let parse_name: Rc<str> = Rc::from(name);
     let src: Rc<str> = Rc::from(text);
     let mut p = Parser {
-        items,
+        lexer: Lexer::new(text),
+        window: Vec::with_capacity(WINDOW_KEEP * 4),
+        base: 0,
+        lexed_all: false,
+        names: HashMap::default(),
         idx: 0,
         last_line: 1,
         vars: vec!["$".to_string()],
@@ -319,9 +349,10 @@ pub(crate) fn parse(
         name: name.to_string(),
         parse_name,
         text: src,
-        root,
+        root: root.into(),
     };
-    match p.trees.iter().position(|t| t.name == name) {
+    let same = p.trees.iter().position(|t| t.name == name);
+    let trees = match same {
         Some(i) if !p.trees[i].is_empty() => {
             if !main.is_empty() {
                 return p.err(format!(
@@ -330,7 +361,7 @@ pub(crate) fn parse(
             }
             let mut out = vec![p.trees.remove(i)];
             out.append(&mut p.trees);
-            Ok(out)
+            out
         }
         same => {
             if let Some(i) = same {
@@ -338,13 +369,27 @@ pub(crate) fn parse(
             }
             let mut out = vec![main];
             out.append(&mut p.trees);
-            Ok(out)
+            out
         }
-    }
+    };
+    Ok(ParseOutput {
+        trees,
+        defines_own_name: same.is_some(),
+    })
 }
 
+/// Items the parser keeps behind its position: it backs up at most a few
+/// (Go's parser keeps three of lookahead).
+const WINDOW_KEEP: usize = 16;
+
 struct Parser<'a, 's> {
-    items: Vec<Item<'s>>,
+    lexer: Lexer<'s>,
+    /// Items pulled from the lexer, from absolute index `base` on.
+    window: Vec<Item<'s>>,
+    base: usize,
+    /// The lexer has handed out its `Eof` or `Error` item.
+    lexed_all: bool,
+    names: HashMap<&'s str, Rc<str>>,
     idx: usize,
     last_line: usize,
     vars: Vec<String>,
@@ -364,10 +409,29 @@ enum ListEnd {
 }
 
 impl<'s> Parser<'_, 's> {
+    /// The item at `idx`, or the final `Eof`/`Error` item when `idx` is
+    /// past it; and whether `idx` was an item.
+    fn at_idx(&mut self) -> (Item<'s>, bool) {
+        while self.base + self.window.len() <= self.idx && !self.lexed_all {
+            let it = self.lexer.next_item();
+            self.lexed_all = matches!(it.typ, ItemType::Eof | ItemType::Error);
+            self.window.push(it);
+        }
+        match self.window.get(self.idx - self.base) {
+            Some(it) => (*it, true),
+            None => (self.window[self.window.len() - 1], false),
+        }
+    }
+
     fn next(&mut self) -> Item<'s> {
-        let it = self.items[self.idx.min(self.items.len() - 1)].clone();
-        if self.idx < self.items.len() {
+        let (it, real) = self.at_idx();
+        if real {
             self.idx += 1;
+            if self.idx - self.base > 4 * WINDOW_KEEP {
+                let drop = self.idx - self.base - WINDOW_KEEP;
+                self.window.drain(..drop);
+                self.base += drop;
+            }
         }
         self.last_line = it.line;
         it
@@ -376,7 +440,7 @@ impl<'s> Parser<'_, 's> {
         self.idx -= 1;
     }
     fn peek(&mut self) -> Item<'s> {
-        let it = self.items[self.idx.min(self.items.len() - 1)].clone();
+        let (it, _) = self.at_idx();
         self.last_line = it.line;
         it
     }
@@ -392,6 +456,12 @@ impl<'s> Parser<'_, 's> {
         let it = self.next_non_space();
         self.backup();
         it
+    }
+
+    /// A field, variable or function name, shared by all its uses in the
+    /// text: one allocation per distinct name rather than per use.
+    fn name(&mut self, s: &'s str) -> Rc<str> {
+        self.names.entry(s).or_insert_with(|| Rc::from(s)).clone()
     }
 
     fn err<T>(&self, msg: impl AsRef<str>) -> PResult<T> {
@@ -411,11 +481,11 @@ impl<'s> Parser<'_, 's> {
                     " in action started at {}:{}",
                     self.parse_name, self.action_line
                 );
-                if token.val.ends_with(" action") {
+                if self.lexer.error_message().ends_with(" action") {
                     extra = extra[" in action".len()..].to_string();
                 }
             }
-            return self.err(format!("{}{}", token.val, extra));
+            return self.err(format!("{}{}", self.lexer.error_message(), extra));
         }
         self.err(format!("unexpected {} in {}", token.describe(), context))
     }
@@ -455,7 +525,7 @@ impl<'s> Parser<'_, 's> {
             name: name.clone(),
             parse_name: self.parse_name.clone(),
             text: self.text.clone(),
-            root,
+            root: root.into(),
         };
         if let Some(i) = self.trees.iter().position(|t| t.name == name) {
             if self.trees[i].is_empty() {
@@ -509,7 +579,7 @@ impl<'s> Parser<'_, 's> {
     fn text_or_action(&mut self) -> PResult<Parsed> {
         let tok = self.next_non_space();
         match tok.typ {
-            ItemType::Text => Ok(Parsed::Node(Node::Text(Rc::from(&*tok.val)))),
+            ItemType::Text => Ok(Parsed::Node(Node::Text(Rc::from(tok.val)))),
             ItemType::LeftDelim => {
                 self.action_line = tok.line;
                 let r = self.action();
@@ -680,13 +750,13 @@ impl<'s> Parser<'_, 's> {
                 ItemType::Assign | ItemType::Declare => {
                     pipe.is_assign = next.typ == ItemType::Assign;
                     self.next_non_space();
-                    pipe.decl.push(v.val.to_string());
+                    pipe.decl.push(self.name(v.val));
                     self.vars.push(v.val.to_string());
                     break;
                 }
-                ItemType::Char if &*next.val == "," => {
+                ItemType::Char if next.val == "," => {
                     self.next_non_space();
-                    pipe.decl.push(v.val.to_string());
+                    pipe.decl.push(self.name(v.val));
                     self.vars.push(v.val.to_string());
                     if context == "range" && pipe.decl.len() < 2 {
                         match self.peek_non_space().typ {
@@ -784,7 +854,7 @@ impl<'s> Parser<'_, 's> {
             let mut fields = Vec::new();
             while self.peek().typ == ItemType::Field {
                 let f = self.next();
-                fields.push(f.val[1..].to_string());
+                fields.push(self.name(&f.val[1..]));
             }
             return match node {
                 Arg::Field { idents, .. } => {
@@ -823,25 +893,25 @@ impl<'s> Parser<'_, 's> {
                 }
                 Arg::Identifier {
                     pos: tok.pos,
-                    name: tok.val.to_string(),
+                    name: self.name(tok.val),
                 }
             }
             ItemType::Dot => Arg::Dot(tok.pos),
             ItemType::Nil => Arg::Nil(tok.pos),
             ItemType::Variable => {
-                if !self.vars.iter().any(|v| **v == *tok.val) {
+                if !self.vars.iter().any(|v| v == tok.val) {
                     return self.err(format!("undefined variable {:?}", tok.val));
                 }
                 Arg::Variable {
                     pos: tok.pos,
-                    idents: vec![tok.val.to_string()],
+                    idents: vec![self.name(tok.val)],
                 }
             }
             ItemType::Field => Arg::Field {
                 pos: tok.pos,
-                idents: vec![tok.val[1..].to_string()],
+                idents: vec![self.name(&tok.val[1..])],
             },
-            ItemType::Bool => Arg::Bool(tok.pos, &*tok.val == "true"),
+            ItemType::Bool => Arg::Bool(tok.pos, tok.val == "true"),
             ItemType::CharConstant | ItemType::Complex | ItemType::Number => {
                 let n = parse_number(&tok.val, tok.typ).or_else(|e| self.err(e))?;
                 Arg::Number(tok.pos, Rc::new(n))
@@ -856,7 +926,7 @@ impl<'s> Parser<'_, 's> {
                 let s = unquote(&tok.val).or_else(|e| self.err(e))?;
                 Arg::String {
                     pos: tok.pos,
-                    quoted: Rc::from(&*tok.val),
+                    quoted: Rc::from(tok.val),
                     text: Rc::from(s.as_str()),
                 }
             }
@@ -1225,7 +1295,7 @@ mod tests {
     use super::*;
 
     fn p(s: &str) -> Result<Vec<Tree>, ParseError> {
-        parse("t", s, &|n| n == "upper")
+        parse("t", s, &|n| n == "upper").map(|p| p.trees)
     }
 
     #[test]
@@ -1254,6 +1324,27 @@ mod tests {
         assert_eq!(e, "template: t:2: unexpected {{end}}");
         let e = p("{{break}}").unwrap_err().0;
         assert!(e.ends_with("{{break}} outside {{range}}"), "{e}");
+    }
+
+    #[test]
+    fn long_texts_parse_through_the_item_window() {
+        // Far more items than the parser keeps behind it, with the
+        // look-back of a `define` and of declarations at the very end.
+        let mut text = String::new();
+        for i in 0..300 {
+            text.push_str(&format!("l{i} {{{{ $v{i} := .a.b }}}}{{{{ $v{i} }}}}\n"));
+        }
+        text.push_str("{{ define \"d\" }}{{ $x, $y := 1 }}{{ end }}");
+        let e = p(&text).unwrap_err().0;
+        assert_eq!(e, "template: t:301: too many declarations in command");
+        text.truncate(text.len() - "{{ define \"d\" }}{{ $x, $y := 1 }}{{ end }}".len());
+        text.push_str("{{ define \"d\" }}D{{ end }}\n{{ .x \"a\n}}");
+        let e = p(&text).unwrap_err().0;
+        assert_eq!(e, "template: t:302: unterminated quoted string");
+        text.truncate(text.len() - "\n{{ .x \"a\n}}".len());
+        let trees = p(&text).expect("parses");
+        assert_eq!(trees.len(), 2);
+        assert_eq!(trees[0].root.len(), 901);
     }
 
     #[test]

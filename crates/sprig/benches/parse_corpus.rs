@@ -1,0 +1,167 @@
+//! Template parsing on real charts: every template file of the corpus
+//! charts that `rudder`'s `template_vs_helm` bench renders (each chart with
+//! its subcharts, as Helm parses them: each file once), parsed with Sprig's
+//! functions and stand-ins for Helm's own. Reports time and allocations per
+//! pass over each chart and over all of them.
+//!
+//! Run: `cargo bench -p sprig --bench parse_corpus`
+//! Needs `../shared/corpus` (`RUDDER_CORPUS` to point elsewhere);
+//! `RUDDER_BENCH_RUNS` (default 30) sets the passes per chart.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+
+use gotmpl::{Func, FuncMap, Templates, Ty, Value};
+
+struct Counting;
+static ALLOCATED: AtomicUsize = AtomicUsize::new(0);
+static ALLOCS: AtomicUsize = AtomicUsize::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        ALLOCATED.fetch_add(l.size(), Ordering::Relaxed);
+        ALLOCS.fetch_add(1, Ordering::Relaxed);
+        unsafe { System.alloc(l) }
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        unsafe { System.dealloc(p, l) }
+    }
+}
+
+#[global_allocator]
+static A: Counting = Counting;
+
+const CHARTS: &[&str] = &[
+    "nginx",
+    "redis",
+    "prometheus",
+    "kafka",
+    "argo-workflows",
+    "grafana",
+    "keycloak",
+    "ingress-nginx",
+    "wordpress",
+    "thanos",
+    "postgresql",
+];
+
+/// Functions Helm adds to Sprig's; parsing only needs their names.
+const HELM_FUNCS: &[&str] = &[
+    "include",
+    "tpl",
+    "required",
+    "lookup",
+    "toYaml",
+    "mustToYaml",
+    "toYamlPretty",
+    "fromYaml",
+    "fromYamlArray",
+    "toJson",
+    "mustToJson",
+    "fromJson",
+    "fromJsonArray",
+    "toToml",
+    "mustToToml",
+    "fromToml",
+];
+
+/// Template files of a chart and its unpacked subcharts, in path order.
+fn template_files(chart: &Path, out: &mut Vec<(String, String)>) {
+    let mut files = Vec::new();
+    collect(&chart.join("templates"), &mut files);
+    files.sort();
+    for f in files {
+        if let Ok(text) = std::fs::read_to_string(&f) {
+            out.push((f.display().to_string(), text));
+        }
+    }
+    let mut subs: Vec<PathBuf> = std::fs::read_dir(chart.join("charts"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    subs.sort();
+    for s in subs {
+        template_files(&s, out);
+    }
+}
+
+fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            collect(&p, out);
+        } else {
+            out.push(p);
+        }
+    }
+}
+
+fn main() {
+    let shared = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared"));
+    let corpus = std::env::var("RUDDER_CORPUS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| shared.join("corpus"));
+    if !corpus.join("charts").exists() {
+        eprintln!("SKIP: no corpus at {}", corpus.display());
+        return;
+    }
+    let runs: u32 = std::env::var("RUDDER_BENCH_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&v| v > 0)
+        .unwrap_or(30);
+    let mut funcs = sprig::funcmap();
+    for name in HELM_FUNCS {
+        funcs.insert(*name, Func::variadic(&[], Ty::Any, |_, _| Ok(Value::Nil)));
+    }
+    let funcs = Rc::new(funcs);
+    println!("template parsing, {runs} passes per chart (each file once per pass)");
+    println!(
+        "{:16} {:>6} {:>9} {:>10} {:>12} {:>10}",
+        "chart", "files", "KiB", "µs/pass", "allocs/pass", "KiB alloc"
+    );
+    let (mut total_us, mut total_allocs) = (0.0, 0);
+    for chart in CHARTS {
+        let mut files = Vec::new();
+        template_files(&corpus.join("charts").join(chart), &mut files);
+        let bytes: usize = files.iter().map(|(_, t)| t.len()).sum();
+        let pass = || {
+            let mut set = Templates::new(funcs.clone());
+            for (name, text) in &files {
+                if let Err(e) = set.parse(name, text) {
+                    panic!("{name}: {e}");
+                }
+            }
+            set
+        };
+        std::hint::black_box(pass());
+        let (b0, a0) = (
+            ALLOCATED.load(Ordering::Relaxed),
+            ALLOCS.load(Ordering::Relaxed),
+        );
+        let t = Instant::now();
+        for _ in 0..runs {
+            std::hint::black_box(pass());
+        }
+        let us = t.elapsed().as_secs_f64() * 1e6 / f64::from(runs);
+        let allocs = (ALLOCS.load(Ordering::Relaxed) - a0) / runs as usize;
+        let alloc_kib = (ALLOCATED.load(Ordering::Relaxed) - b0) / runs as usize / 1024;
+        total_us += us;
+        total_allocs += allocs;
+        println!(
+            "{chart:16} {:>6} {:>9} {us:>10.0} {allocs:>12} {alloc_kib:>10}",
+            files.len(),
+            bytes / 1024
+        );
+    }
+    println!(
+        "{:16} {:>6} {:>9} {total_us:>10.0} {total_allocs:>12}",
+        "all", "", ""
+    );
+}

@@ -7,6 +7,41 @@ use foldhash::HashMap;
 
 use crate::lex::{Item, ItemType, Lexer};
 
+/// A piece of a template's source: text and quoted literals stay where
+/// they are in the source the tree keeps, rather than each being copied.
+#[derive(Clone)]
+pub struct Span {
+    src: Rc<str>,
+    start: usize,
+    end: usize,
+}
+
+impl Span {
+    /// `part`, which must be a slice of `src`.
+    fn of(src: &Rc<str>, part: &str) -> Span {
+        let start = (part.as_ptr() as usize).wrapping_sub(src.as_ptr() as usize);
+        debug_assert!(start + part.len() <= src.len(), "a span outside its source");
+        Span {
+            src: src.clone(),
+            start,
+            end: start + part.len(),
+        }
+    }
+}
+
+impl std::ops::Deref for Span {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.src[self.start..self.end]
+    }
+}
+
+impl std::fmt::Debug for Span {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&**self, f)
+    }
+}
+
 /// A parsed number literal with every interpretation Go's parser keeps.
 #[derive(Clone, Debug, Default)]
 pub struct Number {
@@ -47,7 +82,7 @@ pub enum Arg {
     /// `quoted` is the source form, `text` the unquoted value.
     String {
         pos: usize,
-        quoted: Rc<str>,
+        quoted: Span,
         text: Rc<str>,
     },
     Identifier {
@@ -220,7 +255,7 @@ pub struct Branch {
 
 #[derive(Clone, Debug)]
 pub enum Node {
-    Text(Rc<str>),
+    Text(Span),
     Action {
         pos: usize,
         pipe: Pipe,
@@ -328,8 +363,10 @@ pub(crate) fn parse(
 ) -> Result<ParseOutput, ParseError> {
     let parse_name: Rc<str> = Rc::from(name);
     let src: Rc<str> = Rc::from(text);
+    // Lexed from the copy the trees keep, so that items are slices of it.
+    let lexed = src.clone();
     let mut p = Parser {
-        lexer: Lexer::new(text),
+        lexer: Lexer::new(&lexed),
         window: Vec::with_capacity(WINDOW_KEEP * 4),
         base: 0,
         lexed_all: false,
@@ -579,7 +616,7 @@ impl<'s> Parser<'_, 's> {
     fn text_or_action(&mut self) -> PResult<Parsed> {
         let tok = self.next_non_space();
         match tok.typ {
-            ItemType::Text => Ok(Parsed::Node(Node::Text(Rc::from(tok.val)))),
+            ItemType::Text => Ok(Parsed::Node(Node::Text(Span::of(&self.text, tok.val)))),
             ItemType::LeftDelim => {
                 self.action_line = tok.line;
                 let r = self.action();
@@ -923,11 +960,14 @@ impl<'s> Parser<'_, 's> {
                 Arg::Pipe(Rc::new(p))
             }
             ItemType::String | ItemType::RawString => {
-                let s = unquote(&tok.val).or_else(|e| self.err(e))?;
+                let text = match plain_literal(tok.val) {
+                    Some(body) => Rc::from(body),
+                    None => Rc::from(unquote(tok.val).or_else(|e| self.err(e))?),
+                };
                 Arg::String {
                     pos: tok.pos,
-                    quoted: Rc::from(tok.val),
-                    text: Rc::from(s.as_str()),
+                    quoted: Span::of(&self.text, tok.val),
+                    text,
                 }
             }
             _ => {
@@ -944,6 +984,22 @@ enum Parsed {
     Nothing,
     End,
     Else,
+}
+
+/// The value of a string literal the lexer produced that [`unquote`]
+/// would return unchanged from between its quotes: no escapes (or, raw, no
+/// carriage returns). Most literals are such, and need no copy to unquote.
+fn plain_literal(s: &str) -> Option<&str> {
+    let q = *s.as_bytes().first()?;
+    if s.len() < 2 || !matches!(q, b'"' | b'`') || s.as_bytes()[s.len() - 1] != q {
+        return None;
+    }
+    let body = &s[1..s.len() - 1];
+    let special = |b: u8| match q {
+        b'"' => matches!(b, b'\\' | b'"' | b'\n'),
+        _ => matches!(b, b'\r' | b'`'),
+    };
+    (!body.bytes().any(special)).then_some(body)
 }
 
 /// Go's `strconv.Unquote` for the three literal forms the lexer produces.
@@ -1345,6 +1401,40 @@ mod tests {
         let trees = p(&text).expect("parses");
         assert_eq!(trees.len(), 2);
         assert_eq!(trees[0].root.len(), 901);
+    }
+
+    #[test]
+    fn plain_literals_are_what_unquote_returns() {
+        for lit in [
+            r#""abc""#,
+            r#""""#,
+            "`a\\nb`",
+            "`a\nb`",
+            r#""a\"b""#,
+            r#""\u00e9""#,
+            "`a\rb`",
+            "\"é\"",
+        ] {
+            if let Some(body) = plain_literal(lit) {
+                assert_eq!(Ok(body.to_string()), unquote(lit), "{lit}");
+            }
+        }
+        assert_eq!(plain_literal(r#""abc""#), Some("abc"));
+        assert_eq!(plain_literal("`a\\nb`"), Some("a\\nb"));
+        assert_eq!(plain_literal(r#""a\"b""#), None);
+        assert_eq!(plain_literal("`a\rb`"), None);
+        let trees = p("{{ printf \"%s\\t\" `x\r` }}").expect("parses");
+        let Node::Action { pipe, .. } = &trees[0].root[0] else {
+            panic!("an action")
+        };
+        let texts: Vec<_> = pipe.cmds[0].args[1..]
+            .iter()
+            .map(|a| match a {
+                Arg::String { text, .. } => text.to_string(),
+                _ => String::new(),
+            })
+            .collect();
+        assert_eq!(texts, vec!["%s\t".to_string(), "x".to_string()]);
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! Template parsing on real charts: every template file of the corpus
 //! charts that `rudder`'s `template_vs_helm` bench renders (each chart with
 //! its subcharts, as Helm parses them: each file once), parsed with Sprig's
-//! functions and stand-ins for Helm's own. Reports time and allocations per
+//! functions and stand-ins for Helm's own, through a parse cache as the
+//! chart engine does (so identical copies of a file parse once). Reports time and allocations per
 //! pass over each chart and over all of them.
 //!
 //! Run: `cargo bench -p sprig --bench parse_corpus`
@@ -9,12 +10,13 @@
 //! `RUDDER_BENCH_RUNS` (default 30) sets the passes per chart.
 
 use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
-use gotmpl::{Func, FuncMap, Templates, Ty, Value};
+use gotmpl::{Func, ParseCache, Templates, Ty, Value};
 
 struct Counting;
 static ALLOCATED: AtomicUsize = AtomicUsize::new(0);
@@ -133,6 +135,8 @@ fn main() {
         let bytes: usize = files.iter().map(|(_, t)| t.len()).sum();
         let pass = || {
             let mut set = Templates::new(funcs.clone());
+            // A fresh cache per pass, as one `rudder template` run has.
+            set.set_parse_cache(Rc::new(RefCell::new(ParseCache::new(64 << 20))));
             for (name, text) in &files {
                 if let Err(e) = set.parse(name, text) {
                     panic!("{name}: {e}");

@@ -451,9 +451,10 @@ pub fn keys_in_template(text: &str) -> usize {
     const MAKERS: [&str; 3] = ["CA", "SelfSignedCert", "SignedCert"];
     let bytes = text.as_bytes();
     let word = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
-    // One pass over the text for "gen", then the rest of the name.
-    text.match_indices("gen")
-        .filter(|&(i, _)| {
+    // One (vectorised) pass over the text for "gen", then the rest of the
+    // name: this runs over every template before rendering starts.
+    memchr::memmem::find_iter(bytes, b"gen")
+        .filter(|&i| {
             let before = i.checked_sub(1).map(|j| bytes[j]);
             let rest = &bytes[i + 3..];
             !before.is_some_and(word)

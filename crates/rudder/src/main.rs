@@ -8,6 +8,7 @@
 
 use clap::{Parser, Subcommand};
 
+mod allocator;
 mod error_text;
 mod release_cmds;
 mod run;

@@ -172,7 +172,9 @@ mod tests {
             &["rudder", "template", "a", "b", "c"],
             &["rudder", "template", "c", "--no-such-flag"],
         ] {
-            let want = Cli::try_parse_from(bad).err().map(|e| e.render().to_string());
+            let want = Cli::try_parse_from(bad)
+                .err()
+                .map(|e| e.render().to_string());
             let got = TemplateCli::try_parse_from(bad)
                 .err()
                 .map(|e| e.render().to_string());

@@ -150,6 +150,25 @@ struct Inner {
     backend: Box<dyn Backend>,
 }
 
+impl Inner {
+    /// The objects whose key starts with `prefix`, in key order, from just after
+    /// `after` when that key is under the prefix (a list's continue token).
+    fn under<'a>(
+        &'a self,
+        prefix: &'a str,
+        after: Option<&str>,
+    ) -> impl Iterator<Item = (&'a String, &'a Arc<Stored>)> + 'a {
+        use std::ops::Bound;
+        let start = match after {
+            Some(a) if a.starts_with(prefix) => Bound::Excluded(a.to_string()),
+            _ => Bound::Included(prefix.to_string()),
+        };
+        self.objects
+            .range((start, Bound::Unbounded))
+            .take_while(move |(k, _)| k.starts_with(prefix))
+    }
+}
+
 /// The recent events of one resource.
 struct ResourceLog {
     events: VecDeque<Arc<Event>>,
@@ -243,16 +262,7 @@ impl Store {
     /// matches outside it.
     pub(crate) fn list(&self, prefix: &str, after: Option<&str>) -> (Vec<Arc<Stored>>, u64) {
         let g = self.lock();
-        let start = match after {
-            Some(a) if a.starts_with(prefix) => std::ops::Bound::Excluded(a.to_string()),
-            _ => std::ops::Bound::Included(prefix.to_string()),
-        };
-        let items = g
-            .objects
-            .range((start, std::ops::Bound::Unbounded))
-            .take_while(|(k, _)| k.starts_with(prefix))
-            .map(|(_, v)| Arc::clone(v))
-            .collect();
+        let items = g.under(prefix, after).map(|(_, v)| Arc::clone(v)).collect();
         (items, g.rv)
     }
 
@@ -279,9 +289,7 @@ impl Store {
     /// Keys (with values) under a prefix, for cleanup passes.
     pub(crate) fn entries(&self, prefix: &str) -> Vec<(String, Arc<Stored>)> {
         let g = self.lock();
-        g.objects
-            .range(prefix.to_string()..)
-            .take_while(|(k, _)| k.starts_with(prefix))
+        g.under(prefix, None)
             .map(|(k, v)| (k.clone(), Arc::clone(v)))
             .collect()
     }
@@ -429,12 +437,7 @@ impl Store {
         prefix: &str,
     ) -> (Vec<Arc<Stored>>, u64, broadcast::Receiver<Arc<Event>>) {
         let g = self.lock();
-        let items = g
-            .objects
-            .range(prefix.to_string()..)
-            .take_while(|(k, _)| k.starts_with(prefix))
-            .map(|(_, v)| Arc::clone(v))
-            .collect();
+        let items = g.under(prefix, None).map(|(_, v)| Arc::clone(v)).collect();
         (items, g.rv, self.events.subscribe())
     }
 }

@@ -170,6 +170,16 @@ impl CustomResource {
         let meta = serde_json::to_vec(&self.metadata).map_or(0, |v| v.len());
         meta + self.spec_raw().map_or(0, |s| s.get().len())
     }
+
+    /// How logs and errors name the CR: `Kind namespace/name` (`Kind name` when
+    /// cluster-scoped).
+    pub(crate) fn display_id(&self, kind: &str) -> String {
+        let name = self.metadata.name.as_deref().unwrap_or_default();
+        match self.metadata.namespace.as_deref() {
+            Some(ns) => format!("{kind} {ns}/{name}"),
+            None => format!("{kind} {name}"),
+        }
+    }
 }
 
 impl Resource for CustomResource {

@@ -82,13 +82,6 @@ fn watches_file(ns: &TestNamespace) -> PathBuf {
     path
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
-
 struct Operator {
     stop: Option<oneshot::Sender<()>>,
     task: JoinHandle<operator::Result<()>>,
@@ -97,7 +90,7 @@ struct Operator {
 
 impl Operator {
     fn start(ns: &TestNamespace, client: &Client) -> Operator {
-        let metrics_port = free_port();
+        let metrics_port = testkit::free_port();
         let options = Options {
             watches_file: watches_file(ns),
             watch_namespaces: vec![ns.name().into()],
@@ -471,7 +464,7 @@ async fn leader_election_gates_reconciles_and_releases_the_lease() {
     let (ns, client) = start();
     // Ready means every watch's controller runs, so both CRDs must exist.
     install_crds(&ns, &["Widget", "Gadget"]).await;
-    let health_port = free_port();
+    let health_port = testkit::free_port();
     let options = |health: String| Options {
         watches_file: watches_file(&ns),
         watch_namespaces: vec![ns.name().into()],
@@ -511,7 +504,7 @@ async fn leader_election_gates_reconciles_and_releases_the_lease() {
 
     // A second replica stands by, ready (so rolling updates of the operator proceed);
     // asked to stop, it returns Ok without ever leading.
-    let standby_port = free_port();
+    let standby_port = testkit::free_port();
     let (stop_b, stop_rx) = oneshot::channel::<()>();
     let standby = tokio::spawn(operator::run_with_shutdown(
         client.clone(),

@@ -8,6 +8,7 @@
 
 use clap::{Parser, Subcommand};
 
+mod allocator;
 mod error_text;
 mod release_cmds;
 mod run;
@@ -40,6 +41,23 @@ enum Command {
     Up(Box<up::UpArgs>),
     #[command(flatten)]
     Release(release_cmds::ReleaseCommand),
+}
+
+/// `rudder template` alone: a render is a process of a few milliseconds, so
+/// it parses its flags without building every other command's (building
+/// them all, the operator's defaults reading cgroup limits included, was a
+/// tenth of a trivial chart's run). Its help and errors are the full CLI's.
+#[derive(Parser)]
+#[command(name = "rudder", version)]
+struct TemplateCli {
+    #[command(subcommand)]
+    command: TemplateCommand,
+}
+
+#[derive(Subcommand)]
+enum TemplateCommand {
+    /// Render a chart locally, exactly as `helm template` does.
+    Template(Box<template::TemplateArgs>),
 }
 
 #[derive(clap::Args)]
@@ -105,6 +123,11 @@ fn main() {
 }
 
 fn run() -> anyhow::Result<()> {
+    if std::env::args_os().nth(1).is_some_and(|a| a == "template") {
+        let TemplateCommand::Template(args) = TemplateCli::parse().command;
+        let code = template::run(*args)?;
+        std::process::exit(code)
+    }
     let cli = Cli::parse();
     match cli.command {
         Command::Version => {
@@ -121,6 +144,43 @@ fn run() -> anyhow::Result<()> {
         Command::Template(args) => {
             let code = template::run(*args)?;
             std::process::exit(code)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    /// The template-only parser must read and explain `rudder template`
+    /// exactly as the full CLI does.
+    #[test]
+    fn template_parser_matches_the_full_cli() {
+        let mut full = Cli::command();
+        let mut alone = TemplateCli::command();
+        full.build();
+        alone.build();
+        let help = |c: &mut clap::Command| {
+            c.find_subcommand_mut("template")
+                .map(|t| t.render_long_help().to_string())
+        };
+        let full_help = help(&mut full);
+        assert!(full_help.is_some());
+        assert_eq!(full_help, help(&mut alone));
+        for bad in [
+            &["rudder", "template"][..],
+            &["rudder", "template", "a", "b", "c"],
+            &["rudder", "template", "c", "--no-such-flag"],
+        ] {
+            let want = Cli::try_parse_from(bad)
+                .err()
+                .map(|e| e.render().to_string());
+            let got = TemplateCli::try_parse_from(bad)
+                .err()
+                .map(|e| e.render().to_string());
+            assert!(want.is_some(), "{bad:?} should be refused");
+            assert_eq!(want, got, "{bad:?}");
         }
     }
 }

@@ -277,10 +277,3 @@ fn prefetch_keys(chart: &chart::loader::Chart) {
     }
     sprig::prefetch(2048, count(chart).min(PREFETCH_KEYS_MAX));
 }
-
-/// The allocator of the whole `rudder` binary. A render makes and frees
-/// millions of small values (template trees, values, output strings): with
-/// mimalloc `rudder template` on a real chart runs ~12% fewer instructions
-/// and takes a quarter of the page faults of the system allocator.
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;

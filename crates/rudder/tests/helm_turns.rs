@@ -17,8 +17,9 @@ use std::collections::BTreeMap;
 use std::process::Command;
 use std::time::Duration;
 
-use interop::{chart, path_str, state_file, wait_for, Cluster, Namespace, Proc, Tool, SETTLE};
+use interop::{chart, path_str, state_file, wait_for, Cluster, Namespace, Tool, SETTLE};
 use serde_json::{json, Value};
+use testkit::Process;
 
 use Tool::{Helm, Rudder};
 
@@ -434,7 +435,7 @@ fn revisions(ns: &Namespace<'_>) -> Vec<(i64, String)> {
 }
 
 /// Waits until revision `n` is the deployed newest one and the objects are `state`'s.
-fn wait_deployed(ns: &Namespace<'_>, refs: &References, n: i64, state: char, op: &Proc) {
+fn wait_deployed(ns: &Namespace<'_>, refs: &References, n: i64, state: char, op: &Process) {
     let what = format!("revision {n} deployed with state {state}");
     let deadline = std::time::Instant::now() + SETTLE;
     loop {
@@ -457,7 +458,7 @@ fn wait_deployed(ns: &Namespace<'_>, refs: &References, n: i64, state: char, op:
 
 /// No new revision for a while (several reconciles: the dependent watches saw the
 /// restore, the operator's own writes trigger nothing more).
-fn assert_steady(ns: &Namespace<'_>, n: i64, op: &Proc) {
+fn assert_steady(ns: &Namespace<'_>, n: i64, op: &Process) {
     std::thread::sleep(Duration::from_secs(5));
     let history = revisions(ns);
     assert_eq!(
@@ -486,7 +487,7 @@ fn the_operator_restores_a_release_helm_rolled_back() {
         ),
     )
     .expect("write watches");
-    let op = Proc::spawn(
+    let op = Process::spawn(
         "operator",
         &cluster.dir,
         Command::new(env!("CARGO_BIN_EXE_rudder"))

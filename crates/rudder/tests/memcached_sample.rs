@@ -14,12 +14,12 @@
 //! requests: a real cluster, or `rudder apiserver --authorization rbac` when this
 //! build has it. Skips with a message when kubectl or the sample is absent.
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
+use testkit::{free_port, Process};
 
 /// Upper bound for anything to happen; it only stops a hung test.
 const SETTLE: Duration = Duration::from_secs(120);
@@ -40,13 +40,6 @@ fn have(program: &str, arg: &str) -> bool {
         .is_ok_and(|s| s.success())
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
-
 /// Polls `probe` every 250 ms until it answers, or panics naming `what`.
 fn eventually<T>(what: &str, mut probe: impl FnMut() -> Option<T>) -> T {
     let deadline = Instant::now() + SETTLE;
@@ -59,55 +52,13 @@ fn eventually<T>(what: &str, mut probe: impl FnMut() -> Option<T>) -> T {
     }
 }
 
-/// A child process whose output goes to a file; killed when dropped.
-struct Running {
-    child: Child,
-    log: PathBuf,
-}
-
-impl Running {
-    fn start(mut cmd: Command, log: PathBuf) -> Running {
-        let out = File::create(&log).expect("log file");
-        let err = out.try_clone().expect("log file");
-        let child = cmd
-            .stdin(Stdio::null())
-            .stdout(out)
-            .stderr(err)
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"));
-        Running { child, log }
-    }
-
-    fn output(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    /// SIGTERM, as the kubelet stops a pod, and the exit.
-    fn terminate(&mut self) {
-        let pid = self.child.id().to_string();
-        let sent = Command::new("kill").args(["-TERM", &pid]).status();
-        assert!(sent.is_ok_and(|s| s.success()), "cannot signal {pid}");
-        let stopped = eventually("the process to exit after SIGTERM", || {
-            self.child.try_wait().ok().flatten()
-        });
-        assert!(stopped.success(), "exit after SIGTERM: {stopped}");
-    }
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// Where the test runs: a kubeconfig (the embedded server's, or the one given).
 struct Cluster {
     dir: PathBuf,
     kubeconfig: PathBuf,
     /// Whether requests are authorized (RBAC), so ServiceAccount tokens mean something.
     rbac: bool,
-    _server: Option<Running>,
+    _server: Option<Process>,
 }
 
 impl Cluster {
@@ -144,10 +95,10 @@ impl Cluster {
                  (ServiceAccount identity, metrics 401/403) are skipped"
             );
         }
-        let server = Running::start(cmd, dir.join("apiserver.log"));
+        let server = Process::spawn_one_log("apiserver", dir, &mut cmd);
         eventually("the API server to listen", || {
             server
-                .output()
+                .stdout()
                 .contains("apiserver listening on")
                 .then_some(())
         });
@@ -294,8 +245,9 @@ fn start_manager(
     args: &[String],
     kubeconfig: &Path,
     sample: &Path,
-    log: PathBuf,
-) -> (Running, u16, u16) {
+    name: &str,
+    dir: &Path,
+) -> (Process, u16, u16) {
     let metrics_port = free_port();
     let health_port = free_port();
     let mut run_args: Vec<String> = args
@@ -319,7 +271,11 @@ fn start_manager(
         .arg(kubeconfig)
         .current_dir(sample)
         .env_remove("WATCH_NAMESPACE");
-    (Running::start(cmd, log), metrics_port, health_port)
+    (
+        Process::spawn_one_log(name, dir, &mut cmd),
+        metrics_port,
+        health_port,
+    )
 }
 
 /// `https://127.0.0.1:<port>/metrics` with curl: the status code and the body.
@@ -357,14 +313,14 @@ fn series_value(body: &str, series: &str) -> Option<f64> {
 }
 
 /// The operator's JSON log lines.
-fn log_lines(op: &Running) -> Vec<Value> {
-    op.output()
+fn log_lines(op: &Process) -> Vec<Value> {
+    op.stdout()
         .lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
         .collect()
 }
 
-fn logged(op: &Running, msg: &str) -> Option<Value> {
+fn logged(op: &Process, msg: &str) -> Option<Value> {
     log_lines(op).into_iter().find(|l| l["msg"] == msg)
 }
 
@@ -450,12 +406,8 @@ fn operator_sdk_memcached_sample_runs_unchanged() {
         .into_iter()
         .filter(|a| cluster.rbac || a != "--metrics-require-rbac")
         .collect();
-    let (op, metrics_port, _) = start_manager(
-        &args,
-        &operator_kubeconfig,
-        &sample,
-        dir.join("operator.log"),
-    );
+    let (op, metrics_port, _) =
+        start_manager(&args, &operator_kubeconfig, &sample, "operator", &dir);
 
     // The Go operator's startup lines, zap JSON.
     let watching = eventually("\"Watching resource\" in the logs", || {
@@ -650,7 +602,7 @@ fn operator_sdk_memcached_sample_runs_unchanged() {
     );
 
     // No value of the CR's spec appears in the logs.
-    let text = op.output();
+    let text = op.stdout();
     assert!(
         !text.contains("memcached:1.5.20"),
         "values leaked into the logs"
@@ -666,7 +618,12 @@ fn operator_sdk_memcached_sample_runs_unchanged() {
 
     // Stopped as a pod is: it hands the Lease over at once.
     let mut op = op;
-    op.terminate();
+    let stopped = op.terminate(SETTLE);
+    assert!(
+        stopped.success(),
+        "exit after SIGTERM: {stopped}\n{}",
+        op.logs()
+    );
     eventually("\"released the leader lease\"", || {
         logged(&op, "released the leader lease")
     });
@@ -690,7 +647,8 @@ fn operator_sdk_memcached_sample_runs_unchanged() {
         &legacy,
         &operator_kubeconfig,
         &sample,
-        dir.join("legacy-operator.log"),
+        "legacy-operator",
+        &dir,
     );
     eventually("leadership after the hand-over", || {
         logged(

@@ -7,13 +7,13 @@
 //! (`WATCH_NAMESPACE`), so tests are independent on a shared cluster. They skip (with a
 //! printed message) when kubectl is not installed.
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
+use testkit::Process;
 
 /// Generous upper bounds for things to happen; they only stop a hung test, they never
 /// measure anything.
@@ -64,77 +64,6 @@ fn wait_for<T>(what: &str, limit: Duration, mut probe: impl FnMut() -> Option<T>
             panic!("timed out after {limit:?} waiting for {what}");
         }
         std::thread::sleep(Duration::from_millis(250));
-    }
-}
-
-/// A child process killed (SIGKILL) when dropped; its output goes to log files.
-struct Proc {
-    name: String,
-    child: Child,
-    stdout: PathBuf,
-    stderr: PathBuf,
-}
-
-impl Proc {
-    fn spawn(name: &str, dir: &Path, cmd: &mut Command) -> Proc {
-        let stdout = dir.join(format!("{name}.stdout"));
-        let stderr = dir.join(format!("{name}.stderr"));
-        let child = cmd
-            .stdin(Stdio::null())
-            .stdout(File::create(&stdout).expect("log file"))
-            .stderr(File::create(&stderr).expect("log file"))
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {name}: {e}"));
-        Proc {
-            name: name.to_string(),
-            child,
-            stdout,
-            stderr,
-        }
-    }
-
-    fn stdout(&self) -> String {
-        std::fs::read_to_string(&self.stdout).unwrap_or_default()
-    }
-
-    fn stderr(&self) -> String {
-        std::fs::read_to_string(&self.stderr).unwrap_or_default()
-    }
-
-    fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
-    /// `kill -9`: no chance to clean up, like a node dying.
-    fn kill9(mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-
-    fn exited(&mut self) -> Option<std::process::ExitStatus> {
-        self.child.try_wait().ok().flatten()
-    }
-
-    /// The tail of both logs, for failure messages.
-    fn logs(&self) -> String {
-        let tail = |s: String| {
-            let lines: Vec<&str> = s.lines().collect();
-            lines[lines.len().saturating_sub(40)..].join("\n")
-        };
-        format!(
-            "--- {} stdout ---\n{}\n--- {} stderr ---\n{}",
-            self.name,
-            tail(self.stdout()),
-            self.name,
-            tail(self.stderr())
-        )
-    }
-}
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -208,7 +137,7 @@ impl Cluster {
 
     /// Starts `rudder run` on `watches` with extra flags, watching the test's namespace
     /// (and `more` namespaces, comma-separated).
-    fn operator(&self, name: &str, watches: &Path, extra: &[&str]) -> Proc {
+    fn operator(&self, name: &str, watches: &Path, extra: &[&str]) -> Process {
         let mut cmd = Command::new(rudder());
         cmd.current_dir(self.dir())
             .env("KUBECONFIG", self.ns.kubeconfig())
@@ -224,11 +153,18 @@ impl Cluster {
                 "127.0.0.1:0",
             ])
             .args(extra);
-        Proc::spawn(name, self.dir(), &mut cmd)
+        Process::spawn(name, self.dir(), &mut cmd)
     }
 
     /// Waits until the CR's condition `ty` has `status`, returning the CR.
-    fn wait_condition(&self, kind: &str, name: &str, ty: &str, status: &str, op: &Proc) -> Value {
+    fn wait_condition(
+        &self,
+        kind: &str,
+        name: &str,
+        ty: &str,
+        status: &str,
+        op: &Process,
+    ) -> Value {
         let what = format!("{kind}/{name} to have {ty}={status}");
         let deadline = Instant::now() + SETTLE;
         loop {
@@ -368,7 +304,7 @@ fn test_watches(dir: &Path, kind: &str, chart: &Path) -> PathBuf {
 
 /// Installs the example CRD, starts an operator on the example watches.yaml, applies
 /// the example CR and waits until it is deployed.
-fn hello_deployed(c: &Cluster, extra: &[&str]) -> (Proc, Value) {
+fn hello_deployed(c: &Cluster, extra: &[&str]) -> (Process, Value) {
     c.apply_file(&examples().join("crd.yaml"));
     c.wait_crd(HELLO_CRD);
     let op = c.operator("operator", &examples().join("watches.yaml"), extra);
@@ -482,7 +418,7 @@ fn operator_killed_during_an_upgrade_recovers_with_history_intact() {
     c.apply_yaml(&test_crd("Slow", "slows"));
     c.wait_crd("slows.e2e.rudder.dev");
     let watches = test_watches(c.dir(), "Slow", &fixtures().join("charts/slow"));
-    let op = c.operator("operator-1", &watches, &[]);
+    let mut op = c.operator("operator-1", &watches, &[]);
     c.apply_yaml(
         "apiVersion: e2e.rudder.dev/v1\nkind: Slow\nmetadata: {name: slow}\nspec: {generation: one}\n",
     );
@@ -516,7 +452,7 @@ fn operator_killed_during_an_upgrade_recovers_with_history_intact() {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    op.kill9();
+    op.kill();
     eprintln!(
         "operator killed {} the upgrade; records then: {:?}",
         if caught_pending { "during" } else { "after" },
@@ -749,7 +685,7 @@ fn leader_election_one_replica_reconciles_and_the_other_takes_over() {
         "--leader-election-namespace",
         c.ns(),
     ];
-    let a = c.operator("replica-a", &watches, &flags);
+    let mut a = c.operator("replica-a", &watches, &flags);
     let first = wait_for("replica A to take the lease", SETTLE, || {
         leader(&c, "rudder-e2e")
     });
@@ -776,7 +712,7 @@ fn leader_election_one_replica_reconciles_and_the_other_takes_over() {
         b.logs()
     );
 
-    a.kill9();
+    a.kill();
     let second = wait_for("replica B to take the lease over", AFTER_CRASH, || {
         leader(&c, "rudder-e2e").filter(|h| *h != first)
     });
@@ -856,7 +792,7 @@ fn rudder_up_deploys_the_example() {
     };
     let dir = scratch("up");
     let kubeconfig = dir.join("up.kubeconfig");
-    let mut up = Proc::spawn(
+    let mut up = Process::spawn(
         "rudder-up",
         &dir,
         Command::new(rudder()).current_dir(&dir).args([

@@ -6,13 +6,13 @@
 //! reconciled by two replicas at once. Skips (with a message) without kubectl.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::fs::File;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
+use testkit::{free_port, Process};
 
 /// Upper bounds that only stop a hung test; nothing is timed.
 const SETTLE: Duration = Duration::from_secs(240);
@@ -36,19 +36,15 @@ fn wait_for<T>(what: &str, limit: Duration, mut probe: impl FnMut() -> Option<T>
 
 /// One `rudder run` replica; killed when dropped.
 struct Replica {
-    child: Child,
-    log: PathBuf,
+    process: Process,
     metrics: u16,
 }
 
 impl Replica {
     fn start(ns: &testkit::TestNamespace, name: &str) -> Replica {
         let metrics = free_port();
-        let log = ns.dir().join(format!("{name}.log"));
-        let out = File::create(&log).expect("log file");
-        let err = out.try_clone().expect("log file");
-        let child = Command::new(env!("CARGO_BIN_EXE_rudder"))
-            .current_dir(ns.dir())
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_rudder"));
+        cmd.current_dir(ns.dir())
             .env("KUBECONFIG", ns.kubeconfig())
             .env("WATCH_NAMESPACE", ns.name())
             .args([
@@ -66,27 +62,19 @@ impl Replica {
                 "0",
                 "--metrics-bind-address",
                 &format!("127.0.0.1:{metrics}"),
-            ])
-            .stdin(Stdio::null())
-            .stdout(out)
-            .stderr(err)
-            .spawn()
-            .expect("start rudder run");
+            ]);
         Replica {
-            child,
-            log,
+            process: Process::spawn_one_log(name, ns.dir(), &mut cmd),
             metrics,
         }
     }
 
     fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
+        self.process.stdout()
     }
 
     fn tail(&self) -> String {
-        let log = self.log();
-        let lines: Vec<&str> = log.lines().collect();
-        lines[lines.len().saturating_sub(30)..].join("\n")
+        self.process.logs()
     }
 
     /// `(owned, members)` from this replica's shard gauges.
@@ -105,22 +93,8 @@ impl Replica {
     }
 
     fn kill9(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.process.kill();
     }
-}
-
-impl Drop for Replica {
-    fn drop(&mut self) {
-        self.kill9();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
 }
 
 fn scrape(port: u16) -> Option<String> {

@@ -11,6 +11,7 @@
 //! | a chart on disk | [`ChartDir::new`], [`write_chart`] |
 //! | kubectl, helm, the oracle, `../shared` | [`tools`] (each `None` with a skip message), [`Kubectl`] |
 //! | waiting | [`eventually`], [`eventually_blocking`] |
+//! | a child process (`rudder run`, a replica) with logs | [`Process`], [`free_port`] |
 //! | ready workloads without a kubelet | automatic: see [`readiness`](crate#readiness) |
 //! | render a corpus case as the oracle does | [`oracle`] |
 //!
@@ -34,6 +35,7 @@ mod eventually;
 mod kubectl;
 mod namespace;
 pub mod oracle;
+mod process;
 mod readiness;
 pub mod tools;
 
@@ -46,5 +48,6 @@ pub use error::Error;
 pub use eventually::{eventually, eventually_blocking, Settled};
 pub use kubectl::{unique, Kubectl};
 pub use namespace::{TestNamespace, CREATED_BY};
+pub use process::{free_port, Process};
 pub use readiness::settle;
 pub use tools::{skip_message, Tool};

@@ -282,7 +282,10 @@ impl Time {
             Location::Utc => "time.UTC".to_string(),
             Location::Local => "time.Local".to_string(),
             Location::Fixed(name, _) => format!("time.Location({})", go_quote(name)),
-            Location::Tz(tz) => format!("time.Location({})", go_quote(tz.name())),
+            Location::Tz(tz) => format!(
+                "time.Location({})",
+                go_quote(tz.iana_name().unwrap_or_default())
+            ),
         };
         format!(
             "time.Date({}, time.{}, {}, {}, {}, {}, {}, {loc})",

@@ -211,6 +211,10 @@ fn parses_zones_and_layouts() {
     assert_eq!(z("Asia/Kolkata"), "2021-06-30 02:23 IST");
     assert_eq!(z("America/Sao_Paulo"), "2021-06-29 17:53 -03");
     assert_eq!(z("utc"), "2021-06-29 20:53 UTC");
+    // Go finds zones by file name: the spelling must match exactly.
+    assert_eq!(z("europe/london"), "2021-06-29 20:53 UTC");
+    assert_eq!(z("US/Pacific"), "2021-06-29 13:53 PDT");
+    assert_eq!(z("Asia/Kathmandu"), "2021-06-30 02:38 +0545");
     assert_eq!(z("Local"), "2021-06-29 20:53 UTC");
     let v = parse_in_location("2006-01-02", "2021-03-04", Location::Local).unwrap();
     assert_eq!(

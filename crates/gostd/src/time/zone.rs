@@ -1,11 +1,10 @@
 //! Go's `*time.Location`: UTC, the local zone (`$TZ`, UTC when unset, as Go
 //! resolves it), fixed offsets, and IANA zones from the database compiled into
-//! `chrono-tz`.
+//! the binary (jiff's bundled TZif data).
 
 use std::sync::OnceLock;
 
-use chrono::{Offset, TimeZone};
-use chrono_tz::{OffsetName, Tz};
+use jiff::tz::TimeZone;
 
 /// Where a time is displayed: Go's `*time.Location`.
 #[derive(Debug, Clone, PartialEq)]
@@ -15,19 +14,33 @@ pub enum Location {
     Local,
     /// `time.FixedZone(name, offset)`, as parsing a numeric offset creates.
     Fixed(String, i32),
-    Tz(Tz),
+    Tz(TimeZone),
 }
 
-fn local_tz() -> Option<Tz> {
-    static LOCAL: OnceLock<Option<Tz>> = OnceLock::new();
-    *LOCAL.get_or_init(|| {
-        let tz = std::env::var("TZ").ok()?;
-        let tz = tz.strip_prefix(':').unwrap_or(&tz);
-        if tz.is_empty() || tz == "UTC" {
-            return None;
-        }
-        tz.parse::<Tz>().ok()
-    })
+/// The IANA zone named exactly `name`. Go looks zone files up by path, so
+/// the name is case-sensitive, while jiff's lookup ignores case: a zone is
+/// only accepted under its own spelling.
+fn iana_zone(name: &str) -> Option<TimeZone> {
+    static DB: OnceLock<jiff::tz::TimeZoneDatabase> = OnceLock::new();
+    let tz = DB
+        .get_or_init(jiff::tz::TimeZoneDatabase::bundled)
+        .get(name)
+        .ok()?;
+    (tz.iana_name() == Some(name)).then_some(tz)
+}
+
+fn local_tz() -> Option<&'static TimeZone> {
+    static LOCAL: OnceLock<Option<TimeZone>> = OnceLock::new();
+    LOCAL
+        .get_or_init(|| {
+            let tz = std::env::var("TZ").ok()?;
+            let tz = tz.strip_prefix(':').unwrap_or(&tz);
+            if tz.is_empty() || tz == "UTC" {
+                return None;
+            }
+            iana_zone(tz)
+        })
+        .as_ref()
 }
 
 impl Location {
@@ -36,7 +49,7 @@ impl Location {
         match name {
             "" | "UTC" => Some(Location::Utc),
             "Local" => Some(Location::Local),
-            _ => name.parse::<Tz>().ok().map(Location::Tz),
+            _ => iana_zone(name).map(Location::Tz),
         }
     }
 
@@ -49,22 +62,24 @@ impl Location {
                 Some(tz) => tz,
                 None => return ("UTC".into(), 0),
             },
-            Location::Tz(tz) => *tz,
+            Location::Tz(tz) => tz,
         };
-        match chrono::DateTime::from_timestamp(unix, 0) {
-            Some(dt) => {
-                let off = tz.offset_from_utc_datetime(&dt.naive_utc());
-                let secs = off.fix().local_minus_utc();
-                // tzdata writes numeric abbreviations ("-03", "+0545")
-                // that chrono-tz does not carry.
-                let name = match off.abbreviation() {
-                    Some(a) if !a.is_empty() => a.to_string(),
-                    _ => numeric_abbreviation(secs),
-                };
-                (name, secs)
-            }
-            None => ("UTC".into(), 0),
-        }
+        // jiff's instants span years -9999..=9999; beyond them the zone's
+        // offset at the nearest end stands in.
+        let at = jiff::Timestamp::from_second(unix).unwrap_or(if unix < 0 {
+            jiff::Timestamp::MIN
+        } else {
+            jiff::Timestamp::MAX
+        });
+        let info = tz.to_offset_info(at);
+        let secs = info.offset().seconds();
+        // TZif data carries numeric abbreviations ("-03", "+0545") as Go
+        // prints them; a zone without one still gets Go's numeric form.
+        let name = match info.abbreviation() {
+            "" => numeric_abbreviation(secs),
+            a => a.to_string(),
+        };
+        (name, secs)
     }
 }
 

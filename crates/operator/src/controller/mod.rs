@@ -559,12 +559,7 @@ async fn reconcile_one(cr: Arc<CustomResource>, run: Arc<WatchRun>) -> Result<Ac
     let Some(cr) = run.latest(&cr, ctx.resource()) else {
         return Ok(Action::await_change());
     };
-    let cr_id = format!(
-        "{} {}/{}",
-        ctx.resource().kind,
-        cr.namespace().unwrap_or_default(),
-        cr.name_any()
-    );
+    let cr_id = cr.display_id(&ctx.resource().kind);
     let work = metrics.work_started(&run.gvk);
     let started = Instant::now();
     // Boxed, so a reconcile waiting for a worker (at 10,000 CRs, thousands of them)

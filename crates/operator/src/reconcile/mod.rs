@@ -83,10 +83,7 @@ pub async fn reconcile(
     ctx: Arc<Context>,
 ) -> Result<Outcome, ReconcileError> {
     let name = cr.name_any();
-    let cr_id = match cr.namespace() {
-        Some(ns) => format!("{} {}/{}", ctx.resource.kind, ns, name),
-        None => format!("{} {}", ctx.resource.kind, name),
-    };
+    let cr_id = cr.display_id(&ctx.resource.kind);
     let Some(namespace) = cr.namespace() else {
         return Err(ReconcileError::NoNamespace { cr: cr_id });
     };

@@ -6,18 +6,13 @@
 
 #![allow(dead_code)]
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use testkit::{unique, Process, KUBECONFIG_ENV};
 
-/// Points the suites at a real cluster instead of the embedded server.
-pub const KUBECONFIG_ENV: &str = "RUDDER_TEST_KUBECONFIG";
-/// The helm binary to drive (default: /usr/local/bin/helm, else `helm` on PATH).
-pub const HELM_ENV: &str = "RUDDER_TEST_HELM";
 /// Upper bound for things to settle; it only stops a hung test.
 pub const SETTLE: Duration = Duration::from_secs(120);
 
@@ -39,45 +34,6 @@ pub fn path_str(p: &Path) -> String {
     p.to_str().expect("utf-8 path").to_string()
 }
 
-fn works(cmd: &mut Command) -> bool {
-    cmd.stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
-/// The helm binary, or `None` after printing why the test is skipped.
-pub fn helm_bin() -> Option<PathBuf> {
-    let candidates = [
-        std::env::var_os(HELM_ENV).map(PathBuf::from),
-        Some(PathBuf::from("/usr/local/bin/helm")),
-        Some(PathBuf::from("helm")),
-    ];
-    let found = candidates
-        .into_iter()
-        .flatten()
-        .find(|p| works(Command::new(p).arg("version")));
-    if found.is_none() {
-        eprintln!(
-            "SKIPPED: no helm binary (set {HELM_ENV}, or run ../shared/tools/install-helm-cli.sh)"
-        );
-    }
-    found
-}
-
-fn kubectl_available() -> bool {
-    let ok = works(Command::new("kubectl").args(["version", "--client"]));
-    if !ok {
-        eprintln!("SKIPPED: kubectl is not on PATH");
-    }
-    ok
-}
-
-fn unique() -> u32 {
-    static N: AtomicU32 = AtomicU32::new(0);
-    N.fetch_add(1, Ordering::Relaxed)
-}
-
 /// Polls `probe` until it returns `Some`, panicking with `what` after `limit`.
 pub fn wait_for<T>(what: &str, limit: Duration, mut probe: impl FnMut() -> Option<T>) -> T {
     let deadline = Instant::now() + limit;
@@ -93,64 +49,19 @@ pub fn wait_for<T>(what: &str, limit: Duration, mut probe: impl FnMut() -> Optio
     }
 }
 
-/// A child process killed when dropped; its output goes to files in `dir`.
-pub struct Proc {
-    child: Child,
-    stdout: PathBuf,
-    stderr: PathBuf,
-}
-
-impl Proc {
-    pub fn spawn(name: &str, dir: &Path, cmd: &mut Command) -> Proc {
-        let stdout = dir.join(format!("{name}.stdout"));
-        let stderr = dir.join(format!("{name}.stderr"));
-        let child = cmd
-            .stdin(Stdio::null())
-            .stdout(File::create(&stdout).expect("log file"))
-            .stderr(File::create(&stderr).expect("log file"))
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {name}: {e}"));
-        Proc {
-            child,
-            stdout,
-            stderr,
-        }
-    }
-
-    pub fn stdout(&self) -> String {
-        std::fs::read_to_string(&self.stdout).unwrap_or_default()
-    }
-
-    /// The tail of the logs, for failure messages.
-    pub fn logs(&self) -> String {
-        let err = std::fs::read_to_string(&self.stderr).unwrap_or_default();
-        let lines: Vec<&str> = err.lines().collect();
-        lines[lines.len().saturating_sub(40)..].join("\n")
-    }
-}
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// The cluster the tools act on.
 pub struct Cluster {
     pub dir: PathBuf,
     pub kubeconfig: PathBuf,
     pub helm: PathBuf,
-    _server: Option<Proc>,
+    _server: Option<Process>,
 }
 
 impl Cluster {
     /// `None` (with a message) when helm or kubectl is missing.
     pub fn start(name: &str) -> Option<Cluster> {
-        let helm = helm_bin()?;
-        if !kubectl_available() {
-            return None;
-        }
+        let helm = testkit::tools::helm()?.path().to_path_buf();
+        testkit::tools::kubectl()?;
         let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
             "interop-{name}-{}-{}",
             std::process::id(),
@@ -167,7 +78,7 @@ impl Cluster {
             });
         }
         let kubeconfig = dir.join("kubeconfig");
-        let server = Proc::spawn(
+        let server = Process::spawn(
             "apiserver",
             &dir,
             Command::new(env!("CARGO_BIN_EXE_rudder")).args([

@@ -1,0 +1,137 @@
+//! The allocator of the whole `rudder` binary (mimalloc), and when it gives freed
+//! memory back to the OS.
+//!
+//! A render makes and frees millions of small values (template trees, values,
+//! output strings): with mimalloc `rudder template` on a real chart runs ~12% fewer
+//! instructions and takes a quarter of the page faults of the system allocator.
+//!
+//! A long-running operator frees most of what each reconcile allocates. With
+//! mimalloc's defaults on Linux (arenas committed eagerly, freed pages purged after
+//! a delay) a good part of its RSS was memory already freed: 10,000 CRs of the
+//! example chart peaked at 141 MiB. Committing arena memory on demand and purging
+//! freed pages at once brought that to 105 MiB. A render, a process of a few
+//! milliseconds, keeps the defaults: purging at once took a real chart's
+//! `rudder template` from ~450 to ~2,000 page faults and ~9% more time. So the
+//! long-running commands (`run`, `apiserver`, `up`) purge at once, the others do
+//! not; `MIMALLOC_ARENA_EAGER_COMMIT` and `MIMALLOC_PURGE_DELAY` in the environment
+//! still win.
+
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+mod tuning {
+    use std::ffi::CStr;
+    use std::os::raw::{c_char, c_int, c_long};
+
+    // Indices in mimalloc's `mi_option_t` (include/mimalloc.h; the same in v2 and v3).
+    pub(super) const MI_OPTION_ARENA_EAGER_COMMIT: c_int = 4;
+    pub(super) const MI_OPTION_PURGE_DELAY: c_int = 15;
+
+    extern "C" {
+        // Part of the static mimalloc library the `mimalloc` crate links.
+        fn mi_option_set(option: c_int, value: c_long);
+        #[cfg(test)]
+        pub(super) fn mi_option_get(option: c_int) -> c_long;
+    }
+
+    /// The subcommands that run until stopped.
+    const LONG_RUNNING: [&[u8]; 3] = [b"run", b"apiserver", b"up"];
+
+    /// Whether the process is one of the long-running commands, by its first
+    /// argument.
+    pub(super) fn long_running(command: &[u8]) -> bool {
+        LONG_RUNNING.contains(&command)
+    }
+
+    /// Runs before `main`, as an ELF constructor: the first allocation reserves
+    /// mimalloc's first arena (1 GiB of address space) with the commit mode in force
+    /// then, and the Rust runtime may allocate before `main` (set from `main`, the
+    /// commit mode did not take effect). mimalloc's own constructor runs earlier
+    /// still (priority 101) and allocates nothing. glibc passes constructors the
+    /// program's arguments, as Rust's std relies on to read them there.
+    #[used]
+    #[link_section = ".init_array"]
+    static SET_BEFORE_MAIN: extern "C" fn(c_int, *const *const c_char, *const *const c_char) =
+        before_main;
+
+    extern "C" fn before_main(
+        argc: c_int,
+        argv: *const *const c_char,
+        _envp: *const *const c_char,
+    ) {
+        if argc < 2 || argv.is_null() {
+            return;
+        }
+        // SAFETY: glibc hands constructors `argc` valid NUL-terminated arguments.
+        let command = unsafe {
+            let first = *argv.add(1);
+            if first.is_null() {
+                return;
+            }
+            CStr::from_ptr(first).to_bytes()
+        };
+        if long_running(command) {
+            return_freed_memory_promptly();
+        }
+    }
+
+    /// Makes mimalloc commit arena memory as it is used and purge freed pages at
+    /// once, unless the environment says otherwise. Allocates nothing (it runs
+    /// before `main`).
+    pub(super) fn return_freed_memory_promptly() {
+        let settings: [(&CStr, c_int, c_long); 2] = [
+            (
+                c"MIMALLOC_ARENA_EAGER_COMMIT",
+                MI_OPTION_ARENA_EAGER_COMMIT,
+                0,
+            ),
+            (c"MIMALLOC_PURGE_DELAY", MI_OPTION_PURGE_DELAY, 0),
+        ];
+        for (env, option, value) in settings {
+            // SAFETY: getenv reads the environment with a NUL-terminated name;
+            // nothing modifies the environment this early. mi_option_set only stores
+            // the value of a valid option index.
+            unsafe {
+                if libc::getenv(env.as_ptr()).is_null() {
+                    mi_option_set(option, value);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(all(test, target_os = "linux", target_env = "gnu"))]
+mod tests {
+    use super::tuning::*;
+
+    #[test]
+    fn only_long_running_commands_purge_at_once() {
+        for command in ["run", "apiserver", "up"] {
+            assert!(long_running(command.as_bytes()), "{command}");
+        }
+        for command in ["template", "install", "version", "--help", "runner", ""] {
+            assert!(!long_running(command.as_bytes()), "{command}");
+        }
+    }
+
+    #[test]
+    fn the_tuning_sets_both_options() {
+        if std::env::var_os("MIMALLOC_PURGE_DELAY").is_some()
+            || std::env::var_os("MIMALLOC_ARENA_EAGER_COMMIT").is_some()
+        {
+            eprintln!("skipped: a MIMALLOC_ option is set in the environment");
+            return;
+        }
+        // SAFETY: reading an option has no preconditions.
+        let get = |option| unsafe { mi_option_get(option) };
+        let first = std::env::args().nth(1).unwrap_or_default();
+        if !long_running(first.as_bytes()) {
+            // The constructor left mimalloc's defaults.
+            assert_ne!(get(MI_OPTION_PURGE_DELAY), 0, "mimalloc's default delay");
+        }
+        return_freed_memory_promptly();
+        assert_eq!(get(MI_OPTION_PURGE_DELAY), 0);
+        assert_eq!(get(MI_OPTION_ARENA_EAGER_COMMIT), 0);
+    }
+}

@@ -707,10 +707,10 @@ mod tests {
     #[test]
     fn trims_and_fields() {
         let items = lex("a  {{- .x.y -}}  b").items;
-        assert_eq!(&*items[0].val, "a");
-        assert_eq!(&*items[2].val, ".x");
-        assert_eq!(&*items[3].val, ".y");
-        assert_eq!(&*items[5].val, "b");
+        assert_eq!(items[0].val, "a");
+        assert_eq!(items[2].val, ".x");
+        assert_eq!(items[3].val, ".y");
+        assert_eq!(items[5].val, "b");
     }
 
     #[test]
@@ -735,7 +735,7 @@ mod tests {
         let text: Vec<_> = items
             .iter()
             .filter(|i| i.typ == ItemType::Text)
-            .map(|i| &*i.val)
+            .map(|i| i.val)
             .collect();
         assert_eq!(text, vec!["a", "b"]);
     }

@@ -587,7 +587,7 @@ impl<'s> Parser<'_, 's> {
         if tok.typ != ItemType::String && tok.typ != ItemType::RawString {
             return self.unexpected(&tok, context);
         }
-        let name = unquote(&tok.val).or_else(|e| self.err(e))?;
+        let name = unquote(tok.val).or_else(|e| self.err(e))?;
         self.expect(ItemType::RightDelim, context)?;
         let saved_vars = std::mem::replace(&mut self.vars, vec!["$".to_string()]);
         let saved_depth = std::mem::replace(&mut self.range_depth, 0);
@@ -724,7 +724,7 @@ impl<'s> Parser<'_, 's> {
 
     fn template_name(&mut self, tok: &Item, context: &str) -> PResult<String> {
         match tok.typ {
-            ItemType::String | ItemType::RawString => unquote(&tok.val).or_else(|e| self.err(e)),
+            ItemType::String | ItemType::RawString => unquote(tok.val).or_else(|e| self.err(e)),
             _ => self.unexpected(tok, context),
         }
     }
@@ -925,7 +925,7 @@ impl<'s> Parser<'_, 's> {
         let tok = self.next_non_space();
         let arg = match tok.typ {
             ItemType::Identifier => {
-                if !is_builtin(&tok.val) && !(self.has_func)(&tok.val) {
+                if !is_builtin(tok.val) && !(self.has_func)(tok.val) {
                     return self.err(format!("function {:?} not defined", tok.val));
                 }
                 Arg::Identifier {
@@ -950,7 +950,7 @@ impl<'s> Parser<'_, 's> {
             },
             ItemType::Bool => Arg::Bool(tok.pos, tok.val == "true"),
             ItemType::CharConstant | ItemType::Complex | ItemType::Number => {
-                let n = parse_number(&tok.val, tok.typ).or_else(|e| self.err(e))?;
+                let n = parse_number(tok.val, tok.typ).or_else(|e| self.err(e))?;
                 Arg::Number(tok.pos, Rc::new(n))
             }
             ItemType::LeftParen => {

@@ -53,16 +53,6 @@ pub struct Version {
 
 const WS: &str = r"[\t\n\f\r ]";
 
-fn loose_version_regex() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| {
-        Regex::new(
-            r"^v?([0-9]+)(\.[0-9]+)?(\.[0-9]+)?(-([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?(\+([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?$",
-        )
-        .expect("static regex")
-    })
-}
-
 const CV_REGEX: &str = r"v?([0-9|x|X|\*]+)(\.[0-9|x|X|\*]+)?(\.[0-9|x|X|\*]+)?(-([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?(\+([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?";
 const OPS: &str = r"=||!=|>|<|>=|=>|<=|=<|~|~>|\^";
 
@@ -125,24 +115,85 @@ fn validate_metadata(m: &str) -> Result<(), SemverError> {
     Ok(())
 }
 
+/// The parts of a version as Masterminds' loose `versionRegex` captures
+/// them (empty when absent).
+struct LooseParts<'a> {
+    major: &'a str,
+    minor: &'a str,
+    patch: &'a str,
+    pre: &'a str,
+    metadata: &'a str,
+}
+
+/// Matches `^v?([0-9]+)(\.[0-9]+)?(\.[0-9]+)?(-(ID(\.ID)*))?(\+(ID(\.ID)*))?$`
+/// with `ID` = `[0-9A-Za-z-]+`. Every version in every chart is checked
+/// against it, and scanning it by hand spares each process compiling the
+/// regex. Each part ends where the only character that can follow it
+/// begins, so the match is found without backtracking.
+fn loose_version_parts(v: &str) -> Option<LooseParts<'_>> {
+    fn digits(s: &str) -> usize {
+        s.bytes().take_while(u8::is_ascii_digit).count()
+    }
+    /// Dot-separated identifiers, each non-empty.
+    fn identifiers(s: &str) -> bool {
+        s.split('.')
+            .all(|id| !id.is_empty() && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'))
+    }
+    let mut rest = v.strip_prefix('v').unwrap_or(v);
+    let n = digits(rest);
+    if n == 0 {
+        return None;
+    }
+    let major = &rest[..n];
+    rest = &rest[n..];
+    let mut numbers = ["", ""];
+    for part in &mut numbers {
+        let Some(after) = rest.strip_prefix('.') else {
+            break;
+        };
+        let n = digits(after);
+        if n == 0 {
+            return None;
+        }
+        *part = &after[..n];
+        rest = &after[n..];
+    }
+    let (before_meta, metadata) = match rest.split_once('+') {
+        Some((b, m)) => (b, Some(m)),
+        None => (rest, None),
+    };
+    let pre = match before_meta {
+        "" => "",
+        p => p.strip_prefix('-').filter(|p| identifiers(p))?,
+    };
+    let metadata = match metadata {
+        None => "",
+        Some(m) => Some(m).filter(|m| identifiers(m))?,
+    };
+    Some(LooseParts {
+        major,
+        minor: numbers[0],
+        patch: numbers[1],
+        pre,
+        metadata,
+    })
+}
+
 /// `semver.NewVersion` with the library default `CoerceNewVersion = true`:
 /// a leading `v`, missing minor/patch and leading zeros are accepted.
 pub fn parse_version(v: &str) -> Result<Version, SemverError> {
-    let caps = loose_version_regex()
-        .captures(v)
-        .ok_or(SemverError::InvalidSemVer)?;
-    let group = |i: usize| caps.get(i).map(|m| m.as_str()).unwrap_or("");
-    let major = parse_segment(group(1))?;
-    let minor = match group(2) {
+    let parts = loose_version_parts(v).ok_or(SemverError::InvalidSemVer)?;
+    let major = parse_segment(parts.major)?;
+    let minor = match parts.minor {
         "" => 0,
-        s => parse_segment(s.trim_start_matches('.'))?,
+        s => parse_segment(s)?,
     };
-    let patch = match group(3) {
+    let patch = match parts.patch {
         "" => 0,
-        s => parse_segment(s.trim_start_matches('.'))?,
+        s => parse_segment(s)?,
     };
-    let pre = group(5).to_string();
-    let metadata = group(8).to_string();
+    let pre = parts.pre.to_string();
+    let metadata = parts.metadata.to_string();
     if !pre.is_empty() {
         validate_prerelease(&pre)?;
     }
@@ -685,6 +736,57 @@ mod tests {
     fn call(m: &FuncMap, name: &str, args: Vec<Value>) -> Result<Value, FuncError> {
         let f = m.get(name).unwrap();
         (f.imp)(&mut CallCtx::detached(), args)
+    }
+
+    #[test]
+    fn version_scanner_matches_masterminds_regex() {
+        let re = Regex::new(
+            r"^v?([0-9]+)(\.[0-9]+)?(\.[0-9]+)?(-([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?(\+([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?$",
+        )
+        .unwrap();
+        // Every string of up to four characters from an alphabet with
+        // each kind of character the pattern treats apart, and some longer.
+        let alphabet = ['v', '1', '0', '.', '-', '+', 'a', 'Z', '_', ' ', 'é'];
+        let mut inputs = vec![String::new()];
+        let mut last = vec![String::new()];
+        for _ in 0..4 {
+            last = last
+                .iter()
+                .flat_map(|p| alphabet.iter().map(move |c| format!("{p}{c}")))
+                .collect();
+            inputs.extend(last.iter().cloned());
+        }
+        inputs.extend(
+            [
+                "v1.2.3-beta.1+build.5",
+                "1.2.3-a-b+c-d.e",
+                "1.2.3+a+b",
+                "1.2.3-+a",
+                "1.2.3-a.+b",
+                "10.20.30-rc.1.x-y",
+                "1.2.3.",
+                "1..2",
+                "v1.2.3-",
+                "1.2.3-a..b",
+                "99999999999999999999",
+            ]
+            .map(String::from),
+        );
+        for v in &inputs {
+            let by_regex = re.captures(v).map(|c| {
+                let g = |i: usize| c.get(i).map_or("", |m| m.as_str());
+                [
+                    g(1).to_string(),
+                    g(2).trim_start_matches('.').to_string(),
+                    g(3).trim_start_matches('.').to_string(),
+                    g(5).to_string(),
+                    g(8).to_string(),
+                ]
+            });
+            let by_hand = loose_version_parts(v)
+                .map(|p| [p.major, p.minor, p.patch, p.pre, p.metadata].map(String::from));
+            assert_eq!(by_hand, by_regex, "{v:?}");
+        }
     }
 
     #[test]

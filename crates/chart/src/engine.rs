@@ -9,6 +9,7 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 
+use crate::loader::Chart;
 use gotmpl::{
     Func, FuncError, FuncMap, MapKind, MapRef, MissingKey, ParseCache, Templates, Ty, Value,
 };
@@ -99,6 +100,53 @@ pub fn render_string(name: &str, text: &str) -> Result<String, RenderStringError
         .map_err(|e| RenderStringError::Exec(e.to_string()))
 }
 
+/// Calls `f` with the name a render gives each template of `chart` and
+/// its subcharts (`<chart>/charts/<sub>/templates/x.yaml`) and its text,
+/// skipping what a render never parses.
+pub(crate) fn for_each_template(chart: &Chart, f: &mut dyn FnMut(&str, &str)) {
+    fn walk(c: &Chart, full_path: &str, f: &mut dyn FnMut(&str, &str)) {
+        for t in &c.templates {
+            // A library chart's templates other than partials are never rendered.
+            let base = t.name.rsplit('/').next().unwrap_or_default();
+            if c.is_library() && !base.starts_with('_') {
+                continue;
+            }
+            f(
+                &format!("{full_path}/{}", t.name),
+                &crate::loader::utf8_lossy(&t.data),
+            );
+        }
+        for d in &c.dependencies {
+            walk(d, &format!("{full_path}/charts/{}", d.name()), f);
+        }
+    }
+    walk(chart, chart.name(), f);
+}
+
+/// Parses templates into this thread's parse cache ahead of a render of
+/// them on this thread, which then finds them parsed (see [`crate::ahead`]).
+/// A text that does not parse is left for the render to report.
+pub(crate) struct ParseHere {
+    set: Templates,
+}
+
+impl ParseHere {
+    pub(crate) fn new() -> Self {
+        let mut set = Templates::new(Engine::new().render_funcs());
+        PARSE_CACHE.with(|c| set.set_parse_cache(c.clone()));
+        ParseHere { set }
+    }
+
+    pub(crate) fn parse(&mut self, name: &str, text: &str) {
+        let _ = self.set.parse(name, text);
+    }
+
+    /// Keeps a parse made on another thread with [`Engine::render_funcs`].
+    pub(crate) fn adopt(&mut self, parse: gotmpl::DetachedParse) {
+        PARSE_CACHE.with(|c| c.borrow_mut().adopt(parse));
+    }
+}
+
 impl Engine {
     pub fn new() -> Self {
         Engine {
@@ -122,7 +170,7 @@ impl Engine {
 
     /// The functions of one render: the shared Sprig/Helm set plus the
     /// closures that carry per-render state.
-    fn render_funcs(&self) -> Rc<FuncMap> {
+    pub(crate) fn render_funcs(&self) -> Rc<FuncMap> {
         let mut m = FuncMap::layered(self.base.clone());
         let included: Rc<RefCell<HashMap<String, usize>>> = Rc::default();
         let inc = included.clone();

@@ -8,6 +8,7 @@
 
 #![warn(unreachable_pub)]
 
+pub mod ahead;
 mod chartfile;
 mod dependencies;
 pub mod engine;

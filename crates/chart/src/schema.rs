@@ -12,7 +12,7 @@
 //! `$ref`s are not fetched.
 
 use std::cell::RefCell;
-use std::rc::Rc;
+use std::sync::Arc;
 
 use crate::loader::Chart;
 use crate::values::Values;
@@ -163,18 +163,28 @@ fn write_tree(errors: &[(String, String)], depth: usize, indent: usize, out: &mu
     }
 }
 
+/// A compiled `values.schema.json`, or why it does not compile.
+pub(crate) type Compiled = Result<Arc<jsonschema::Validator>, String>;
+
+thread_local! {
+    static COMPILED: RefCell<Memo<Compiled>> = RefCell::new(Memo::new(16 << 20));
+}
+
 /// The validator of a schema document; compiling one (with the check of
 /// the schema against its meta-schema) costs more than validating, and a
 /// chart's schema is the same on every render.
-fn compile(schema: &[u8]) -> Result<Rc<jsonschema::Validator>, String> {
-    thread_local! {
-        static MEMO: RefCell<Memo<Result<Rc<jsonschema::Validator>, String>>> =
-            RefCell::new(Memo::new(16 << 20));
-    }
-    if let Some(v) = MEMO.with(|m| m.borrow().get(schema)) {
+fn compile(schema: &[u8]) -> Compiled {
+    if let Some(v) = COMPILED.with(|m| m.borrow().get(schema)) {
         return v;
     }
-    let v = gocodec::depth::parse_json_text(schema)
+    let v = compile_uncached(schema);
+    remember(schema, v.clone());
+    v
+}
+
+/// Compiles a schema document, on any thread (see [`remember`]).
+pub(crate) fn compile_uncached(schema: &[u8]) -> Compiled {
+    gocodec::depth::parse_json_text(schema)
         .map_err(|e| format!("{e}\n"))
         .and_then(|schema| {
             // Compiling walks the schema recursively.
@@ -187,9 +197,13 @@ fn compile(schema: &[u8]) -> Result<Rc<jsonschema::Validator>, String> {
             gocodec::depth::drop_json(schema);
             compiled
         })
-        .map(Rc::new);
-    MEMO.with(|m| m.borrow_mut().put(schema, v.clone()));
-    v
+        .map(Arc::new)
+}
+
+/// Makes this thread's validations of `schema` use `compiled`, which
+/// another thread made with [`compile_uncached`].
+pub(crate) fn remember(schema: &[u8], compiled: Compiled) {
+    COMPILED.with(|m| m.borrow_mut().put(schema, compiled));
 }
 
 fn type_name(t: jsonschema::JsonType) -> String {

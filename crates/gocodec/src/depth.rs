@@ -47,14 +47,24 @@ pub const DEEP_STACK_BYTES: usize = 256 << 20;
 pub fn on_deep_stack<R: Send + 'static>(
     f: impl FnOnce() -> R + Send + 'static,
 ) -> std::io::Result<R> {
-    let handle = std::thread::Builder::new()
-        .name("deep-stack".into())
-        .stack_size(DEEP_STACK_BYTES)
-        .spawn(f)?;
+    let handle = spawn_deep("deep-stack", f)?;
     match handle.join() {
         Ok(r) => Ok(r),
         Err(panic) => std::panic::resume_unwind(panic),
     }
+}
+
+/// Starts `f` on a thread named `name` with a [`DEEP_STACK_BYTES`] stack,
+/// beside the caller: for work that meets the same input as
+/// [`on_deep_stack`]'s. Fails only when no thread can be started.
+pub fn spawn_deep<R: Send + 'static>(
+    name: &str,
+    f: impl FnOnce() -> R + Send + 'static,
+) -> std::io::Result<std::thread::JoinHandle<R>> {
+    std::thread::Builder::new()
+        .name(name.into())
+        .stack_size(DEEP_STACK_BYTES)
+        .spawn(f)
 }
 
 /// Runs `f` with at least `levels * per_level` bytes of stack (plus a

@@ -145,6 +145,17 @@ impl ParseCache {
         }
     }
 
+    /// Keeps a parse made on another thread, as if [`Templates::parse`]
+    /// had made it here.
+    pub fn adopt(&mut self, parse: DetachedParse) {
+        let DetachedParse { key, text_len, out } = parse;
+        let cached = Cached {
+            trees: out.trees.into_iter().map(Rc::new).collect(),
+            defines_own_name: out.defines_own_name,
+        };
+        self.put(key, text_len, cached);
+    }
+
     /// Number of cached parses.
     pub fn len(&self) -> usize {
         self.entries.len()
@@ -153,6 +164,42 @@ impl ParseCache {
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
+}
+
+/// A parse of one template text made on one thread for the
+/// [`ParseCache`] of another (see [`ParseCache::adopt`]): the trees share
+/// their names and text through `Rc`, which cannot cross threads one by
+/// one, but can all together.
+pub struct DetachedParse {
+    key: u64,
+    text_len: usize,
+    out: parse::ParseOutput,
+}
+
+// SAFETY: every `Rc` in the output was made by the one `parse::parse`
+// call that returned it, and that call drops its own clones (its name
+// table, its copies of the name and text) before returning; `parse_detached`
+// keeps none either. So every reference count in the trees is reachable
+// only through this value and moves with it, and no two threads can ever
+// touch one count.
+unsafe impl Send for DetachedParse {}
+
+/// Parses `text` as template `name`, as [`Templates::parse`] would in a
+/// set whose functions are those `has_func` names, for a cache on another
+/// thread.
+pub fn parse_detached(
+    name: &str,
+    text: &str,
+    has_func: &dyn Fn(&str) -> bool,
+) -> Result<DetachedParse, Error> {
+    let out = stacker::maybe_grow(64 * 1024, 2 * 1024 * 1024, || {
+        parse::parse(name, text, has_func)
+    })?;
+    Ok(DetachedParse {
+        key: ParseCache::key(text),
+        text_len: text.len(),
+        out,
+    })
 }
 
 /// A set of named templates that can call each other, with the functions

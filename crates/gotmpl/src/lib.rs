@@ -16,7 +16,9 @@ mod parse;
 pub mod time;
 pub mod value;
 
-pub use exec::{CallCtx, Error, MissingKey, Options, ParseCache, Templates};
+pub use exec::{
+    parse_detached, CallCtx, DetachedParse, Error, MissingKey, Options, ParseCache, Templates,
+};
 pub use funcs::FuncMap;
 pub use value::{
     Func, FuncError, IntKind, Kind, List, ListKind, Map, MapKind, MapRef, Object, Ty, UintKind,

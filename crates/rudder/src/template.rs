@@ -248,9 +248,12 @@ fn render(
     opts: &RenderOptions,
     budget: &chart::loader::Budget,
 ) -> anyhow::Result<chart::render::RenderedFiles> {
-    let chart = chart::loader::load_with(Path::new(chart_path), budget)
-        .with_context(|| format!("loading chart {chart_path}"))?;
-    prefetch_keys(&chart);
+    let loading_error = || format!("loading chart {chart_path}");
+    // Values files are parsed and templates parsed on two threads: they
+    // are the larger part of a one-shot render.
+    let ahead = chart::ahead::load(Path::new(chart_path), budget).with_context(loading_error)?;
+    prefetch_keys(ahead.chart());
+    let chart = ahead.finish().with_context(loading_error)?;
     let vals = values.merged()?;
     Ok(render_templates(chart, vals, opts)?)
 }

@@ -132,13 +132,31 @@ pub fn load(path: impl AsRef<Path>) -> Result<Chart, LoadError> {
 
 /// [`load`] within the given size budget.
 pub fn load_with(path: impl AsRef<Path>, budget: &Budget) -> Result<Chart, LoadError> {
-    let path = path.as_ref();
+    load_in(path.as_ref(), budget, &ValuesMode::Parse)
+}
+
+/// What the loader does with a `values.yaml` text.
+pub(crate) enum ValuesMode<'a> {
+    /// Parses it into [`Chart::values`] at once.
+    Parse,
+    /// Hands it (and each `values.schema.json`) on, leaving
+    /// [`Chart::values`] empty: see [`crate::ahead`].
+    Aside(&'a dyn ValuesSink),
+}
+
+/// Takes the values and schema files a loader meets, in load order.
+pub(crate) trait ValuesSink {
+    fn values(&self, text: &str);
+    fn schema(&self, data: &[u8]);
+}
+
+pub(crate) fn load_in(path: &Path, budget: &Budget, mode: &ValuesMode) -> Result<Chart, LoadError> {
     let meta = std::fs::metadata(path).map_err(|e| io_err(path, e))?;
     if meta.is_dir() {
-        load_dir_with(path, budget)
+        load_dir_in(path, budget, mode)
     } else {
         let data = std::fs::read(path).map_err(|e| io_err(path, e))?;
-        load_archive_with(&data, budget)
+        load_archive_in(&data, budget, mode)
     }
 }
 
@@ -166,7 +184,10 @@ pub fn load_dir(dir: impl AsRef<Path>) -> Result<Chart, LoadError> {
 /// [`load_dir`] within the given size budget (a directory's files are held
 /// to the per-file limit, as Helm holds them).
 pub fn load_dir_with(dir: impl AsRef<Path>, budget: &Budget) -> Result<Chart, LoadError> {
-    let dir = dir.as_ref();
+    load_dir_in(dir.as_ref(), budget, &ValuesMode::Parse)
+}
+
+fn load_dir_in(dir: &Path, budget: &Budget, mode: &ValuesMode) -> Result<Chart, LoadError> {
     let mut rules = ignore::Rules::empty();
     let ifile = dir.join(".helmignore");
     if ifile.exists() {
@@ -176,7 +197,7 @@ pub fn load_dir_with(dir: impl AsRef<Path>, budget: &Budget) -> Result<Chart, Lo
     rules.add_defaults();
     let mut files = Vec::new();
     walk(dir, "", &rules, budget, &mut files)?;
-    load_files_with(files, budget)
+    load_files_in(files, budget, mode)
 }
 
 /// Walks like Go's `filepath.Walk` (entries sorted by name, symlinks
@@ -280,7 +301,11 @@ pub fn load_archive(data: &[u8]) -> Result<Chart, LoadError> {
 /// [`load_archive`] within the given size budget, which each archive
 /// (the chart's and every subchart's) has to itself, as in Helm.
 pub fn load_archive_with(data: &[u8], budget: &Budget) -> Result<Chart, LoadError> {
-    load_files_with(archive_files_with(data, budget)?, budget)
+    load_archive_in(data, budget, &ValuesMode::Parse)
+}
+
+fn load_archive_in(data: &[u8], budget: &Budget, mode: &ValuesMode) -> Result<Chart, LoadError> {
+    load_files_in(archive_files_with(data, budget)?, budget, mode)
 }
 
 /// Reads the files of a chart archive with Helm's path safety checks, within the
@@ -380,6 +405,14 @@ pub(crate) fn load_files_with(
     files: Vec<BufferedFile>,
     budget: &Budget,
 ) -> Result<Chart, LoadError> {
+    load_files_in(files, budget, &ValuesMode::Parse)
+}
+
+fn load_files_in(
+    files: Vec<BufferedFile>,
+    budget: &Budget,
+    mode: &ValuesMode,
+) -> Result<Chart, LoadError> {
     let mut c = Chart::default();
     let mut have_metadata = false;
     for f in &files {
@@ -402,10 +435,20 @@ pub(crate) fn load_files_with(
             "Chart.lock" => c.lock = Some(Lock::parse(&text(), "Chart.lock")?),
             "values.yaml" => {
                 let t = text();
-                c.values = crate::values::read_values(&t).map_err(LoadError::Values)?;
+                match mode {
+                    ValuesMode::Parse => {
+                        c.values = crate::values::read_values(&t).map_err(LoadError::Values)?
+                    }
+                    ValuesMode::Aside(work) => work.values(&t),
+                }
                 c.raw_values = Some(t);
             }
-            "values.schema.json" => c.schema = Some(f.data),
+            "values.schema.json" => {
+                if let ValuesMode::Aside(work) = mode {
+                    work.schema(&f.data);
+                }
+                c.schema = Some(f.data)
+            }
             "requirements.yaml" => {
                 if !have_metadata {
                     have_metadata = true;
@@ -472,7 +515,7 @@ pub(crate) fn load_files_with(
                     file.name
                 )));
             }
-            load_archive_with(&file.data, budget)
+            load_archive_in(&file.data, budget, mode)
         } else {
             let buff = files
                 .into_iter()
@@ -483,7 +526,7 @@ pub(crate) fn load_files_with(
                     })
                 })
                 .collect();
-            load_files_with(buff, budget)
+            load_files_in(buff, budget, mode)
         };
         match sub {
             Ok(s) => c.dependencies.push(s),

@@ -56,7 +56,7 @@ pub fn read_values(text: &str) -> Result<Values, String> {
     v
 }
 
-fn parse_values(text: &str) -> Result<Values, String> {
+pub(crate) fn parse_values(text: &str) -> Result<Values, String> {
     let mut values = Values::new();
     for doc in split_yaml_documents(text) {
         let parsed = gocodec::yaml::parse_yaml_to_json(&doc)

@@ -1,0 +1,366 @@
+//! The start of a one-shot render (`rudder template`) on two cores:
+//! loading the chart, parsing its values files, compiling its schemas and
+//! parsing its templates, which are most of such a render. While this
+//! thread reads the chart, another parses each `values.yaml` and compiles
+//! each `values.schema.json` as the loader meets them; then both threads
+//! parse the templates. The chart, the parses and every error are what
+//! the plain way gives ([`load_with`], then a render): when loading fails,
+//! the chart is loaded again the plain way, so that the error reported is
+//! the first in load order; a template that does not parse is left for the
+//! render to report, in the render's order.
+
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+
+use crate::loader::{load_in, load_with, Budget, Chart, LoadError, ValuesMode, ValuesSink};
+use crate::schema::{self, Compiled};
+use crate::values::Values;
+
+/// The steps of the start, in the order they were queued, shared by the
+/// other thread and (once it has read the chart) this one.
+struct Work {
+    state: Mutex<Queue>,
+    ready: Condvar,
+}
+
+#[derive(Default)]
+struct Queue {
+    jobs: VecDeque<(usize, Job)>,
+    sent: usize,
+    closed: bool,
+}
+
+enum Job {
+    Values(String),
+    Schema(Vec<u8>),
+    Template { name: String, text: String },
+}
+
+/// Finished steps, each by its place in the queue.
+type Done = Vec<(usize, Outcome)>;
+
+/// A finished step.
+enum Outcome {
+    Values(String, Result<Values, String>),
+    Schema(Vec<u8>, Compiled),
+    /// Parsed on the other thread; `None` when parsed here, or when the
+    /// text does not parse (the render reports that).
+    Template(Option<gotmpl::DetachedParse>),
+}
+
+impl ValuesSink for Work {
+    fn values(&self, text: &str) {
+        self.push(Job::Values(text.to_owned()));
+    }
+
+    fn schema(&self, data: &[u8]) {
+        self.push(Job::Schema(data.to_vec()));
+    }
+}
+
+impl Work {
+    fn new() -> Work {
+        Work {
+            state: Mutex::new(Queue::default()),
+            ready: Condvar::new(),
+        }
+    }
+
+    fn queue(&self) -> MutexGuard<'_, Queue> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn push(&self, job: Job) {
+        let mut q = self.queue();
+        let at = q.sent;
+        q.sent += 1;
+        q.jobs.push_back((at, job));
+        self.ready.notify_one();
+    }
+
+    /// No more steps are coming.
+    fn close(&self) {
+        self.queue().closed = true;
+        self.ready.notify_all();
+    }
+
+    /// The next step, waiting for one while the queue is open.
+    fn next(&self) -> Option<(usize, Job)> {
+        let mut q = self.queue();
+        loop {
+            if let Some(job) = q.jobs.pop_front() {
+                return Some(job);
+            }
+            if q.closed {
+                return None;
+            }
+            q = self.ready.wait(q).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    /// Does steps until the queue is closed and empty; `template` parses
+    /// a template the way this thread can.
+    fn run(&self, mut template: impl FnMut(&str, &str) -> Option<gotmpl::DetachedParse>) -> Done {
+        let mut done = Vec::new();
+        while let Some((at, job)) = self.next() {
+            let outcome = match job {
+                Job::Values(text) => {
+                    let parsed = crate::values::parse_values(&text);
+                    Outcome::Values(text, parsed)
+                }
+                Job::Schema(data) => {
+                    let compiled = schema::compile_uncached(&data);
+                    Outcome::Schema(data, compiled)
+                }
+                Job::Template { name, text } => Outcome::Template(template(&name, &text)),
+            };
+            done.push((at, outcome));
+        }
+        done
+    }
+}
+
+/// A loaded chart whose values may still be being parsed.
+pub struct Ahead {
+    chart: Chart,
+    aside: Option<(Arc<Work>, JoinHandle<Done>)>,
+    path: PathBuf,
+    budget: Budget,
+}
+
+/// Loads the chart at `path` (a directory or archive) as [`load_with`]
+/// does, with its values files parsed, its schemas compiled and then its
+/// templates parsed on another thread as well as this one;
+/// [`Ahead::finish`] completes the work.
+pub fn load(path: impl AsRef<Path>, budget: &Budget) -> Result<Ahead, LoadError> {
+    let path = path.as_ref();
+    let plain = || {
+        load_with(path, budget).map(|chart| Ahead {
+            chart,
+            aside: None,
+            path: path.to_path_buf(),
+            budget: *budget,
+        })
+    };
+    if std::thread::available_parallelism().map_or(true, |n| n.get() < 2) {
+        return plain();
+    }
+    let work = Arc::new(Work::new());
+    let theirs = work.clone();
+    let Ok(thread) = gocodec::depth::spawn_deep("values", move || {
+        let funcs = crate::engine::Engine::new().render_funcs();
+        theirs.run(|name, text| gotmpl::parse_detached(name, text, &|n| funcs.contains(n)).ok())
+    }) else {
+        return plain();
+    };
+    let loaded = load_in(path, budget, &ValuesMode::Aside(&*work));
+    match loaded {
+        Ok(chart) => {
+            crate::engine::for_each_template(&chart, &mut |name, text| {
+                work.push(Job::Template {
+                    name: name.to_string(),
+                    text: text.to_string(),
+                })
+            });
+            work.close();
+            Ok(Ahead {
+                chart,
+                aside: Some((work, thread)),
+                path: path.to_path_buf(),
+                budget: *budget,
+            })
+        }
+        Err(_) => {
+            work.close();
+            plain()
+        }
+    }
+}
+
+impl Ahead {
+    /// The chart, with empty values until [`Ahead::finish`].
+    pub fn chart(&self) -> &Chart {
+        &self.chart
+    }
+
+    /// The chart with its values: this thread takes its share of the steps
+    /// still queued, then waits for the other thread's. Every template is
+    /// then parsed in this thread's parse cache, and every schema compiled
+    /// for this thread's renders.
+    pub fn finish(mut self) -> Result<Chart, LoadError> {
+        let Some((work, thread)) = self.aside.take() else {
+            return Ok(self.chart);
+        };
+        let mut here = crate::engine::ParseHere::new();
+        let mut done = work.run(|name, text| {
+            here.parse(name, text);
+            None
+        });
+        match thread.join() {
+            Ok(theirs) => done.extend(theirs),
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
+        done.sort_by_key(|(at, _)| *at);
+        let mut values = Vec::new();
+        for (_, outcome) in done {
+            match outcome {
+                Outcome::Values(text, parsed) => values.push((text, parsed)),
+                Outcome::Schema(data, compiled) => schema::remember(&data, compiled),
+                Outcome::Template(Some(parse)) => here.adopt(parse),
+                Outcome::Template(None) => {}
+            }
+        }
+        let mut parsed = values.into_iter();
+        if fill(&mut self.chart, &mut parsed) && parsed.next().is_none() {
+            Ok(self.chart)
+        } else {
+            load_with(&self.path, &self.budget)
+        }
+    }
+}
+
+/// Gives `c` and its subcharts their parsed values, in the order the
+/// loader met them (each chart's own `values.yaml` before its subcharts');
+/// false if one did not parse or the order does not match.
+fn fill(
+    c: &mut Chart,
+    parsed: &mut impl Iterator<Item = (String, Result<Values, String>)>,
+) -> bool {
+    if let Some(raw) = &c.raw_values {
+        match parsed.next() {
+            Some((text, Ok(values))) if text == *raw => c.values = values,
+            _ => return false,
+        }
+    }
+    c.dependencies.iter_mut().all(|d| fill(d, parsed))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use testkit::ChartDir;
+
+    const CHART: &[(&str, &str)] = &[
+        ("Chart.yaml", "apiVersion: v2\nname: top\nversion: 1.0.0\n"),
+        ("values.yaml", "a: 1\nsub:\n  b: 2\n"),
+        ("templates/x.yaml", "x: {{ .Values.a }}\n"),
+        (
+            "charts/sub/Chart.yaml",
+            "apiVersion: v2\nname: sub\nversion: 1.0.0\n",
+        ),
+        ("charts/sub/values.yaml", "b: 3\nc: [1, 2]\n"),
+        (
+            "charts/other/Chart.yaml",
+            "apiVersion: v2\nname: other\nversion: 1.0.0\n",
+        ),
+        ("charts/other/values.yaml", "b: 3\nc: [1, 2]\n"),
+        ("charts/other/values.schema.json", r#"{"type": "object"}"#),
+    ];
+
+    /// The test chart with `changes` written over its files.
+    fn chart_dir(changes: &[(&str, &str)]) -> ChartDir {
+        let mut files: Vec<(&str, &str)> = CHART
+            .iter()
+            .filter(|(p, _)| !changes.iter().any(|(c, _)| c == p))
+            .copied()
+            .collect();
+        files.extend_from_slice(changes);
+        ChartDir::new("top", &files)
+    }
+
+    #[test]
+    fn gives_the_chart_the_plain_loader_gives() {
+        let d = chart_dir(&[]);
+        let budget = Budget::default();
+        let loading = load(d.path(), &budget).unwrap();
+        assert!(loading.chart().values.is_empty());
+        assert_eq!(loading.chart().dependencies.len(), 2);
+        let aside = loading.finish().unwrap();
+        let plain = load_with(d.path(), &budget).unwrap();
+        assert_eq!(format!("{aside:?}"), format!("{plain:?}"));
+        assert_eq!(aside.values["a"], serde_json::json!(1));
+        assert_eq!(aside.dependencies[1].values["c"], serde_json::json!([1, 2]));
+    }
+
+    #[test]
+    fn reports_the_first_error_in_load_order() {
+        let budget = Budget::default();
+        // A bad values file in the first subchart loaded (`other`), and a
+        // bad Chart.yaml in the second: the plain loader stops at the first.
+        let d = chart_dir(&[
+            ("charts/other/values.yaml", "b: [\n"),
+            ("charts/sub/Chart.yaml", "apiVersion: v2\nname: [\n"),
+        ]);
+        let plain = load_with(d.path(), &budget).unwrap_err();
+        assert!(plain.to_string().contains("values.yaml"), "{plain}");
+        let aside = load(d.path(), &budget).and_then(Ahead::finish).unwrap_err();
+        assert_eq!(aside, plain);
+        // Only the values file is bad: the error comes from `finish`.
+        let d = chart_dir(&[("charts/other/values.yaml", "b: [\n")]);
+        let plain = load_with(d.path(), &budget).unwrap_err();
+        let loading = load(d.path(), &budget).unwrap();
+        assert_eq!(loading.finish().unwrap_err(), plain);
+    }
+
+    /// The test chart with `n` more templates, each defining and using a
+    /// partial, and `broken` (if any) as one more.
+    fn many_templates(n: usize, broken: Option<&str>) -> ChartDir {
+        let texts: Vec<(String, String)> = (0..n)
+            .map(|i| {
+                (
+                    format!("templates/t{i:02}.yaml"),
+                    format!(
+                        "{{{{- define \"p{i}\" }}}}v{i}: {{{{ .Values.a }}}}{{{{ end }}}}\nk{i}: {{{{ include \"p{i}\" . | quote }}}}\n"
+                    ),
+                )
+            })
+            .chain(broken.map(|b| ("templates/zz.yaml".to_string(), b.to_string())))
+            .collect();
+        let extra: Vec<(&str, &str)> =
+            texts.iter().map(|(p, t)| (p.as_str(), t.as_str())).collect();
+        chart_dir(&extra)
+    }
+
+    fn render(chart: Chart) -> Result<crate::render::RenderedFiles, String> {
+        let opts = crate::render::RenderOptions::default();
+        crate::render::render_templates(chart, Values::new(), &opts).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn templates_parsed_on_both_threads_render_as_the_plain_way() {
+        let budget = Budget::default();
+        for broken in [None, Some("x: {{ .Values.a \n"), Some("{{ nosuchfunc }}")] {
+            let d = many_templates(40, broken);
+            crate::engine::clear_caches();
+            let plain = render(load_with(d.path(), &budget).unwrap());
+            crate::engine::clear_caches();
+            let ahead = render(load(d.path(), &budget).and_then(Ahead::finish).unwrap());
+            match (&plain, &ahead) {
+                (Ok(p), Ok(a)) => {
+                    assert_eq!(p.files, a.files);
+                    assert_eq!(p.files.len(), 41);
+                }
+                (Err(p), Err(a)) => assert_eq!(p, a),
+                _ => panic!("{broken:?}: plain {plain:?}, ahead {ahead:?}"),
+            }
+            assert_eq!(broken.is_some(), ahead.is_err(), "{broken:?}");
+        }
+    }
+
+    #[test]
+    fn schemas_compiled_aside_serve_this_thread() {
+        let d = chart_dir(&[(
+            "values.schema.json",
+            r#"{"type": "object", "required": ["zz"]}"#,
+        )]);
+        let chart = load(d.path(), &Budget::default())
+            .and_then(Ahead::finish)
+            .unwrap();
+        let err = crate::schema::validate_single(&chart.values, chart.schema.as_deref().unwrap())
+            .unwrap_err();
+        assert!(err.contains("zz"), "{err}");
+    }
+}

@@ -262,11 +262,20 @@ fn render(
 /// calls rarely run them all (most sit behind `tls.enabled` switches).
 const PREFETCH_KEYS_MAX: usize = 4;
 
+/// Cores the render itself keeps busy: the start of a render runs on two
+/// (see `chart::ahead`), and a key is searched for on two.
+const RENDER_CORES: usize = 2;
+
 /// Starts searching, beside the render, for the RSA keys the chart's
 /// templates will ask for: a 2048-bit key takes longer to find than
-/// loading and rendering most charts, and one-shot rendering leaves the
-/// second core idle otherwise. Keys are made as ever, only earlier.
+/// loading and rendering most charts. Keys are made as ever, only earlier.
+/// Only with a core to spare: on two cores, a search beside the render
+/// made every corpus case slower (by about a tenth), even those that make
+/// a key, and most charts' key-making calls never run.
 fn prefetch_keys(chart: &chart::loader::Chart) {
+    if std::thread::available_parallelism().map_or(true, |n| n.get() <= RENDER_CORES) {
+        return;
+    }
     fn count(c: &chart::loader::Chart) -> usize {
         let own: usize = c
             .templates

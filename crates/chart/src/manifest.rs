@@ -3,7 +3,9 @@
 //! from the release manifest, and sorting by kind in install order.
 
 use std::collections::BTreeMap;
+use std::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, PoisonError};
 
 use serde::{Deserialize, Serialize};
 
@@ -280,69 +282,93 @@ enum Entry {
 }
 
 /// Reads `files` (path, text), in order, into their documents: on two
-/// threads when `threads` allows and there is enough text, the calling
-/// thread taking the front files and a worker the back ones, so that
-/// joining the two lists keeps path order and the front's error comes
-/// before the back's.
+/// threads when `threads` allows and there is enough text. The calling
+/// thread reads files from the front and a worker from the back until
+/// they meet, so a thread slowed by a busy core reads fewer; the front's
+/// list followed by the back's keeps path order, and the error returned
+/// is the first in path order, as one thread reading them all would meet.
 fn read_files(files: &[(&str, &str)], threads: usize) -> Result<Vec<Entry>, ManifestError> {
     let total: usize = files.iter().map(|(_, text)| text.len()).sum();
     if threads < 2 || files.len() < 2 || total < PARALLEL_MIN_BYTES {
-        return read_in_order(files, &AtomicBool::new(false));
+        return read_in_order(files);
     }
-    let (front, back) = files.split_at(balanced_split(files, total));
+    // The last file is the worker's, so that it has work once it starts.
+    let unread = Mutex::new(0..files.len() - 1);
     let front_failed = AtomicBool::new(false);
     std::thread::scope(|scope| {
         // Parsing and dropping deep documents recurse; the worker gets the
         // stack the callers of this function give their own work.
-        let worker = std::thread::Builder::new()
+        let spawned = std::thread::Builder::new()
             .name("sort-manifests".into())
             .stack_size(gocodec::depth::DEEP_STACK_BYTES)
-            .spawn_scoped(scope, || read_in_order(back, &front_failed));
-        let mut entries = match read_in_order(front, &AtomicBool::new(false)) {
-            Ok(entries) => entries,
-            Err(e) => {
+            .spawn_scoped(scope, || read_from_back(files, &unread, &front_failed));
+        let Ok(worker) = spawned else {
+            // No thread to be had: read them all here.
+            return read_in_order(files);
+        };
+        let mut entries = Vec::new();
+        while let Some(i) = claim(&unread, Range::next) {
+            let (path, text) = files[i];
+            if let Err(e) = read_file(path, text, &mut entries) {
                 front_failed.store(true, Ordering::Relaxed);
                 return Err(e);
             }
-        };
-        let rest = match worker {
-            Ok(handle) => handle
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
-            // No thread to be had: read the rest here.
-            Err(_) => read_in_order(back, &front_failed),
-        };
-        entries.extend(rest?);
+        }
+        let back = worker
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        entries.extend(back?);
         Ok(entries)
     })
 }
 
-/// Where to cut `files` into a front and a back of about equal text, each
-/// holding at least one file.
-fn balanced_split(files: &[(&str, &str)], total: usize) -> usize {
-    let mut before = 0;
-    let mut best = (usize::MAX, 1);
-    for (i, (_, text)) in files.iter().enumerate().take(files.len() - 1) {
-        before += text.len();
-        let imbalance = (2 * before).abs_diff(total);
-        if imbalance < best.0 {
-            best = (imbalance, i + 1);
-        }
-    }
-    best.1
+/// Takes the next unread file from one end of `unread`.
+fn claim(
+    unread: &Mutex<Range<usize>>,
+    end: impl FnOnce(&mut Range<usize>) -> Option<usize>,
+) -> Option<usize> {
+    end(&mut unread.lock().unwrap_or_else(PoisonError::into_inner))
 }
 
-/// Reads `files` one after another, stopping at the first bad document or
-/// once `abandon` says an earlier file failed (whose error wins).
-fn read_in_order(
+/// The worker's part of [`read_files`]: the last file, then files from the
+/// back of `unread` until none is left or an earlier file has failed.
+/// Returns the documents of the files it read in path order, or the error
+/// of the earliest of them that failed.
+fn read_from_back(
     files: &[(&str, &str)],
-    abandon: &AtomicBool,
+    unread: &Mutex<Range<usize>>,
+    front_failed: &AtomicBool,
 ) -> Result<Vec<Entry>, ManifestError> {
-    let mut entries = Vec::new();
-    for (path, text) in files {
-        if abandon.load(Ordering::Relaxed) {
+    let mut read: Vec<Vec<Entry>> = Vec::new();
+    let mut earliest_error = None;
+    let mut next = Some(files.len() - 1);
+    while let Some(i) = next {
+        if front_failed.load(Ordering::Relaxed) {
             break;
         }
+        let (path, text) = files[i];
+        let mut entries = Vec::new();
+        match read_file(path, text, &mut entries) {
+            Ok(()) => read.push(entries),
+            Err(e) => {
+                // Files after this one no longer matter; earlier ones may
+                // still fail first.
+                read.clear();
+                earliest_error = Some(e);
+            }
+        }
+        next = claim(unread, Range::next_back);
+    }
+    match earliest_error {
+        Some(e) => Err(e),
+        None => Ok(read.into_iter().rev().flatten().collect()),
+    }
+}
+
+/// Reads `files` one after another, stopping at the first bad document.
+fn read_in_order(files: &[(&str, &str)]) -> Result<Vec<Entry>, ManifestError> {
+    let mut entries = Vec::new();
+    for (path, text) in files {
         read_file(path, text, &mut entries)?;
     }
     Ok(entries)
@@ -547,8 +573,14 @@ mod tests {
                 .expect_err("bad YAML")
                 .to_string()
         };
-        // One bad file in each half; both in the back half; only a late one.
-        for (bad_files, first) in [(&[5, 35][..], 5), (&[30, 35], 30), (&[35], 35)] {
+        // Bad files early and late, late only, and last (which the worker
+        // reads first) with the one before it.
+        for (bad_files, first) in [
+            (&[5, 35][..], 5),
+            (&[30, 35], 30),
+            (&[35], 35),
+            (&[38, 39], 38),
+        ] {
             let files = with_bad(bad_files);
             assert!(total_bytes(&files) >= PARALLEL_MIN_BYTES);
             for threads in [1, 2] {

@@ -3,6 +3,9 @@
 //! from the release manifest, and sorting by kind in install order.
 
 use std::collections::BTreeMap;
+use std::ops::Range;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, PoisonError};
 
 use serde::{Deserialize, Serialize};
 
@@ -209,73 +212,37 @@ pub struct Sorted {
 
 /// Helm's `SortManifests`: files in path order, partials and empty files
 /// skipped, documents split, hooks separated, both sorted by kind.
+///
+/// Large renders are split and parsed on two threads; the result, and on
+/// bad YAML the error (the first failing document in path order), are the
+/// same as reading the files one after another.
 pub fn sort_manifests(
     files: &BTreeMap<String, String>,
     order: &[&str],
 ) -> Result<Sorted, ManifestError> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(MAX_THREADS));
+    sort_on(files, order, threads)
+}
+
+/// [`sort_manifests`] reading the documents on up to `threads` threads.
+fn sort_on(
+    files: &BTreeMap<String, String>,
+    order: &[&str],
+    threads: usize,
+) -> Result<Sorted, ManifestError> {
+    let rendered: Vec<(&str, &str)> = files
+        .iter()
+        .filter(|(path, content)| {
+            let base = path.rsplit('/').next().unwrap_or(path);
+            !base.starts_with('_') && !content.trim().is_empty() && !path.ends_with("NOTES.txt")
+        })
+        .map(|(path, content)| (path.as_str(), content.as_str()))
+        .collect();
     let mut out = Sorted::default();
-    for (path, content) in files {
-        let base = path.rsplit('/').next().unwrap_or(path);
-        if base.starts_with('_') || content.trim().is_empty() {
-            continue;
-        }
-        if path.ends_with("NOTES.txt") {
-            continue;
-        }
-        for doc in split_documents(content) {
-            let parsed = gocodec::yaml::parse_yaml_to_json(&doc).map_err(|e| ManifestError {
-                path: path.clone(),
-                message: e.to_string(),
-            })?;
-            let head = head_of(&parsed);
-            let Some(hook_types) = head.annotations.get(HOOK_ANNOTATION).cloned() else {
-                out.manifests.push(Manifest {
-                    source: path.clone(),
-                    content: doc,
-                    head,
-                });
-                continue;
-            };
-            let mut events = Vec::new();
-            let mut unknown = false;
-            for t in hook_types.split(',') {
-                let t = t.trim().to_ascii_lowercase();
-                if HOOK_EVENTS.contains(&t.as_str()) {
-                    events.push(t);
-                } else {
-                    unknown = true;
-                    break;
-                }
-            }
-            if unknown {
-                continue;
-            }
-            let weight = head
-                .annotations
-                .get(HOOK_WEIGHT_ANNOTATION)
-                .and_then(|w| w.trim().parse::<i64>().ok())
-                .unwrap_or(0);
-            let list = |key: &str| -> Vec<String> {
-                head.annotations
-                    .get(key)
-                    .map(|v| {
-                        v.split(',')
-                            .map(|s| s.trim().to_string())
-                            .filter(|s| !s.is_empty())
-                            .collect()
-                    })
-                    .unwrap_or_default()
-            };
-            out.hooks.push(Hook {
-                name: head.name.clone(),
-                kind: head.kind.clone(),
-                path: path.clone(),
-                manifest: doc,
-                events,
-                weight,
-                delete_policies: list(HOOK_DELETE_ANNOTATION),
-                output_log_policies: list(HOOK_OUTPUT_LOG_ANNOTATION),
-            });
+    for entry in read_files(&rendered, threads)? {
+        match entry {
+            Entry::Manifest(m) => out.manifests.push(m),
+            Entry::Hook(h) => out.hooks.push(h),
         }
     }
     let rank = |k: &str| order.iter().position(|o| *o == k);
@@ -297,6 +264,178 @@ pub fn sort_manifests(
             .then_with(|| a.name.cmp(&b.name))
     });
     Ok(out)
+}
+
+/// Below this much rendered text the documents are read on the calling
+/// thread. Reading costs 40–60 ns a byte and a second thread 25–40 µs to
+/// start and join; `benches/sort_manifests.rs` put the break-even between
+/// 4 and 8 KiB, with clear gains above (grafana's 7 KiB stays inline,
+/// prometheus' 40 KiB does not).
+const PARALLEL_MIN_BYTES: usize = 8 << 10;
+
+/// At most this many threads read documents; rudder's render leaves one
+/// core idle, and the files of one chart are too few to feed more.
+const MAX_THREADS: usize = 2;
+
+/// One document of a rendered file, unsorted.
+enum Entry {
+    Manifest(Manifest),
+    Hook(Hook),
+}
+
+/// Reads `files` (path, text), in order, into their documents: on two
+/// threads when `threads` allows and there is enough text. The calling
+/// thread reads files from the front and a worker from the back until
+/// they meet, so a thread slowed by a busy core reads fewer; the front's
+/// list followed by the back's keeps path order, and the error returned
+/// is the first in path order, as one thread reading them all would meet.
+fn read_files(files: &[(&str, &str)], threads: usize) -> Result<Vec<Entry>, ManifestError> {
+    let total: usize = files.iter().map(|(_, text)| text.len()).sum();
+    if threads < 2 || files.len() < 2 || total < PARALLEL_MIN_BYTES {
+        return read_in_order(files);
+    }
+    // The last file is the worker's, so that it has work once it starts.
+    let unread = Mutex::new(0..files.len() - 1);
+    let front_failed = AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        // Parsing and dropping deep documents recurse; the worker gets the
+        // stack the callers of this function give their own work.
+        let spawned = std::thread::Builder::new()
+            .name("sort-manifests".into())
+            .stack_size(gocodec::depth::DEEP_STACK_BYTES)
+            .spawn_scoped(scope, || read_from_back(files, &unread, &front_failed));
+        let Ok(worker) = spawned else {
+            // No thread to be had: read them all here.
+            return read_in_order(files);
+        };
+        let mut entries = Vec::new();
+        while let Some(i) = claim(&unread, Range::next) {
+            let (path, text) = files[i];
+            if let Err(e) = read_file(path, text, &mut entries) {
+                front_failed.store(true, Ordering::Relaxed);
+                return Err(e);
+            }
+        }
+        let back = worker
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        entries.extend(back?);
+        Ok(entries)
+    })
+}
+
+/// Takes the next unread file from one end of `unread`.
+fn claim(
+    unread: &Mutex<Range<usize>>,
+    end: impl FnOnce(&mut Range<usize>) -> Option<usize>,
+) -> Option<usize> {
+    end(&mut unread.lock().unwrap_or_else(PoisonError::into_inner))
+}
+
+/// The worker's part of [`read_files`]: the last file, then files from the
+/// back of `unread` until none is left or an earlier file has failed.
+/// Returns the documents of the files it read in path order, or the error
+/// of the earliest of them that failed.
+fn read_from_back(
+    files: &[(&str, &str)],
+    unread: &Mutex<Range<usize>>,
+    front_failed: &AtomicBool,
+) -> Result<Vec<Entry>, ManifestError> {
+    let mut read: Vec<Vec<Entry>> = Vec::new();
+    let mut earliest_error = None;
+    let mut next = Some(files.len() - 1);
+    while let Some(i) = next {
+        if front_failed.load(Ordering::Relaxed) {
+            break;
+        }
+        let (path, text) = files[i];
+        let mut entries = Vec::new();
+        match read_file(path, text, &mut entries) {
+            Ok(()) => read.push(entries),
+            Err(e) => {
+                // Files after this one no longer matter; earlier ones may
+                // still fail first.
+                read.clear();
+                earliest_error = Some(e);
+            }
+        }
+        next = claim(unread, Range::next_back);
+    }
+    match earliest_error {
+        Some(e) => Err(e),
+        None => Ok(read.into_iter().rev().flatten().collect()),
+    }
+}
+
+/// Reads `files` one after another, stopping at the first bad document.
+fn read_in_order(files: &[(&str, &str)]) -> Result<Vec<Entry>, ManifestError> {
+    let mut entries = Vec::new();
+    for (path, text) in files {
+        read_file(path, text, &mut entries)?;
+    }
+    Ok(entries)
+}
+
+/// Splits one rendered file into documents, reads each one's head and
+/// sorts it into a manifest or a hook (hooks of unknown events are
+/// dropped, as Helm drops them).
+fn read_file(path: &str, text: &str, entries: &mut Vec<Entry>) -> Result<(), ManifestError> {
+    for doc in split_documents(text) {
+        let parsed = gocodec::yaml::parse_yaml_to_json(&doc).map_err(|e| ManifestError {
+            path: path.to_string(),
+            message: e.to_string(),
+        })?;
+        let head = head_of(&parsed);
+        let Some(hook_types) = head.annotations.get(HOOK_ANNOTATION).cloned() else {
+            entries.push(Entry::Manifest(Manifest {
+                source: path.to_string(),
+                content: doc,
+                head,
+            }));
+            continue;
+        };
+        let mut events = Vec::new();
+        let mut unknown = false;
+        for t in hook_types.split(',') {
+            let t = t.trim().to_ascii_lowercase();
+            if HOOK_EVENTS.contains(&t.as_str()) {
+                events.push(t);
+            } else {
+                unknown = true;
+                break;
+            }
+        }
+        if unknown {
+            continue;
+        }
+        let weight = head
+            .annotations
+            .get(HOOK_WEIGHT_ANNOTATION)
+            .and_then(|w| w.trim().parse::<i64>().ok())
+            .unwrap_or(0);
+        let list = |key: &str| -> Vec<String> {
+            head.annotations
+                .get(key)
+                .map(|v| {
+                    v.split(',')
+                        .map(|s| s.trim().to_string())
+                        .filter(|s| !s.is_empty())
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        entries.push(Entry::Hook(Hook {
+            name: head.name.clone(),
+            kind: head.kind.clone(),
+            path: path.to_string(),
+            manifest: doc,
+            events,
+            weight,
+            delete_policies: list(HOOK_DELETE_ANNOTATION),
+            output_log_policies: list(HOOK_OUTPUT_LOG_ANNOTATION),
+        }));
+    }
+    Ok(())
 }
 
 /// The release manifest text: every document with its `# Source:` header.
@@ -341,5 +480,209 @@ mod tests {
     fn separators_need_their_own_line() {
         assert_eq!(split_documents("a: 1\n---\nb: 2\n--- \n\n---\n").len(), 2);
         assert_eq!(split_documents("a: '---x'").len(), 1);
+    }
+
+    /// `doc` followed by YAML comments up to about `bytes` long, so that a
+    /// handful of files is enough text for the two-thread read.
+    fn padded(doc: &str, bytes: usize) -> String {
+        let mut text = doc.to_string();
+        while text.len() < bytes {
+            text.push_str("# padding that makes the file long enough\n");
+        }
+        text
+    }
+
+    fn total_bytes(files: &BTreeMap<String, String>) -> usize {
+        files.values().map(String::len).sum()
+    }
+
+    /// The same sort read on one thread and on two, which must agree.
+    fn sorted_both_ways(files: &BTreeMap<String, String>) -> Sorted {
+        assert!(
+            total_bytes(files) >= PARALLEL_MIN_BYTES,
+            "enough text for two threads"
+        );
+        let one = sort_on(files, INSTALL_ORDER, 1).expect("sorts on one thread");
+        let two = sort_on(files, INSTALL_ORDER, 2).expect("sorts on two threads");
+        assert_eq!(one.manifests, two.manifests);
+        assert_eq!(one.hooks, two.hooks);
+        two
+    }
+
+    #[test]
+    fn many_files_keep_path_order_within_a_kind_on_two_threads() {
+        let files: BTreeMap<String, String> = (0..40)
+            .map(|i| {
+                let text = format!(
+                    "kind: Service\nmetadata:\n  name: svc-{i}\n---\n\
+                     kind: ConfigMap\nmetadata:\n  name: cm-{i}-a\n---\n\
+                     kind: Widget\nmetadata:\n  name: w-{i}\n---\n\
+                     kind: ConfigMap\nmetadata:\n  name: cm-{i}-b\n"
+                );
+                (format!("c/templates/f{i:02}.yaml"), padded(&text, 400))
+            })
+            .collect();
+        let s = sorted_both_ways(&files);
+        let got: Vec<(&str, &str)> = s
+            .manifests
+            .iter()
+            .map(|m| (m.source.as_str(), m.head.name.as_str()))
+            .collect();
+        let mut want = Vec::new();
+        for (prefix, suffixes) in [("cm", &["-a", "-b"][..]), ("svc", &[""]), ("w", &[""])] {
+            for i in 0..40 {
+                for suffix in suffixes {
+                    want.push((
+                        format!("c/templates/f{i:02}.yaml"),
+                        format!("{prefix}-{i}{suffix}"),
+                    ));
+                }
+            }
+        }
+        let want: Vec<(&str, &str)> = want.iter().map(|(p, n)| (p.as_str(), n.as_str())).collect();
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn the_first_bad_file_in_path_order_wins_on_two_threads() {
+        let good = |i: usize| {
+            padded(
+                &format!("kind: ConfigMap\nmetadata:\n  name: cm-{i}\n"),
+                600,
+            )
+        };
+        // Bad on different lines, so that the two errors differ.
+        let bad = |i: usize| {
+            format!(
+                "{}kind: ConfigMap\nmetadata: [unclosed\n",
+                "a: 1\n".repeat(i)
+            )
+        };
+        let with_bad = |bad_files: &[usize]| -> BTreeMap<String, String> {
+            (0..40)
+                .map(|i| {
+                    let text = if bad_files.contains(&i) {
+                        bad(i)
+                    } else {
+                        good(i)
+                    };
+                    (format!("c/templates/f{i:02}.yaml"), text)
+                })
+                .collect()
+        };
+        let error_of = |i: usize| {
+            gocodec::yaml::parse_yaml_to_json(bad(i).trim())
+                .expect_err("bad YAML")
+                .to_string()
+        };
+        // Bad files early and late, late only, and last (which the worker
+        // reads first) with the one before it.
+        for (bad_files, first) in [
+            (&[5, 35][..], 5),
+            (&[30, 35], 30),
+            (&[35], 35),
+            (&[38, 39], 38),
+        ] {
+            let files = with_bad(bad_files);
+            assert!(total_bytes(&files) >= PARALLEL_MIN_BYTES);
+            for threads in [1, 2] {
+                let e = sort_on(&files, INSTALL_ORDER, threads).expect_err("bad YAML fails");
+                assert_eq!(
+                    e.path,
+                    format!("c/templates/f{first:02}.yaml"),
+                    "{bad_files:?}"
+                );
+                assert_eq!(e.message, error_of(first), "{bad_files:?}");
+            }
+        }
+        assert_ne!(error_of(5), error_of(35));
+    }
+
+    #[test]
+    fn hooks_sort_by_weight_kind_and_name_then_path_on_two_threads() {
+        let hook = |kind: &str, name: &str, annotations: &str| {
+            padded(
+                &format!("kind: {kind}\nmetadata:\n  name: {name}\n  annotations:\n{annotations}"),
+                2048,
+            )
+        };
+        let weighted =
+            |w: i64| format!("    helm.sh/hook: pre-install\n    helm.sh/hook-weight: \"{w}\"\n");
+        let files = BTreeMap::from([
+            ("c/templates/h0.yaml".to_string(), hook("Job", "b", &weighted(5))),
+            ("c/templates/h1.yaml".to_string(), hook("ConfigMap", "z", &weighted(5))),
+            ("c/templates/h2.yaml".to_string(), hook("Job", "a", &weighted(5))),
+            (
+                "c/templates/h3.yaml".to_string(),
+                hook(
+                    "Job",
+                    "b",
+                    "    helm.sh/hook: pre-install, Post-Install\n    helm.sh/hook-weight: \"-1\"\n    helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded\n",
+                ),
+            ),
+            ("c/templates/h4.yaml".to_string(), hook("Job", "b", &weighted(5))),
+            ("c/templates/h5.yaml".to_string(), hook("Job", "x", "    helm.sh/hook: crash\n")),
+            ("c/templates/h6.yaml".to_string(), hook("Secret", "s", "    helm.sh/hook: test\n")),
+        ]);
+        let s = sorted_both_ways(&files);
+        let got: Vec<(&str, &str, i64)> = s
+            .hooks
+            .iter()
+            .map(|h| (h.path.as_str(), h.name.as_str(), h.weight))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("c/templates/h3.yaml", "b", -1),
+                ("c/templates/h6.yaml", "s", 0),
+                ("c/templates/h1.yaml", "z", 5),
+                ("c/templates/h2.yaml", "a", 5),
+                ("c/templates/h0.yaml", "b", 5),
+                ("c/templates/h4.yaml", "b", 5),
+            ]
+        );
+        assert_eq!(s.hooks[0].events, vec!["pre-install", "post-install"]);
+        assert_eq!(
+            s.hooks[0].delete_policies,
+            vec!["before-hook-creation", "hook-succeeded"]
+        );
+        assert!(s.manifests.is_empty(), "hooks are not release manifests");
+    }
+
+    #[test]
+    fn a_deep_document_read_on_the_worker_thread_fits_its_stack() {
+        // An annotation of maps nested 9,000 levels (Helm reads up to
+        // 10,000), in JSON as `toJson` writes it: writing it out as the
+        // annotation's text and dropping it recurse, a frame per level.
+        let levels = 9_000;
+        let deep = format!(
+            "{{\"kind\":\"ConfigMap\",\"metadata\":{{\"name\":\"deep\",\"annotations\":{{\"nested\":{}\"x\"{}}}}}}}",
+            "{\"a\":".repeat(levels),
+            "}".repeat(levels)
+        );
+        let files = BTreeMap::from([
+            (
+                "c/templates/a.yaml".to_string(),
+                padded(
+                    "kind: ConfigMap\nmetadata:\n  name: shallow\n",
+                    PARALLEL_MIN_BYTES,
+                ),
+            ),
+            // The last file is always the worker's.
+            ("c/templates/z-deep.yaml".to_string(), deep),
+        ]);
+        // The caller's own stack is small: only the worker's may hold the
+        // deep document.
+        let s = std::thread::Builder::new()
+            .stack_size(256 << 10)
+            .spawn(move || sort_on(&files, INSTALL_ORDER, 2).map(|s| s.manifests))
+            .expect("a thread starts")
+            .join()
+            .expect("no panic")
+            .expect("sorts");
+        let names: Vec<&str> = s.iter().map(|m| m.head.name.as_str()).collect();
+        assert_eq!(names, vec!["shallow", "deep"]);
+        let nested = &s[1].head.annotations["nested"];
+        assert_eq!(nested.len(), "{\"a\":}".len() * levels + "\"x\"".len());
     }
 }

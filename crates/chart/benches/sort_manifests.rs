@@ -1,4 +1,4 @@
-//! Times `manifest::sort_manifests` (splitting rendered files into YAML
+//! Times `manifest::sort_manifests_parallel` (splitting rendered files into YAML
 //! documents and reading each one's head) on every corpus chart's default
 //! render and on made-up renders of growing size, next to the cost of
 //! starting the worker thread it uses on large renders: the figures behind
@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use chart::manifest::{sort_manifests, INSTALL_ORDER};
+use chart::manifest::{sort_manifests_parallel, INSTALL_ORDER};
 use testkit::oracle::{corpus_cases, render_case, CaseOptions};
 
 /// Median wall time of `runs` calls of `f`, in microseconds.
@@ -72,7 +72,7 @@ fn main() {
     for files in [2, 4, 6, 8, 10, 12, 16, 24, 32, 64] {
         let render = made_up_render(files, 1024);
         let us = median_us(runs, || {
-            let _ = std::hint::black_box(sort_manifests(&render, INSTALL_ORDER));
+            let _ = std::hint::black_box(sort_manifests_parallel(&render, INSTALL_ORDER));
         });
         let bytes = bytes_of(&render);
         println!(
@@ -102,7 +102,7 @@ fn main() {
             continue;
         };
         let us = median_us(runs, || {
-            let _ = std::hint::black_box(sort_manifests(&r.files, INSTALL_ORDER));
+            let _ = std::hint::black_box(sort_manifests_parallel(&r.files, INSTALL_ORDER));
         });
         println!(
             "  {chart:30} {:3} files {:7} bytes   {us:8.1} µs",

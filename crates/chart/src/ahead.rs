@@ -319,8 +319,10 @@ mod tests {
             })
             .chain(broken.map(|b| ("templates/zz.yaml".to_string(), b.to_string())))
             .collect();
-        let extra: Vec<(&str, &str)> =
-            texts.iter().map(|(p, t)| (p.as_str(), t.as_str())).collect();
+        let extra: Vec<(&str, &str)> = texts
+            .iter()
+            .map(|(p, t)| (p.as_str(), t.as_str()))
+            .collect();
         chart_dir(&extra)
     }
 

@@ -212,11 +212,20 @@ pub struct Sorted {
 
 /// Helm's `SortManifests`: files in path order, partials and empty files
 /// skipped, documents split, hooks separated, both sorted by kind.
-///
-/// Large renders are split and parsed on two threads; the result, and on
-/// bad YAML the error (the first failing document in path order), are the
-/// same as reading the files one after another.
 pub fn sort_manifests(
+    files: &BTreeMap<String, String>,
+    order: &[&str],
+) -> Result<Sorted, ManifestError> {
+    sort_on(files, order, 1)
+}
+
+/// [`sort_manifests`] for a one-shot render that has the machine to
+/// itself (`rudder template`): large renders are split and parsed on two
+/// threads. The result, and on bad YAML the error (the first failing
+/// document in path order), are the same. An operator, which runs many
+/// renders at once, keeps to [`sort_manifests`]: a thread per render
+/// would only add a start and a join to each.
+pub fn sort_manifests_parallel(
     files: &BTreeMap<String, String>,
     order: &[&str],
 ) -> Result<Sorted, ManifestError> {
@@ -273,8 +282,8 @@ fn sort_on(
 /// prometheus' 40 KiB does not).
 const PARALLEL_MIN_BYTES: usize = 8 << 10;
 
-/// At most this many threads read documents; rudder's render leaves one
-/// core idle, and the files of one chart are too few to feed more.
+/// At most this many threads read documents: the files of one chart are
+/// too few to feed more.
 const MAX_THREADS: usize = 2;
 
 /// One document of a rendered file, unsorted.

@@ -198,7 +198,7 @@ fn run_here(args: TemplateArgs) -> anyhow::Result<i32> {
     }
     let r = result?;
     let rendered_chart = r.chart_name.clone();
-    let sorted = chart::manifest::sort_manifests(&r.files, chart::manifest::INSTALL_ORDER)
+    let sorted = chart::manifest::sort_manifests_parallel(&r.files, chart::manifest::INSTALL_ORDER)
         .context("splitting the rendered manifests")?;
     let mut out = String::new();
     if args.include_crds {

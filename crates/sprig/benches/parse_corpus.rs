@@ -9,32 +9,17 @@
 //! Needs `../shared/corpus` (`RUDDER_CORPUS` to point elsewhere);
 //! `RUDDER_BENCH_RUNS` (default 30) sets the passes per chart.
 
-use std::alloc::{GlobalAlloc, Layout, System};
+#[path = "../../gotmpl/benches/support/counting_alloc.rs"]
+mod counting_alloc;
+
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Instant;
 
+use counting_alloc::{ALLOCATED, ALLOCS};
 use gotmpl::{Func, ParseCache, Templates, Ty, Value};
-
-struct Counting;
-static ALLOCATED: AtomicUsize = AtomicUsize::new(0);
-static ALLOCS: AtomicUsize = AtomicUsize::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        ALLOCATED.fetch_add(l.size(), Ordering::Relaxed);
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
-        unsafe { System.alloc(l) }
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        unsafe { System.dealloc(p, l) }
-    }
-}
-
-#[global_allocator]
-static A: Counting = Counting;
 
 const CHARTS: &[&str] = &[
     "nginx",

@@ -10,6 +10,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 
 use crate::loader::Chart;
+use crate::values::prepare::{rendered_templates, subchart_path};
 use gotmpl::{
     Func, FuncError, FuncMap, MapKind, MapRef, MissingKey, ParseCache, Templates, Ty, Value,
 };
@@ -105,19 +106,11 @@ pub fn render_string(name: &str, text: &str) -> Result<String, RenderStringError
 /// skipping what a render never parses.
 pub(crate) fn for_each_template(chart: &Chart, f: &mut dyn FnMut(&str, &str)) {
     fn walk(c: &Chart, full_path: &str, f: &mut dyn FnMut(&str, &str)) {
-        for t in &c.templates {
-            // A library chart's templates other than partials are never rendered.
-            let base = t.name.rsplit('/').next().unwrap_or_default();
-            if c.is_library() && !base.starts_with('_') {
-                continue;
-            }
-            f(
-                &format!("{full_path}/{}", t.name),
-                &crate::loader::utf8_lossy(&t.data),
-            );
+        for (name, t) in rendered_templates(c, full_path) {
+            f(&name, &crate::loader::utf8_lossy(&t.data));
         }
         for d in &c.dependencies {
-            walk(d, &format!("{full_path}/charts/{}", d.name()), f);
+            walk(d, &subchart_path(full_path, d), f);
         }
     }
     walk(chart, chart.name(), f);

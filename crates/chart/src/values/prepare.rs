@@ -199,32 +199,45 @@ fn walk(
     for d in &c.dependencies {
         let mut p = values_path.clone();
         p.push(d.name().to_string());
-        let child = walk(
-            d,
-            Some(idx),
-            p,
-            format!("{full_path}/charts/{}", d.name()),
-            out,
-        );
+        let child = walk(d, Some(idx), p, subchart_path(&full_path, d), out);
         subs.push((d.name().to_string(), child));
     }
     out.charts[idx].subcharts = subs;
     let base_path = format!("{full_path}/templates");
-    for t in &c.templates {
-        if c.is_library() {
-            let base = t.name.rsplit('/').next().unwrap_or_default();
-            if !base.starts_with('_') {
-                continue;
-            }
-        }
+    for (name, t) in rendered_templates(c, &full_path) {
         out.templates.push(PreparedTemplate {
-            name: format!("{full_path}/{}", t.name),
+            name,
             base_path: base_path.clone(),
             data: t.data.clone(),
             chart: idx,
         });
     }
     idx
+}
+
+/// The path a subchart's templates are named under: `<parent>/charts/<name>`.
+pub(crate) fn subchart_path(parent: &str, sub: &Chart) -> String {
+    format!("{parent}/charts/{}", sub.name())
+}
+
+/// The templates of chart `c` (at `full_path`) that a render parses, each
+/// with the name it gives them (`<full_path>/templates/x.yaml`): a library
+/// chart's templates other than partials are never rendered.
+pub(crate) fn rendered_templates<'a>(
+    c: &'a Chart,
+    full_path: &'a str,
+) -> impl Iterator<Item = (String, &'a File)> + 'a {
+    c.templates
+        .iter()
+        .filter(|t| {
+            !c.is_library()
+                || t.name
+                    .rsplit('/')
+                    .next()
+                    .unwrap_or_default()
+                    .starts_with('_')
+        })
+        .map(move |t| (format!("{full_path}/{}", t.name), t))
 }
 
 /// Helm's `kubeVersion` check of `helm install`: the cluster version must

@@ -1,20 +1,20 @@
 //! The start of a one-shot render (`rudder template`) on two cores:
 //! loading the chart, parsing its values files, compiling its schemas and
 //! parsing its templates, which are most of such a render. While this
-//! thread reads the chart, another parses each `values.yaml` and compiles
-//! each `values.schema.json` as the loader meets them; then both threads
-//! parse the templates. The chart, the parses and every error are what
+//! thread reads a chart directory, another parses each template as it is
+//! read, then each `values.yaml` and `values.schema.json` as the loader
+//! meets them; then both threads parse the templates left. The chart, the parses and every error are what
 //! the plain way gives ([`load_with`], then a render): when loading fails,
 //! the chart is loaded again the plain way, so that the error reported is
 //! the first in load order; a template that does not parse is left for the
 //! render to report, in the render's order.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 
-use crate::loader::{load_in, load_with, Budget, Chart, LoadError, ValuesMode, ValuesSink};
+use crate::loader::{load_in, load_with, Budget, Chart, LoadError, LoadSink, ValuesMode};
 use crate::schema::{self, Compiled};
 use crate::values::Values;
 
@@ -23,6 +23,18 @@ use crate::values::Values;
 struct Work {
     state: Mutex<Queue>,
     ready: Condvar,
+    /// What this thread knows of the directory read so far.
+    read: Mutex<ReadSoFar>,
+}
+
+/// The charts of a directory met so far, and the templates queued as read.
+#[derive(Default)]
+struct ReadSoFar {
+    /// By chart folder (`""`, `charts/a/`, `charts/a/charts/b/`): the
+    /// chart's path in template names and whether it is a library chart.
+    charts: HashMap<String, (String, bool)>,
+    /// The names of the templates queued.
+    queued: HashSet<String>,
 }
 
 #[derive(Default)]
@@ -50,7 +62,7 @@ enum Outcome {
     Template(Option<gotmpl::DetachedParse>),
 }
 
-impl ValuesSink for Work {
+impl LoadSink for Work {
     fn values(&self, text: &str) {
         self.push(Job::Values(text.to_owned()));
     }
@@ -58,6 +70,74 @@ impl ValuesSink for Work {
     fn schema(&self, data: &[u8]) {
         self.push(Job::Schema(data.to_vec()));
     }
+
+    /// Queues a template as soon as it is read, named as the render will
+    /// name it. A directory lists `Chart.yaml` before `charts/` and
+    /// `templates/`, so each chart's name is known before its templates and
+    /// its subcharts'. A guess that turns out wrong costs a parse the render
+    /// does not find, never a different result: the render looks its
+    /// parses up by name and text.
+    fn read(&self, name: &str, data: &[u8]) {
+        let Some((folder, rest)) = chart_folder(name) else {
+            return;
+        };
+        let mut read = self.read.lock().unwrap_or_else(|e| e.into_inner());
+        if rest == "Chart.yaml" {
+            let Ok(md) = crate::chartfile::Metadata::parse(&crate::loader::utf8_lossy(data)) else {
+                return;
+            };
+            let path = match parent_folder(folder) {
+                None => md.name.clone(),
+                Some(parent) => match read.charts.get(parent) {
+                    Some((parent_path, _)) => format!("{parent_path}/charts/{}", md.name),
+                    None => return,
+                },
+            };
+            read.charts
+                .insert(folder.to_string(), (path, md.is_library()));
+        } else if rest.starts_with("templates/") {
+            let Some((path, library)) = read.charts.get(folder) else {
+                return;
+            };
+            if *library && !rest.rsplit('/').next().unwrap_or_default().starts_with('_') {
+                return;
+            }
+            let name = format!("{path}/{rest}");
+            if read.queued.insert(name.clone()) {
+                self.push(Job::Template {
+                    name,
+                    text: crate::loader::utf8_lossy(data).into_owned(),
+                });
+            }
+        }
+    }
+}
+
+/// The chart folder a file of a chart directory is in (`""`, `charts/a/`,
+/// `charts/a/charts/b/`) and its path within that chart; `None` inside a
+/// `charts/` folder the loader skips (named `_…` or `.…`).
+fn chart_folder(name: &str) -> Option<(&str, &str)> {
+    let mut start = 0;
+    loop {
+        let rest = &name[start..];
+        let Some((sub, _)) = rest
+            .strip_prefix("charts/")
+            .and_then(|after| after.split_once('/'))
+        else {
+            return Some((&name[..start], rest));
+        };
+        if sub.starts_with('_') || sub.starts_with('.') {
+            return None;
+        }
+        start += "charts/".len() + sub.len() + 1;
+    }
+}
+
+/// The chart folder holding chart folder `folder`; `None` for the top one.
+fn parent_folder(folder: &str) -> Option<&str> {
+    let inner = folder.strip_suffix('/')?;
+    let (parent, _) = inner.rsplit_once("charts/")?;
+    Some(parent)
 }
 
 impl Work {
@@ -65,6 +145,7 @@ impl Work {
         Work {
             state: Mutex::new(Queue::default()),
             ready: Condvar::new(),
+            read: Mutex::new(ReadSoFar::default()),
         }
     }
 
@@ -158,11 +239,15 @@ pub fn load(path: impl AsRef<Path>, budget: &Budget) -> Result<Ahead, LoadError>
     let loaded = load_in(path, budget, &ValuesMode::Aside(&*work));
     match loaded {
         Ok(chart) => {
+            let queued =
+                std::mem::take(&mut work.read.lock().unwrap_or_else(|e| e.into_inner()).queued);
             crate::engine::for_each_template(&chart, &mut |name, text| {
-                work.push(Job::Template {
-                    name: name.to_string(),
-                    text: text.to_string(),
-                })
+                if !queued.contains(name) {
+                    work.push(Job::Template {
+                        name: name.to_string(),
+                        text: text.to_string(),
+                    })
+                }
             });
             work.close();
             Ok(Ahead {
@@ -364,5 +449,83 @@ mod tests {
         let err = crate::schema::validate_single(&chart.values, chart.schema.as_deref().unwrap())
             .unwrap_err();
         assert!(err.contains("zz"), "{err}");
+    }
+
+    #[test]
+    fn queues_templates_as_read_under_the_names_the_render_uses() {
+        let d = ChartDir::new(
+            "top",
+            &[
+                ("Chart.yaml", "apiVersion: v2\nname: top\nversion: 1.0.0\n"),
+                ("templates/a.yaml", "a: 1\n"),
+                ("templates/sub/b.yaml", "b: 1\n"),
+                // Folder names differ from chart names.
+                (
+                    "charts/lib-dir/Chart.yaml",
+                    "apiVersion: v2\nname: lib\ntype: library\nversion: 1.0.0\n",
+                ),
+                (
+                    "charts/lib-dir/templates/_h.tpl",
+                    "{{ define \"h\" }}h{{ end }}",
+                ),
+                ("charts/lib-dir/templates/skipped.yaml", "s: 1\n"),
+                (
+                    "charts/s-dir/Chart.yaml",
+                    "apiVersion: v2\nname: s\nversion: 1.0.0\n",
+                ),
+                ("charts/s-dir/templates/c.yaml", "c: 1\n"),
+                (
+                    "charts/s-dir/charts/t-dir/Chart.yaml",
+                    "apiVersion: v2\nname: t\nversion: 1.0.0\n",
+                ),
+                ("charts/s-dir/charts/t-dir/templates/d.yaml", "d: 1\n"),
+                (
+                    "charts/_hidden/Chart.yaml",
+                    "apiVersion: v2\nname: hidden\nversion: 1.0.0\n",
+                ),
+                ("charts/_hidden/templates/e.yaml", "e: 1\n"),
+            ],
+        );
+        let work = Work::new();
+        let chart = load_in(d.path(), &Budget::default(), &ValuesMode::Aside(&work)).unwrap();
+        let queued = work.read.lock().unwrap().queued.clone();
+        let mut rendered = HashSet::new();
+        crate::engine::for_each_template(&chart, &mut |name, _| {
+            rendered.insert(name.to_string());
+        });
+        assert_eq!(queued, rendered);
+        assert!(
+            queued.contains("top/charts/s/charts/t/templates/d.yaml"),
+            "{queued:?}"
+        );
+        assert!(
+            queued.contains("top/charts/lib/templates/_h.tpl"),
+            "{queued:?}"
+        );
+        assert_eq!(queued.len(), 5, "{queued:?}");
+    }
+
+    #[test]
+    fn chart_folders() {
+        assert_eq!(
+            chart_folder("templates/a.yaml"),
+            Some(("", "templates/a.yaml"))
+        );
+        assert_eq!(
+            chart_folder("charts/a/Chart.yaml"),
+            Some(("charts/a/", "Chart.yaml"))
+        );
+        assert_eq!(
+            chart_folder("charts/a/charts/b/templates/x"),
+            Some(("charts/a/charts/b/", "templates/x"))
+        );
+        assert_eq!(chart_folder("charts/a.tgz"), Some(("", "charts/a.tgz")));
+        assert_eq!(chart_folder("charts/.git/x"), None);
+        assert_eq!(parent_folder(""), None);
+        assert_eq!(parent_folder("charts/a/"), Some(""));
+        assert_eq!(
+            parent_folder("charts/xcharts/charts/b/"),
+            Some("charts/xcharts/")
+        );
     }
 }

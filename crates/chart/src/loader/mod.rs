@@ -139,15 +139,21 @@ pub fn load_with(path: impl AsRef<Path>, budget: &Budget) -> Result<Chart, LoadE
 pub(crate) enum ValuesMode<'a> {
     /// Parses it into [`Chart::values`] at once.
     Parse,
-    /// Hands it (and each `values.schema.json`) on, leaving
-    /// [`Chart::values`] empty: see [`crate::ahead`].
-    Aside(&'a dyn ValuesSink),
+    /// Hands it (and each `values.schema.json`, and each file of a chart
+    /// directory as it is read) on, leaving [`Chart::values`] empty: see
+    /// [`crate::ahead`].
+    Aside(&'a dyn LoadSink),
 }
 
-/// Takes the values and schema files a loader meets, in load order.
-pub(crate) trait ValuesSink {
+/// Takes the files a loader meets.
+pub(crate) trait LoadSink {
+    /// Each values file, in load order.
     fn values(&self, text: &str);
+    /// Each schema file, in load order.
     fn schema(&self, data: &[u8]);
+    /// Each file of a chart directory (by its path in the directory), as
+    /// the directory is read and before any of it is loaded.
+    fn read(&self, name: &str, data: &[u8]);
 }
 
 pub(crate) fn load_in(path: &Path, budget: &Budget, mode: &ValuesMode) -> Result<Chart, LoadError> {
@@ -196,7 +202,11 @@ fn load_dir_in(dir: &Path, budget: &Budget, mode: &ValuesMode) -> Result<Chart, 
     }
     rules.add_defaults();
     let mut files = Vec::new();
-    walk(dir, "", &rules, budget, &mut files)?;
+    let sink = match mode {
+        ValuesMode::Parse => None,
+        ValuesMode::Aside(sink) => Some(*sink),
+    };
+    walk(dir, "", &rules, budget, sink, &mut files)?;
     load_files_in(files, budget, mode)
 }
 
@@ -207,6 +217,7 @@ fn walk(
     rel: &str,
     rules: &ignore::Rules,
     budget: &Budget,
+    sink: Option<&dyn LoadSink>,
     out: &mut Vec<BufferedFile>,
 ) -> Result<(), LoadError> {
     // The directory listing already says what each entry is; only
@@ -241,7 +252,7 @@ fn walk(
             if rules.ignore(&n, true) {
                 continue;
             }
-            walk(&path, &n, rules, budget, out)?;
+            walk(&path, &n, rules, budget, sink, out)?;
             continue;
         }
         if rules.ignore(&n, false) {
@@ -263,10 +274,14 @@ fn walk(
                 message: format!("error reading {n}: {e}"),
             },
         })?;
-        out.push(BufferedFile {
+        let file = BufferedFile {
             name: n,
             data: strip_bom(data),
-        });
+        };
+        if let Some(sink) = sink {
+            sink.read(&file.name, &file.data);
+        }
+        out.push(file);
     }
     Ok(())
 }

@@ -75,29 +75,34 @@ fn op_end(b: &[u8], at: usize) -> Option<usize> {
     is_op(&b[at..at + n]).then_some(at + n)
 }
 
-/// `ID(\.ID)*` from `at`, where `b[at]` is an identifier byte.
-fn identifiers_end(b: &[u8], at: usize) -> usize {
-    let mut i = run(b, at, is_ident);
-    while b.get(i) == Some(&b'.') && b.get(i + 1).is_some_and(|&c| is_ident(c)) {
-        i = run(b, i + 1, is_ident);
-    }
-    i
+/// `ID(\.ID)*` scans, remembering the last one: a scan that starts at
+/// an identifier byte inside it ends where it ended (it walks the same
+/// bytes to the same stop), which keeps the range search linear when many
+/// starts share one long prerelease (`1-1-1-…`).
+#[derive(Default)]
+struct Identifiers {
+    last: Range<usize>,
 }
 
-/// `sep` followed by what `scan` accepts, or nothing: an optional group
-/// whose first byte after `sep` must satisfy `first`.
-fn optional_part(
-    b: &[u8],
-    at: usize,
-    sep: u8,
-    first: fn(u8) -> bool,
-    scan: fn(&[u8], usize) -> usize,
-) -> Range<usize> {
-    if b.get(at) == Some(&sep) && b.get(at + 1).is_some_and(|&c| first(c)) {
-        at..scan(b, at + 1)
-    } else {
-        at..at
+impl Identifiers {
+    /// The end of `ID(\.ID)*` from `at`, where `b[at]` is an identifier byte.
+    fn end(&mut self, b: &[u8], at: usize) -> usize {
+        if self.last.contains(&at) {
+            return self.last.end;
+        }
+        let mut i = run(b, at, is_ident);
+        while b.get(i) == Some(&b'.') && b.get(i + 1).is_some_and(|&c| is_ident(c)) {
+            i = run(b, i + 1, is_ident);
+        }
+        self.last = at..i;
+        i
     }
+}
+
+/// Whether an optional group led by `sep` starts at `at`: the byte after
+/// `sep` must satisfy `first` (else the group matches nothing).
+fn part_follows(b: &[u8], at: usize, sep: u8, first: fn(u8) -> bool) -> bool {
+    b.get(at) == Some(&sep) && b.get(at + 1).is_some_and(|&c| first(c))
 }
 
 /// Where CV's groups lie in its greedy match from `start`. The optional
@@ -114,17 +119,32 @@ struct CvMatch {
 
 /// CV at `start`, as leftmost-first matching takes it when nothing after
 /// CV constrains it (or only bytes CV cannot contain follow it).
-fn scan_cv(b: &[u8], start: usize) -> Option<CvMatch> {
+fn scan_cv(b: &[u8], start: usize, ids: &mut Identifiers) -> Option<CvMatch> {
     let number_start = start + usize::from(b.get(start) == Some(&b'v'));
     let number_end = run(b, number_start, is_number);
     if number_end == number_start {
         return None;
     }
-    let numbers = |b: &[u8], at| run(b, at, is_number);
-    let minor = optional_part(b, number_end, b'.', is_number, numbers);
-    let patch = optional_part(b, minor.end, b'.', is_number, numbers);
-    let pre = optional_part(b, patch.end, b'-', is_ident, identifiers_end);
-    let metadata = optional_part(b, pre.end, b'+', is_ident, identifiers_end);
+    let dotted_number = |at: usize| {
+        let end = if part_follows(b, at, b'.', is_number) {
+            run(b, at + 1, is_number)
+        } else {
+            at
+        };
+        at..end
+    };
+    let minor = dotted_number(number_end);
+    let patch = dotted_number(minor.end);
+    let mut identifiers = |at: usize, sep: u8| {
+        let end = if part_follows(b, at, sep, is_ident) {
+            ids.end(b, at + 1)
+        } else {
+            at
+        };
+        at..end
+    };
+    let pre = identifiers(patch.end, b'-');
+    let metadata = identifiers(pre.end, b'+');
     Some(CvMatch {
         start,
         major: number_start..number_end,
@@ -157,7 +177,7 @@ pub(super) fn comparator_parts(c: &str) -> Option<ComparatorParts<'_>> {
     let b = c.as_bytes();
     let op_start = skip_space(b, 0);
     let op_end = op_end(b, op_start)?;
-    let cv = scan_cv(b, skip_space(b, op_end))?;
+    let cv = scan_cv(b, skip_space(b, op_end), &mut Identifiers::default())?;
     if skip_space(b, cv.end) != b.len() {
         return None;
     }
@@ -174,7 +194,7 @@ pub(super) fn comparator_parts(c: &str) -> Option<ComparatorParts<'_>> {
 /// The end of a `(OPS)\s*(CV)` match starting at `at`.
 fn comparator_at(b: &[u8], at: usize) -> Option<usize> {
     let op_end = op_end(b, at)?;
-    scan_cv(b, skip_space(b, op_end)).map(|cv| cv.end)
+    scan_cv(b, skip_space(b, op_end), &mut Identifiers::default()).map(|cv| cv.end)
 }
 
 /// `findConstraintRegex.FindAllString(part, -1)`: the successive
@@ -206,12 +226,13 @@ pub(super) fn find_comparators(part: &str) -> Vec<&str> {
 /// space nor a comma can be, so one pass decides.
 pub(super) fn is_valid_group(part: &str) -> bool {
     let b = part.as_bytes();
+    let mut ids = Identifiers::default();
     let mut at = skip_space(b, 0);
     loop {
         let Some(op_end) = op_end(b, at) else {
             return false;
         };
-        let Some(cv) = scan_cv(b, skip_space(b, op_end)) else {
+        let Some(cv) = scan_cv(b, skip_space(b, op_end), &mut ids) else {
             return false;
         };
         let next = skip_space(b, cv.end);
@@ -236,24 +257,50 @@ pub(super) struct RangeMatch<'a> {
     pub to: &'a str,
 }
 
-/// `\s*(CV)\s+-\s+(CV)\s*` starting at `at`.
-fn range_at(s: &str, at: usize) -> Option<RangeMatch<'_>> {
-    let b = s.as_bytes();
-    let from = scan_cv(b, skip_space(b, at))?;
-    let dash = skip_space(b, from.end);
-    if dash == from.end || b.get(dash) != Some(&b'-') {
-        return None;
+/// The search state of `find_ranges`.
+struct RangeSearch<'a> {
+    s: &'a str,
+    ids: Identifiers,
+    /// The end of a first version after which no range followed. Every
+    /// start inside one run of non-space bytes that reaches a space ends
+    /// its first version there, so this spares rescanning the spaces.
+    failed_after: Option<usize>,
+}
+
+impl<'a> RangeSearch<'a> {
+    /// `\s*(CV)\s+-\s+(CV)\s*` starting at `at`.
+    fn match_at(&mut self, at: usize) -> Option<RangeMatch<'a>> {
+        let (s, b) = (self.s, self.s.as_bytes());
+        let from = scan_cv(b, skip_space(b, at), &mut self.ids)?;
+        if self.failed_after == Some(from.end) {
+            return None;
+        }
+        let rest = self.rest_at(from.end);
+        if rest.is_none() {
+            self.failed_after = Some(from.end);
+        }
+        let (to, end) = rest?;
+        Some(RangeMatch {
+            whole: &s[at..end],
+            from: &s[from.start..from.end],
+            to: &s[to],
+        })
     }
-    let to_start = skip_space(b, dash + 1);
-    if to_start == dash + 1 {
-        return None;
+
+    /// `\s+-\s+(CV)\s*` at `at`: the second version and the match's end.
+    fn rest_at(&mut self, at: usize) -> Option<(Range<usize>, usize)> {
+        let b = self.s.as_bytes();
+        let dash = skip_space(b, at);
+        if dash == at || b.get(dash) != Some(&b'-') {
+            return None;
+        }
+        let to_start = skip_space(b, dash + 1);
+        if to_start == dash + 1 {
+            return None;
+        }
+        let to = scan_cv(b, to_start, &mut Identifiers::default())?;
+        Some((to.start..to.end, skip_space(b, to.end)))
     }
-    let to = scan_cv(b, to_start)?;
-    Some(RangeMatch {
-        whole: &s[at..skip_space(b, to.end)],
-        from: &s[from.start..from.end],
-        to: &s[to.start..to.end],
-    })
 }
 
 /// Where the next range match may start after none starts at `at`. All
@@ -273,13 +320,21 @@ fn next_range_start(b: &[u8], at: usize) -> usize {
 pub(super) fn find_ranges(s: &str) -> Vec<RangeMatch<'_>> {
     let b = s.as_bytes();
     let mut found = Vec::new();
-    let mut at = 0;
     // A range needs `\s-\s`; most constraints have none.
-    let has_dash = b
+    if !b
         .windows(3)
-        .any(|w| is_space(w[0]) && w[1] == b'-' && is_space(w[2]));
-    while has_dash && at < b.len() {
-        match range_at(s, at) {
+        .any(|w| is_space(w[0]) && w[1] == b'-' && is_space(w[2]))
+    {
+        return found;
+    }
+    let mut search = RangeSearch {
+        s,
+        ids: Identifiers::default(),
+        failed_after: None,
+    };
+    let mut at = 0;
+    while at < b.len() {
+        match search.match_at(at) {
             Some(m) => {
                 at += m.whole.len();
                 found.push(m);

@@ -172,7 +172,15 @@ fn scanners_match_the_regexes_on_edge_cases() {
         "é1.2",
         "1.2é",
     ];
-    for c in cases {
+    // Many starts sharing one prerelease, metadata or run of spaces (the
+    // scanners' memos), and a long version.
+    let long = [
+        format!("{}1_ - 2", "1-".repeat(40)),
+        format!("{}1{} x - 2", "1-2.3.".repeat(20), " ".repeat(30)),
+        format!("1-2.3.4.5+6-7.8 - 9 {}", "1+a.".repeat(20)),
+        format!("v{}.2 - 3", "9".repeat(64)),
+    ];
+    for c in cases.iter().copied().chain(long.iter().map(String::as_str)) {
         oracle.check(c);
         for part in c.split("||") {
             oracle.check(part);

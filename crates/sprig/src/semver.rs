@@ -2,20 +2,21 @@
 //! use) parses and compares them, plus the `semver` and `semverCompare`
 //! template functions.
 //!
-//! The parsing rules are regex driven in the Go library; the same regexes
-//! are used here (with Go's ASCII `\s` and `\d`), because the odd corners of
-//! constraint syntax (`>= 1.21-0`, `1.2 - 1.4`, `~> 1.2`, `||` and `,`)
-//! only behave identically if the patterns are identical. The chart loader
-//! reuses [`parse_version`] and [`constraint_matches`] for `kubeVersion`
-//! and dependency ranges.
+//! The parsing rules are regex driven in the Go library. Versions and
+//! constraints are scanned by hand here (see [`constraint_syntax`]), with
+//! tests that compare the scanners with the Go patterns on every short
+//! string, because the odd corners of constraint syntax (`>= 1.21-0`,
+//! `1.2 - 1.4`, `~> 1.2`, `||` and `,`) only behave identically if the
+//! matches are identical. The chart loader reuses [`parse_version`] and
+//! [`constraint_matches`] for `kubeVersion` and dependency ranges.
+
+mod constraint_syntax;
 
 use std::any::Any;
 use std::cmp::Ordering;
 use std::fmt;
-use std::sync::OnceLock;
 
 use gotmpl::{Func, FuncError, FuncMap, Kind, Object, Ty, UintKind, Value};
-use regex::Regex;
 use thiserror::Error;
 
 /// Why a version or a constraint was rejected. The messages are the Go
@@ -49,33 +50,6 @@ pub struct Version {
     pub pre: String,
     pub metadata: String,
     pub original: String,
-}
-
-const WS: &str = r"[\t\n\f\r ]";
-
-const CV_REGEX: &str = r"v?([0-9|x|X|\*]+)(\.[0-9|x|X|\*]+)?(\.[0-9|x|X|\*]+)?(-([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?(\+([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?";
-const OPS: &str = r"=||!=|>|<|>=|=>|<=|=<|~|~>|\^";
-
-struct ConstraintRegexes {
-    constraint: Regex,
-    range: Regex,
-    find: Regex,
-    valid: Regex,
-}
-
-fn constraint_regexes() -> &'static ConstraintRegexes {
-    static RE: OnceLock<ConstraintRegexes> = OnceLock::new();
-    RE.get_or_init(|| {
-        let build = |s: String| Regex::new(&s.replace(r"\s", WS)).expect("static regex");
-        ConstraintRegexes {
-            constraint: build(format!(r"^\s*({OPS})\s*({CV_REGEX})\s*$")),
-            range: build(format!(r"\s*({CV_REGEX})\s+-\s+({CV_REGEX})\s*")),
-            find: build(format!(r"({OPS})\s*({CV_REGEX})")),
-            valid: build(format!(
-                r"^(\s*({OPS})\s*({CV_REGEX})\s*)((?:\s+|,\s*)({OPS})\s*({CV_REGEX})\s*)*$"
-            )),
-        }
-    })
 }
 
 fn parse_segment(s: &str) -> Result<u64, SemverError> {
@@ -348,38 +322,34 @@ fn is_x(s: &str) -> bool {
     matches!(s, "x" | "*" | "X")
 }
 
+/// `rewriteRange`: each `a - b` becomes `>= a, <= b `. Like Go's
+/// `strings.Replace(o, match, t, 1)`, each replacement goes to the first
+/// occurrence of the matched text, which may be an earlier one.
 fn rewrite_range(input: &str) -> String {
-    let re = &constraint_regexes().range;
     let mut out = input.to_string();
-    for caps in re.captures_iter(input) {
-        let whole = caps.get(0).map(|m| m.as_str()).unwrap_or("");
-        let a = caps.get(1).map(|m| m.as_str()).unwrap_or("");
-        let b = caps.get(11).map(|m| m.as_str()).unwrap_or("");
-        out = out.replacen(whole, &format!(">= {a}, <= {b} "), 1);
+    for m in constraint_syntax::find_ranges(input) {
+        out = out.replacen(m.whole, &format!(">= {}, <= {} ", m.from, m.to), 1);
     }
     out
 }
 
 fn parse_comparator(c: &str) -> Result<Comparator, SemverError> {
-    let caps = constraint_regexes()
-        .constraint
-        .captures(c)
+    let parts = constraint_syntax::comparator_parts(c)
         .ok_or_else(|| SemverError::ImproperConstraint(c.to_string()))?;
-    let g = |i: usize| caps.get(i).map(|m| m.as_str()).unwrap_or("");
-    let op = g(1).to_string();
+    let op = parts.op.to_string();
     let (mut ver, mut minor_dirty, mut patch_dirty, mut dirty) =
-        (g(2).to_string(), false, false, false);
-    if is_x(g(3)) || g(3).is_empty() {
-        ver = format!("0.0.0{}", g(6));
+        (parts.version.to_string(), false, false, false);
+    if is_x(parts.major) {
+        ver = format!("0.0.0{}", parts.pre);
         dirty = true;
-    } else if is_x(g(4).trim_start_matches('.')) || g(4).is_empty() {
+    } else if is_x(parts.minor.trim_start_matches('.')) || parts.minor.is_empty() {
         minor_dirty = true;
         dirty = true;
-        ver = format!("{}.0.0{}", g(3), g(6));
-    } else if is_x(g(5).trim_start_matches('.')) || g(5).is_empty() {
+        ver = format!("{}.0.0{}", parts.major, parts.pre);
+    } else if is_x(parts.patch.trim_start_matches('.')) || parts.patch.is_empty() {
         dirty = true;
         patch_dirty = true;
-        ver = format!("{}{}.0{}", g(3), g(4), g(6));
+        ver = format!("{}{}.0{}", parts.major, parts.minor, parts.pre);
     }
     let con = parse_version(&ver).map_err(|_| SemverError::ConstraintParser)?;
     Ok(Comparator {
@@ -393,15 +363,14 @@ fn parse_comparator(c: &str) -> Result<Comparator, SemverError> {
 
 /// `semver.NewConstraint`.
 pub(crate) fn parse_constraint(c: &str) -> Result<Constraints, SemverError> {
-    let res = constraint_regexes();
     let c = rewrite_range(c);
     let mut groups = Vec::new();
     let mut contains_pre = Vec::new();
     for part in c.split("||") {
-        if !res.valid.is_match(part) {
+        if !constraint_syntax::is_valid_group(part) {
             return Err(SemverError::ImproperConstraint(part.to_string()));
         }
-        let mut found: Vec<&str> = res.find.find_iter(part).map(|m| m.as_str()).collect();
+        let mut found = constraint_syntax::find_comparators(part);
         if found.is_empty() {
             found.push(part);
         }
@@ -728,6 +697,7 @@ pub(crate) fn register(m: &mut FuncMap) {
 mod tests {
     use super::*;
     use gotmpl::CallCtx;
+    use regex::Regex;
 
     fn cmp(c: &str, v: &str) -> bool {
         constraint_matches(c, v).unwrap()

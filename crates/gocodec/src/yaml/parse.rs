@@ -552,11 +552,43 @@ fn from_resolved(r: Resolved, text: String) -> Node {
     }
 }
 
+/// Refuses text with a character libyaml's reader refuses
+/// ([`super::reader_rejects`]). Rendered manifests and values files are
+/// almost all printable ASCII, so the text is scanned as bytes, a block at
+/// a time, and only the characters outside printable ASCII are looked at
+/// one by one (and decoded only when they are not ASCII).
 fn check_reader(text: &str) -> Result<(), YamlError> {
-    if text.chars().any(super::reader_rejects) {
-        return Err(YamlError::Unmarshal(
-            "control characters are not allowed".into(),
-        ));
+    /// Bytes taken a block at a time: one branch per block, and a loop
+    /// without early exit that the compiler can vectorise.
+    const BLOCK: usize = 16;
+    fn printable(b: u8) -> bool {
+        matches!(b, b' '..=b'~' | b'\n' | b'\t' | b'\r')
+    }
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        while let Some(block) = bytes.get(i..i + BLOCK) {
+            if !block.iter().fold(true, |all, &b| all & printable(b)) {
+                break;
+            }
+            i += BLOCK;
+        }
+        let Some(&b) = bytes.get(i) else { break };
+        if printable(b) {
+            i += 1;
+            continue;
+        }
+        // `i` is always at a character's start: it moves over whole blocks
+        // of ASCII, single ASCII bytes and whole characters.
+        let c = text.get(i..).and_then(|rest| rest.chars().next());
+        match c {
+            Some(c) if !super::reader_rejects(c) => i += c.len_utf8(),
+            _ => {
+                return Err(YamlError::Unmarshal(
+                    "control characters are not allowed".into(),
+                ))
+            }
+        }
     }
     Ok(())
 }
@@ -718,5 +750,77 @@ fn short(n: &Node) -> String {
         Node::Str(s) => format!("{s:?}"),
         Node::Seq(_) => "[]interface {}{...}".into(),
         Node::Map(_) => "map[interface {}]interface {}{...}".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What `check_reader` decided before it scanned bytes: every character
+    /// decoded and tested.
+    fn rejected_char_by_char(text: &str) -> bool {
+        text.chars().any(super::super::reader_rejects)
+    }
+
+    fn agrees(text: &str) {
+        assert_eq!(
+            check_reader(text).is_err(),
+            rejected_char_by_char(text),
+            "{text:?}"
+        );
+    }
+
+    #[test]
+    fn check_reader_decides_every_character_as_before() {
+        // Each character in text shorter than a block, and starting at a
+        // block's last byte (so that its encoding crosses into the next).
+        let prefixes = ["", "k: 'abcdefghijk"];
+        let mut rejected = 0;
+        let mut text = String::new();
+        for c in (0..=0x10FFFF).filter_map(char::from_u32) {
+            for prefix in prefixes {
+                text.clear();
+                text.push_str(prefix);
+                text.push(c);
+                text.push('b');
+                let refused = check_reader(&text).is_err();
+                assert_eq!(refused, rejected_char_by_char(&text), "{text:?}");
+                if refused && prefix.is_empty() {
+                    rejected += 1;
+                }
+            }
+        }
+        // 0x00–0x08, 0x0B, 0x0C, 0x0E–0x1F, 0x7F–0x84, 0x86–0x9F, 0xFFFE, 0xFFFF.
+        assert_eq!(rejected, 9 + 2 + 18 + 6 + 26 + 2);
+    }
+
+    #[test]
+    fn check_reader_decides_mixed_text_as_before() {
+        let pieces = [
+            "a", "key: value\n", "\t", "\r\n", "é", "€", "😀", "\u{85}", "\u{a0}", "\u{7f}",
+            "\u{84}", "\u{1}", "\u{fffd}", "\u{fffe}", "\u{ffff}", "\u{10000}", "\u{e000}",
+            "\u{d7ff}", "\u{feff}", &"y".repeat(17),
+        ];
+        // A fixed pseudo-random walk over the pieces: many lengths and
+        // alignments, reproducible on every run.
+        let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+        for _ in 0..20_000 {
+            let mut text = String::new();
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let len = (state >> 60) as usize + 1;
+            for _ in 0..len {
+                state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                let piece = pieces[(state >> 33) as usize % pieces.len()];
+                // Mostly printable pieces, so that many texts pass.
+                if (state >> 20) % 4 == 0 || !rejected_char_by_char(piece) {
+                    text.push_str(piece);
+                }
+            }
+            agrees(&text);
+        }
+        agrees("");
+        agrees(&"z".repeat(64));
+        agrees(&format!("{}\u{0}", "z".repeat(64)));
     }
 }

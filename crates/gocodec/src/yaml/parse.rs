@@ -363,7 +363,7 @@ impl Drop for Anchored {
 }
 
 /// Drops a node tree without recursing (an anchored tree may be deep).
-fn dismantle(n: Node) {
+pub(crate) fn dismantle(n: Node) {
     let mut stack = vec![n];
     while let Some(n) = stack.pop() {
         match n {
@@ -632,18 +632,7 @@ pub(crate) fn to_json(n: Node) -> Result<serde_json::Value, YamlError> {
         Node::Uint(u) => J::from(u),
         Node::Float(f) => match serde_json::Number::from_f64(f) {
             Some(n) => J::Number(n),
-            None => {
-                let shown = if f.is_nan() {
-                    "NaN"
-                } else if f > 0.0 {
-                    "+Inf"
-                } else {
-                    "-Inf"
-                };
-                return Err(YamlError::Convert(format!(
-                    "json: unsupported value: {shown}"
-                )));
-            }
+            None => return Err(non_finite(f)),
         },
         Node::Str(s) => J::String(s),
         Node::Seq(items) => guarded(|| {
@@ -684,36 +673,59 @@ pub(crate) fn to_json(n: Node) -> Result<serde_json::Value, YamlError> {
     })
 }
 
+/// What `json.Marshal` says of a float JSON has no form for.
+pub(crate) fn non_finite(f: f64) -> YamlError {
+    let shown = if f.is_nan() {
+        "NaN"
+    } else if f > 0.0 {
+        "+Inf"
+    } else {
+        "-Inf"
+    };
+    YamlError::Convert(format!("json: unsupported value: {shown}"))
+}
+
 /// One mapping entry with its key as JSON has it (a string).
 fn json_entry(k: Node, v: Node) -> Result<(String, serde_json::Value), YamlError> {
     let key = match k {
         Node::Str(s) => s,
-        Node::Int(i) => i.to_string(),
-        Node::Float(f) => float_key(f),
-        Node::Bool(b) => b.to_string(),
-        Node::Uint(u) => {
-            let e = YamlError::Convert(format!(
-                "unsupported map key of type: uint64, key: 0x{u:x}, value: {}",
-                short(&v)
-            ));
-            dismantle(v);
-            return Err(e);
-        }
-        Node::Null => {
-            let e = YamlError::Convert(format!(
-                "unsupported map key of type: %!s(<nil>), key: <nil>, value: {}",
-                short(&v)
-            ));
-            dismantle(v);
-            return Err(e);
-        }
-        Node::Seq(_) | Node::Map(_) => {
-            dismantle(k);
-            dismantle(v);
-            return Err(YamlError::Convert("invalid map key".into()));
-        }
+        k => match json_key(&k, &v) {
+            Ok(key) => key.into_owned(),
+            Err(e) => {
+                dismantle(k);
+                dismantle(v);
+                return Err(e);
+            }
+        },
     };
     Ok((key, to_json(v)?))
+}
+
+/// A mapping key as JSON has it (a string), or why it has none; `value`
+/// is the key's value, which the error shows.
+pub(crate) fn json_key<'n>(
+    key: &'n Node,
+    value: &Node,
+) -> Result<std::borrow::Cow<'n, str>, YamlError> {
+    Ok(match key {
+        Node::Str(s) => s.as_str().into(),
+        Node::Int(i) => i.to_string().into(),
+        Node::Float(f) => float_key(*f).into(),
+        Node::Bool(b) => b.to_string().into(),
+        Node::Uint(u) => {
+            return Err(YamlError::Convert(format!(
+                "unsupported map key of type: uint64, key: 0x{u:x}, value: {}",
+                short(value)
+            )))
+        }
+        Node::Null => {
+            return Err(YamlError::Convert(format!(
+                "unsupported map key of type: %!s(<nil>), key: <nil>, value: {}",
+                short(value)
+            )))
+        }
+        Node::Seq(_) | Node::Map(_) => return Err(YamlError::Convert("invalid map key".into())),
+    })
 }
 
 /// Go's `%#v` of a decoded key, for go-yaml's "invalid map key" message.
@@ -798,19 +810,40 @@ mod tests {
     #[test]
     fn check_reader_decides_mixed_text_as_before() {
         let pieces = [
-            "a", "key: value\n", "\t", "\r\n", "é", "€", "😀", "\u{85}", "\u{a0}", "\u{7f}",
-            "\u{84}", "\u{1}", "\u{fffd}", "\u{fffe}", "\u{ffff}", "\u{10000}", "\u{e000}",
-            "\u{d7ff}", "\u{feff}", &"y".repeat(17),
+            "a",
+            "key: value\n",
+            "\t",
+            "\r\n",
+            "é",
+            "€",
+            "😀",
+            "\u{85}",
+            "\u{a0}",
+            "\u{7f}",
+            "\u{84}",
+            "\u{1}",
+            "\u{fffd}",
+            "\u{fffe}",
+            "\u{ffff}",
+            "\u{10000}",
+            "\u{e000}",
+            "\u{d7ff}",
+            "\u{feff}",
+            &"y".repeat(17),
         ];
         // A fixed pseudo-random walk over the pieces: many lengths and
         // alignments, reproducible on every run.
         let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
         for _ in 0..20_000 {
             let mut text = String::new();
-            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             let len = (state >> 60) as usize + 1;
             for _ in 0..len {
-                state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                state = state
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
                 let piece = pieces[(state >> 33) as usize % pieces.len()];
                 // Mostly printable pieces, so that many texts pass.
                 if (state >> 20) % 4 == 0 || !rejected_char_by_char(piece) {

@@ -399,17 +399,38 @@ fn clone_node(n: &Node) -> Node {
 }
 
 /// A mapping being built. The same key set twice keeps its first position
-/// and takes the later value, as a Go map does; string keys are indexed so
-/// large mappings stay linear.
+/// and takes the later value, as a Go map does. Most mappings are small
+/// and are searched in place; string keys of larger ones are indexed, so
+/// that they stay linear.
 #[derive(Default)]
 struct Entries {
     list: Vec<(Node, Node)>,
+    /// Where each string key is in `list`, once `list` has grown past
+    /// [`Entries::SEARCHED`] entries.
     by_str: HashMap<String, usize>,
 }
 
 impl Entries {
+    /// Up to this many entries a key is found by comparing it with each:
+    /// cheaper than hashing it and keeping a copy of it in an index.
+    const SEARCHED: usize = 16;
+
     fn set(&mut self, key: Node, value: Node) {
         if let Node::Str(k) = &key {
+            if self.list.len() < Self::SEARCHED {
+                match self
+                    .list
+                    .iter_mut()
+                    .find(|(old, _)| matches!(old, Node::Str(o) if o == k))
+                {
+                    Some(slot) => slot.1 = value,
+                    None => self.list.push((key, value)),
+                }
+                return;
+            }
+            if self.by_str.is_empty() {
+                self.index_strings();
+            }
             match self.by_str.get(k) {
                 Some(&i) => self.list[i].1 = value,
                 None => {
@@ -423,6 +444,15 @@ impl Entries {
             slot.1 = value;
         } else {
             self.list.push((key, value));
+        }
+    }
+
+    /// Indexes the string keys in `list`, which has outgrown searching.
+    fn index_strings(&mut self) {
+        for (i, (k, _)) in self.list.iter().enumerate() {
+            if let Node::Str(k) = k {
+                self.by_str.insert(k.clone(), i);
+            }
         }
     }
 }
@@ -812,6 +842,29 @@ mod tests {
         }
         // 0x00–0x08, 0x0B, 0x0C, 0x0E–0x1F, 0x7F–0x84, 0x86–0x9F, 0xFFFE, 0xFFFF.
         assert_eq!(rejected, 9 + 2 + 18 + 6 + 26 + 2);
+    }
+
+    #[test]
+    fn a_key_set_again_keeps_its_place_and_takes_the_later_value() {
+        // Mappings searched in place, at the index threshold, and indexed.
+        for n in [3, 15, 16, 17, 40] {
+            let mut text: String = (0..n).map(|i| format!("k{i}: {i}\n")).collect();
+            text.push_str(&format!(
+                "k0: first again\nk{}: last again\n1: int\n'1': str\n",
+                n - 1
+            ));
+            text.push_str("k0: twice\n1: int again\n");
+            let Ok(Node::Map(list)) = first_document(&text) else {
+                panic!("a mapping: {text}");
+            };
+            let got: Vec<String> = list.iter().map(|(k, v)| format!("{k:?}={v:?}")).collect();
+            let mut want: Vec<String> = (0..n).map(|i| format!("Str(\"k{i}\")=Int({i})")).collect();
+            want[0] = "Str(\"k0\")=Str(\"twice\")".into();
+            want[n - 1] = format!("Str(\"k{}\")=Str(\"last again\")", n - 1);
+            want.push("Int(1)=Str(\"int again\")".into());
+            want.push("Str(\"1\")=Str(\"str\")".into());
+            assert_eq!(got, want, "{n} keys");
+        }
     }
 
     #[test]

@@ -175,32 +175,55 @@ pub fn split_documents(text: &str) -> Vec<String> {
         .collect()
 }
 
-fn head_of(doc: &serde_json::Value) -> Head {
-    let s =
-        |v: Option<&serde_json::Value>| v.and_then(|v| v.as_str()).unwrap_or_default().to_string();
-    let md = doc.get("metadata");
-    Head {
-        api_version: s(doc.get("apiVersion")),
-        kind: s(doc.get("kind")),
-        name: s(md.and_then(|m| m.get("name"))),
-        namespace: s(md.and_then(|m| m.get("namespace"))),
-        annotations: md
-            .and_then(|m| m.get("annotations"))
-            .and_then(|a| a.as_object())
-            .map(|a| {
-                a.iter()
-                    .map(|(k, v)| {
-                        (
-                            k.clone(),
-                            v.as_str()
-                                .map(String::from)
-                                .unwrap_or_else(|| v.to_string()),
-                        )
-                    })
-                    .collect()
+/// The parts of a document its [`Head`] is made of, as key paths: what
+/// Helm's `releaseutil.SimpleHead` reads.
+const HEAD_PATHS: &[&[&str]] = &[
+    &["apiVersion"],
+    &["kind"],
+    &["metadata", "name"],
+    &["metadata", "namespace"],
+    &["metadata", "annotations"],
+];
+
+/// Reads one document for its head. The document is decoded and checked
+/// in full, so a bad one fails with the message reading all of it gives;
+/// only the head is converted to JSON.
+fn read_head(doc: &str) -> Result<Head, gocodec::yaml::YamlError> {
+    let mut picked = gocodec::yaml::parse_yaml_picks(doc, HEAD_PATHS)?.into_iter();
+    let mut next = || picked.next().flatten();
+    let mut text = || match next() {
+        Some(serde_json::Value::String(s)) => s,
+        _ => String::new(),
+    };
+    let (api_version, kind, name, namespace) = (text(), text(), text(), text());
+    let annotations = match next() {
+        Some(serde_json::Value::Object(a)) => a
+            .into_iter()
+            .map(|(k, v)| {
+                let v = match v {
+                    serde_json::Value::String(s) => s,
+                    other => {
+                        let shown = other.to_string();
+                        gocodec::depth::drop_json(other);
+                        shown
+                    }
+                };
+                (k, v)
             })
-            .unwrap_or_default(),
-    }
+            .collect(),
+        Some(other) => {
+            gocodec::depth::drop_json(other);
+            BTreeMap::new()
+        }
+        None => BTreeMap::new(),
+    };
+    Ok(Head {
+        api_version,
+        kind,
+        name,
+        namespace,
+        annotations,
+    })
 }
 
 /// Hooks and manifests of a render, each sorted in install order.
@@ -390,11 +413,10 @@ fn read_in_order(files: &[(&str, &str)]) -> Result<Vec<Entry>, ManifestError> {
 /// dropped, as Helm drops them).
 fn read_file(path: &str, text: &str, entries: &mut Vec<Entry>) -> Result<(), ManifestError> {
     for doc in split_documents(text) {
-        let parsed = gocodec::yaml::parse_yaml_to_json(&doc).map_err(|e| ManifestError {
+        let head = read_head(&doc).map_err(|e| ManifestError {
             path: path.to_string(),
             message: e.to_string(),
         })?;
-        let head = head_of(&parsed);
         let Some(hook_types) = head.annotations.get(HOOK_ANNOTATION).cloned() else {
             entries.push(Entry::Manifest(Manifest {
                 source: path.to_string(),
@@ -463,6 +485,95 @@ pub fn manifest_text(manifests: &[Manifest]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// How a head was read before [`read_head`]: the whole document
+    /// converted to JSON, then looked up. `read_head` must agree with it
+    /// on every document, in the head and in the error.
+    fn head_from_whole_json(doc: &str) -> Result<Head, gocodec::yaml::YamlError> {
+        let doc = gocodec::yaml::parse_yaml_to_json(doc)?;
+        let s = |v: Option<&serde_json::Value>| {
+            v.and_then(|v| v.as_str()).unwrap_or_default().to_string()
+        };
+        let md = doc.get("metadata");
+        Ok(Head {
+            api_version: s(doc.get("apiVersion")),
+            kind: s(doc.get("kind")),
+            name: s(md.and_then(|m| m.get("name"))),
+            namespace: s(md.and_then(|m| m.get("namespace"))),
+            annotations: md
+                .and_then(|m| m.get("annotations"))
+                .and_then(|a| a.as_object())
+                .map(|a| {
+                    a.iter()
+                        .map(|(k, v)| {
+                            let shown = v.as_str().map(String::from);
+                            (k.clone(), shown.unwrap_or_else(|| v.to_string()))
+                        })
+                        .collect()
+                })
+                .unwrap_or_default(),
+        })
+    }
+
+    fn head_agrees(doc: &str) -> bool {
+        let want = head_from_whole_json(doc);
+        assert_eq!(read_head(doc), want, "{doc:?}");
+        want.is_ok()
+    }
+
+    #[test]
+    fn heads_read_as_the_whole_document_gives_them() {
+        let docs = [
+            "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: j\n  namespace: ns\n  annotations:\n    helm.sh/hook: pre-install,post-upgrade\n    helm.sh/hook-weight: \"-5\"\n    helm.sh/hook-delete-policy: hook-succeeded\nspec:\n  template: {}\n",
+            "kind: Job\nmetadata:\n  name: j\n  annotations:\n    helm.sh/hook: test\n    helm.sh/hook-weight: 5\n    other: {a: [1, 2]}\n    flag: true\n    none: null\n    f: 1.50\n",
+            "kind: 5\napiVersion: [v1]\nmetadata:\n  name: 12\n  namespace:\n  annotations: [a]\n",
+            "kind: A\nkind: B\nmetadata:\n  name: a\nmetadata:\n  namespace: n\n",
+            "base: &b\n  kind: K\n  metadata:\n    name: n\n    annotations: {helm.sh/hook: pre-delete}\n<<: *b\n",
+            "metadata:\n  <<: [{name: a}, {name: b, namespace: c}]\n  annotations: &a {x: y}\nspec: *a\n",
+            "on: 1\n1: a\n\"kind\": Quoted\n'apiVersion': v2\nmetadata: {name: !!binary aGVsbG8=}\n",
+            "kind: ConfigMap\ndata:\n  x: .inf\n",
+            "kind: ConfigMap\ndata:\n  ~: x\n",
+            "kind: ConfigMap\nmetadata:\n  annotations:\n    18446744073709551615: x\n",
+            "kind: ConfigMap\ndata: [unclosed\n",
+            "kind: [unclosed\n",
+            "kind: ConfigMap\ndata:\n  a: *nope\n",
+            "kind: ConfigMap\ndata: !!int x\n",
+            "- kind: A\n",
+            "just text",
+            "# only a comment",
+        ];
+        let good = docs.iter().filter(|d| head_agrees(d)).count();
+        assert!(good > 5 && good < docs.len(), "{good} of {}", docs.len());
+    }
+
+    /// Every document of every corpus render (all charts, all scenarios)
+    /// has the head, or the error, reading the whole document gives.
+    #[test]
+    fn corpus_heads_read_as_the_whole_document_gives_them() {
+        let Some(shared) = testkit::tools::shared_dir() else {
+            return;
+        };
+        let corpus = shared.join("corpus");
+        let cases = testkit::oracle::corpus_cases(&corpus);
+        if cases.is_empty() {
+            testkit::skip!("no corpus cases in {}", corpus.display());
+        }
+        let mut docs = 0;
+        for (_, _, dir, values) in &cases {
+            let opts = testkit::oracle::CaseOptions::for_scenario(values).unwrap_or_default();
+            let Ok(render) = testkit::oracle::render_case(dir, std::slice::from_ref(values), &opts)
+            else {
+                continue;
+            };
+            for text in render.files.values() {
+                for doc in split_documents(text) {
+                    head_agrees(&doc);
+                    docs += 1;
+                }
+            }
+        }
+        assert!(docs > 1000, "only {docs} documents in the corpus renders");
+    }
 
     #[test]
     fn splits_and_sorts() {

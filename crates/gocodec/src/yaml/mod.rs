@@ -7,6 +7,7 @@
 
 mod emit;
 mod parse;
+mod pick;
 pub(crate) mod resolve;
 
 use gotmpl::Value;
@@ -52,6 +53,34 @@ pub fn parse_yaml_to_json(text: &str) -> Result<serde_json::Value, YamlError> {
     match parse::first_document(text) {
         Ok(doc) => parse::to_json(doc),
         Err(e) => deep_json(text, e),
+    }
+}
+
+/// The values at `paths` (each a list of mapping keys from the root) of
+/// what [`parse_yaml_to_json`] gives for `text`, in `paths` order: `None`
+/// where a key is missing or a value on the way is not a mapping. The
+/// document is decoded and checked in full, so it fails where
+/// [`parse_yaml_to_json`] fails, with the same error; only the JSON of the
+/// rest of it is never built. Sorting rendered manifests reads each
+/// document's head this way.
+///
+/// # Panics
+///
+/// When one path is a prefix of another (or two are the same): each value
+/// is picked once.
+pub fn parse_yaml_picks(
+    text: &str,
+    paths: &[&[&str]],
+) -> Result<Vec<Option<serde_json::Value>>, YamlError> {
+    assert!(
+        paths.iter().enumerate().all(|(i, a)| paths[i + 1..]
+            .iter()
+            .all(|b| !a.starts_with(b) && !b.starts_with(a))),
+        "no path may be a prefix of another"
+    );
+    match parse::first_document(text) {
+        Ok(doc) => pick::pick(doc, paths),
+        Err(e) => deep_json(text, e).map(|doc| pick::pick_json(doc, paths)),
     }
 }
 

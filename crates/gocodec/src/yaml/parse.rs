@@ -363,7 +363,7 @@ impl Drop for Anchored {
 }
 
 /// Drops a node tree without recursing (an anchored tree may be deep).
-fn dismantle(n: Node) {
+pub(crate) fn dismantle(n: Node) {
     let mut stack = vec![n];
     while let Some(n) = stack.pop() {
         match n {
@@ -399,17 +399,38 @@ fn clone_node(n: &Node) -> Node {
 }
 
 /// A mapping being built. The same key set twice keeps its first position
-/// and takes the later value, as a Go map does; string keys are indexed so
-/// large mappings stay linear.
+/// and takes the later value, as a Go map does. Most mappings are small
+/// and are searched in place; string keys of larger ones are indexed, so
+/// that they stay linear.
 #[derive(Default)]
 struct Entries {
     list: Vec<(Node, Node)>,
+    /// Where each string key is in `list`, once `list` has grown past
+    /// [`Entries::SEARCHED`] entries.
     by_str: HashMap<String, usize>,
 }
 
 impl Entries {
+    /// Up to this many entries a key is found by comparing it with each:
+    /// cheaper than hashing it and keeping a copy of it in an index.
+    const SEARCHED: usize = 16;
+
     fn set(&mut self, key: Node, value: Node) {
         if let Node::Str(k) = &key {
+            if self.list.len() < Self::SEARCHED {
+                match self
+                    .list
+                    .iter_mut()
+                    .find(|(old, _)| matches!(old, Node::Str(o) if o == k))
+                {
+                    Some(slot) => slot.1 = value,
+                    None => self.list.push((key, value)),
+                }
+                return;
+            }
+            if self.by_str.is_empty() {
+                self.index_strings();
+            }
             match self.by_str.get(k) {
                 Some(&i) => self.list[i].1 = value,
                 None => {
@@ -423,6 +444,15 @@ impl Entries {
             slot.1 = value;
         } else {
             self.list.push((key, value));
+        }
+    }
+
+    /// Indexes the string keys in `list`, which has outgrown searching.
+    fn index_strings(&mut self) {
+        for (i, (k, _)) in self.list.iter().enumerate() {
+            if let Node::Str(k) = k {
+                self.by_str.insert(k.clone(), i);
+            }
         }
     }
 }
@@ -552,11 +582,49 @@ fn from_resolved(r: Resolved, text: String) -> Node {
     }
 }
 
+/// Refuses text with a character libyaml's reader refuses
+/// ([`super::reader_rejects`]). Rendered manifests and values files are
+/// almost all printable ASCII, so the text is scanned as bytes, a block at
+/// a time, and only the characters outside printable ASCII are looked at
+/// one by one (and decoded only when they are not ASCII).
 fn check_reader(text: &str) -> Result<(), YamlError> {
-    if text.chars().any(super::reader_rejects) {
-        return Err(YamlError::Unmarshal(
-            "control characters are not allowed".into(),
-        ));
+    /// Bytes taken a block at a time: one branch per block, and a loop
+    /// without early exit, in arithmetic the compiler vectorises (a
+    /// `matches!` of ranges here cost ten times the instructions).
+    const BLOCK: usize = 32;
+    fn printable(b: u8) -> bool {
+        matches!(b, b' '..=b'~' | b'\n' | b'\t' | b'\r')
+    }
+    /// Whether `b` is neither printable ASCII nor a line feed, as 0 or 1;
+    /// tabs and carriage returns, rarer, go the one-by-one way.
+    fn unusual(b: u8) -> u8 {
+        u8::from(b.wrapping_sub(b' ') > b'~' - b' ') & u8::from(b != b'\n')
+    }
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        while let Some(block) = bytes.get(i..i + BLOCK) {
+            if block.iter().fold(0, |any, &b| any | unusual(b)) != 0 {
+                break;
+            }
+            i += BLOCK;
+        }
+        let Some(&b) = bytes.get(i) else { break };
+        if printable(b) {
+            i += 1;
+            continue;
+        }
+        // `i` is always at a character's start: it moves over whole blocks
+        // of ASCII, single ASCII bytes and whole characters.
+        let c = text.get(i..).and_then(|rest| rest.chars().next());
+        match c {
+            Some(c) if !super::reader_rejects(c) => i += c.len_utf8(),
+            _ => {
+                return Err(YamlError::Unmarshal(
+                    "control characters are not allowed".into(),
+                ))
+            }
+        }
     }
     Ok(())
 }
@@ -600,18 +668,7 @@ pub(crate) fn to_json(n: Node) -> Result<serde_json::Value, YamlError> {
         Node::Uint(u) => J::from(u),
         Node::Float(f) => match serde_json::Number::from_f64(f) {
             Some(n) => J::Number(n),
-            None => {
-                let shown = if f.is_nan() {
-                    "NaN"
-                } else if f > 0.0 {
-                    "+Inf"
-                } else {
-                    "-Inf"
-                };
-                return Err(YamlError::Convert(format!(
-                    "json: unsupported value: {shown}"
-                )));
-            }
+            None => return Err(non_finite(f)),
         },
         Node::Str(s) => J::String(s),
         Node::Seq(items) => guarded(|| {
@@ -652,36 +709,59 @@ pub(crate) fn to_json(n: Node) -> Result<serde_json::Value, YamlError> {
     })
 }
 
+/// What `json.Marshal` says of a float JSON has no form for.
+pub(crate) fn non_finite(f: f64) -> YamlError {
+    let shown = if f.is_nan() {
+        "NaN"
+    } else if f > 0.0 {
+        "+Inf"
+    } else {
+        "-Inf"
+    };
+    YamlError::Convert(format!("json: unsupported value: {shown}"))
+}
+
 /// One mapping entry with its key as JSON has it (a string).
 fn json_entry(k: Node, v: Node) -> Result<(String, serde_json::Value), YamlError> {
     let key = match k {
         Node::Str(s) => s,
-        Node::Int(i) => i.to_string(),
-        Node::Float(f) => float_key(f),
-        Node::Bool(b) => b.to_string(),
-        Node::Uint(u) => {
-            let e = YamlError::Convert(format!(
-                "unsupported map key of type: uint64, key: 0x{u:x}, value: {}",
-                short(&v)
-            ));
-            dismantle(v);
-            return Err(e);
-        }
-        Node::Null => {
-            let e = YamlError::Convert(format!(
-                "unsupported map key of type: %!s(<nil>), key: <nil>, value: {}",
-                short(&v)
-            ));
-            dismantle(v);
-            return Err(e);
-        }
-        Node::Seq(_) | Node::Map(_) => {
-            dismantle(k);
-            dismantle(v);
-            return Err(YamlError::Convert("invalid map key".into()));
-        }
+        k => match json_key(&k, &v) {
+            Ok(key) => key.into_owned(),
+            Err(e) => {
+                dismantle(k);
+                dismantle(v);
+                return Err(e);
+            }
+        },
     };
     Ok((key, to_json(v)?))
+}
+
+/// A mapping key as JSON has it (a string), or why it has none; `value`
+/// is the key's value, which the error shows.
+pub(crate) fn json_key<'n>(
+    key: &'n Node,
+    value: &Node,
+) -> Result<std::borrow::Cow<'n, str>, YamlError> {
+    Ok(match key {
+        Node::Str(s) => s.as_str().into(),
+        Node::Int(i) => i.to_string().into(),
+        Node::Float(f) => float_key(*f).into(),
+        Node::Bool(b) => b.to_string().into(),
+        Node::Uint(u) => {
+            return Err(YamlError::Convert(format!(
+                "unsupported map key of type: uint64, key: 0x{u:x}, value: {}",
+                short(value)
+            )))
+        }
+        Node::Null => {
+            return Err(YamlError::Convert(format!(
+                "unsupported map key of type: %!s(<nil>), key: <nil>, value: {}",
+                short(value)
+            )))
+        }
+        Node::Seq(_) | Node::Map(_) => return Err(YamlError::Convert("invalid map key".into())),
+    })
 }
 
 /// Go's `%#v` of a decoded key, for go-yaml's "invalid map key" message.
@@ -718,5 +798,123 @@ fn short(n: &Node) -> String {
         Node::Str(s) => format!("{s:?}"),
         Node::Seq(_) => "[]interface {}{...}".into(),
         Node::Map(_) => "map[interface {}]interface {}{...}".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What `check_reader` decided before it scanned bytes: every character
+    /// decoded and tested.
+    fn rejected_char_by_char(text: &str) -> bool {
+        text.chars().any(super::super::reader_rejects)
+    }
+
+    fn agrees(text: &str) {
+        assert_eq!(
+            check_reader(text).is_err(),
+            rejected_char_by_char(text),
+            "{text:?}"
+        );
+    }
+
+    #[test]
+    fn check_reader_decides_every_character_as_before() {
+        // Each character opening a block, and at a block's last byte (so
+        // that its encoding crosses into the next); blocks are 32 bytes.
+        let prefixes = ["", &"k".repeat(31)];
+        let suffix = "b".repeat(32);
+        let mut rejected = 0;
+        let mut text = String::new();
+        for c in (0..=0x10FFFF).filter_map(char::from_u32) {
+            for prefix in prefixes {
+                text.clear();
+                text.push_str(prefix);
+                text.push(c);
+                text.push_str(&suffix);
+                let refused = check_reader(&text).is_err();
+                assert_eq!(refused, rejected_char_by_char(&text), "{text:?}");
+                if refused && prefix.is_empty() {
+                    rejected += 1;
+                }
+            }
+        }
+        // 0x00–0x08, 0x0B, 0x0C, 0x0E–0x1F, 0x7F–0x84, 0x86–0x9F, 0xFFFE, 0xFFFF.
+        assert_eq!(rejected, 9 + 2 + 18 + 6 + 26 + 2);
+    }
+
+    #[test]
+    fn a_key_set_again_keeps_its_place_and_takes_the_later_value() {
+        // Mappings searched in place, at the index threshold, and indexed.
+        for n in [3, 15, 16, 17, 40] {
+            let mut text: String = (0..n).map(|i| format!("k{i}: {i}\n")).collect();
+            text.push_str(&format!(
+                "k0: first again\nk{}: last again\n1: int\n'1': str\n",
+                n - 1
+            ));
+            text.push_str("k0: twice\n1: int again\n");
+            let Ok(Node::Map(list)) = first_document(&text) else {
+                panic!("a mapping: {text}");
+            };
+            let got: Vec<String> = list.iter().map(|(k, v)| format!("{k:?}={v:?}")).collect();
+            let mut want: Vec<String> = (0..n).map(|i| format!("Str(\"k{i}\")=Int({i})")).collect();
+            want[0] = "Str(\"k0\")=Str(\"twice\")".into();
+            want[n - 1] = format!("Str(\"k{}\")=Str(\"last again\")", n - 1);
+            want.push("Int(1)=Str(\"int again\")".into());
+            want.push("Str(\"1\")=Str(\"str\")".into());
+            assert_eq!(got, want, "{n} keys");
+        }
+    }
+
+    #[test]
+    fn check_reader_decides_mixed_text_as_before() {
+        let pieces = [
+            "a",
+            "key: value\n",
+            "\t",
+            "\r\n",
+            "é",
+            "€",
+            "😀",
+            "\u{85}",
+            "\u{a0}",
+            "\u{7f}",
+            "\u{84}",
+            "\u{1}",
+            "\u{fffd}",
+            "\u{fffe}",
+            "\u{ffff}",
+            "\u{10000}",
+            "\u{e000}",
+            "\u{d7ff}",
+            "\u{feff}",
+            &"y".repeat(17),
+            &"w".repeat(40),
+        ];
+        // A fixed pseudo-random walk over the pieces: many lengths and
+        // alignments, reproducible on every run.
+        let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+        for _ in 0..20_000 {
+            let mut text = String::new();
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let len = (state >> 60) as usize + 1;
+            for _ in 0..len {
+                state = state
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let piece = pieces[(state >> 33) as usize % pieces.len()];
+                // Mostly printable pieces, so that many texts pass.
+                if (state >> 20) % 4 == 0 || !rejected_char_by_char(piece) {
+                    text.push_str(piece);
+                }
+            }
+            agrees(&text);
+        }
+        agrees("");
+        agrees(&"z".repeat(64));
+        agrees(&format!("{}\u{0}", "z".repeat(64)));
     }
 }

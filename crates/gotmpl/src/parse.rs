@@ -335,13 +335,31 @@ fn is_empty_list(nodes: &[Node]) -> bool {
 #[error("{0}")]
 pub struct ParseError(pub String);
 
-const BUILTINS: &[&str] = &[
-    "and", "call", "html", "index", "slice", "js", "len", "not", "or", "print", "printf",
-    "println", "urlquery", "eq", "ge", "gt", "le", "lt", "ne",
-];
-
+/// Go's builtin functions (a `match`, as every identifier of a text is
+/// checked against them).
 pub(crate) fn is_builtin(name: &str) -> bool {
-    BUILTINS.contains(&name)
+    matches!(
+        name,
+        "and"
+            | "call"
+            | "html"
+            | "index"
+            | "slice"
+            | "js"
+            | "len"
+            | "not"
+            | "or"
+            | "print"
+            | "printf"
+            | "println"
+            | "urlquery"
+            | "eq"
+            | "ge"
+            | "gt"
+            | "le"
+            | "lt"
+            | "ne"
+    )
 }
 
 /// What [`parse`] returns: the trees, and whether the text defines a
@@ -368,13 +386,10 @@ pub(crate) fn parse(
     let lexed = src.clone();
     let mut p = Parser {
         lexer: Lexer::new(&lexed),
-        window: Vec::with_capacity(WINDOW_KEEP * 4),
-        base: 0,
-        lexed_all: false,
         names: HashMap::default(),
         idx: 0,
         last_line: 1,
-        vars: vec!["$".to_string()],
+        vars: vec!["$"],
         range_depth: 0,
         action_line: 0,
         has_func,
@@ -421,16 +436,13 @@ pub(crate) fn parse(
 const WINDOW_KEEP: usize = 16;
 
 struct Parser<'a, 's> {
+    /// Also the window of items the parser looks at (see [`Lexer::item`]).
     lexer: Lexer<'s>,
-    /// Items pulled from the lexer, from absolute index `base` on.
-    window: Vec<Item<'s>>,
-    base: usize,
-    /// The lexer has handed out its `Eof` or `Error` item.
-    lexed_all: bool,
     names: HashMap<&'s str, Rc<str>>,
     idx: usize,
     last_line: usize,
-    vars: Vec<String>,
+    /// Variables in scope: slices of the text, as the items are.
+    vars: Vec<&'s str>,
     range_depth: usize,
     action_line: usize,
     has_func: &'a dyn Fn(&str) -> bool,
@@ -449,15 +461,11 @@ enum ListEnd {
 impl<'s> Parser<'_, 's> {
     /// The item at `idx`, or the final `Eof`/`Error` item when `idx` is
     /// past it; and whether `idx` was an item.
+    #[inline]
     fn at_idx(&mut self) -> (Item<'s>, bool) {
-        while self.base + self.window.len() <= self.idx && !self.lexed_all {
-            let it = self.lexer.next_item();
-            self.lexed_all = matches!(it.typ, ItemType::Eof | ItemType::Error);
-            self.window.push(it);
-        }
-        match self.window.get(self.idx - self.base) {
-            Some(it) => (*it, true),
-            None => (self.window[self.window.len() - 1], false),
+        match self.lexer.item(self.idx) {
+            Some(it) => (it, true),
+            None => (self.lexer.end_item(), false),
         }
     }
 
@@ -465,10 +473,8 @@ impl<'s> Parser<'_, 's> {
         let (it, real) = self.at_idx();
         if real {
             self.idx += 1;
-            if self.idx - self.base > 4 * WINDOW_KEEP {
-                let drop = self.idx - self.base - WINDOW_KEEP;
-                self.window.drain(..drop);
-                self.base += drop;
+            if self.idx - self.lexer.base() > 4 * WINDOW_KEEP {
+                self.lexer.forget_before(self.idx - WINDOW_KEEP);
             }
         }
         self.last_line = it.line;
@@ -590,7 +596,7 @@ impl<'s> Parser<'_, 's> {
         }
         let name = unquote(tok.val).or_else(|e| self.err(e))?;
         self.expect(ItemType::RightDelim, context)?;
-        let saved_vars = std::mem::replace(&mut self.vars, vec!["$".to_string()]);
+        let saved_vars = std::mem::replace(&mut self.vars, vec!["$"]);
         let saved_depth = std::mem::replace(&mut self.range_depth, 0);
         let (list, end) = self.item_list()?;
         self.vars = saved_vars;
@@ -751,7 +757,7 @@ impl<'s> Parser<'_, 's> {
         let tok = self.next_non_space();
         let name = self.template_name(&tok, context)?;
         let pipe = self.pipeline(context, ItemType::RightDelim)?;
-        let saved_vars = std::mem::replace(&mut self.vars, vec!["$".to_string()]);
+        let saved_vars = std::mem::replace(&mut self.vars, vec!["$"]);
         let saved_depth = std::mem::replace(&mut self.range_depth, 0);
         let res = self.item_list();
         self.vars = saved_vars;
@@ -789,13 +795,13 @@ impl<'s> Parser<'_, 's> {
                     pipe.is_assign = next.typ == ItemType::Assign;
                     self.next_non_space();
                     pipe.decl.push(self.name(v.val));
-                    self.vars.push(v.val.to_string());
+                    self.vars.push(v.val);
                     break;
                 }
                 ItemType::Char if next.val == "," => {
                     self.next_non_space();
                     pipe.decl.push(self.name(v.val));
-                    self.vars.push(v.val.to_string());
+                    self.vars.push(v.val);
                     if context == "range" && pipe.decl.len() < 2 {
                         match self.peek_non_space().typ {
                             ItemType::Variable | ItemType::RightDelim | ItemType::RightParen => {
@@ -889,20 +895,14 @@ impl<'s> Parser<'_, 's> {
         };
         if self.peek().typ == ItemType::Field {
             let pos = self.peek().pos;
-            let mut fields = Vec::new();
-            while self.peek().typ == ItemType::Field {
-                let f = self.next();
-                fields.push(self.name(&f.val[1..]));
-            }
             return match node {
-                Arg::Field { idents, .. } => {
-                    let mut idents = idents;
-                    idents.extend(fields);
+                // `term` made room for these fields.
+                Arg::Field { mut idents, .. } => {
+                    self.push_fields(&mut idents);
                     Ok(Some(Arg::Field { pos, idents }))
                 }
-                Arg::Variable { idents, .. } => {
-                    let mut idents = idents;
-                    idents.extend(fields);
+                Arg::Variable { mut idents, .. } => {
+                    self.push_fields(&mut idents);
                     Ok(Some(Arg::Variable { pos, idents }))
                 }
                 Arg::Bool(..)
@@ -910,16 +910,52 @@ impl<'s> Parser<'_, 's> {
                 | Arg::Number(..)
                 | Arg::Nil(_)
                 | Arg::Dot(_) => {
+                    // Read past the fields first: the error's line is
+                    // the line of what follows them.
+                    self.push_fields(&mut Vec::new());
                     self.err(format!("unexpected . after term {:?}", node.to_string()))
                 }
-                other => Ok(Some(Arg::Chain {
-                    pos,
-                    node: Box::new(other),
-                    fields,
-                })),
+                other => {
+                    let mut fields = Vec::with_capacity(self.fields_ahead());
+                    self.push_fields(&mut fields);
+                    Ok(Some(Arg::Chain {
+                        pos,
+                        node: Box::new(other),
+                        fields,
+                    }))
+                }
             };
         }
         Ok(Some(node))
+    }
+
+    /// How many field items follow, from the current one on: the room a
+    /// name with its chain of fields takes, so that it is allocated once.
+    fn fields_ahead(&mut self) -> usize {
+        let mut n = 0;
+        while let Some(Item {
+            typ: ItemType::Field,
+            ..
+        }) = self.lexer.item(self.idx + n)
+        {
+            n += 1;
+        }
+        n
+    }
+
+    /// Reads the field items that follow, as names.
+    fn push_fields(&mut self, names: &mut Vec<Rc<str>>) {
+        while self.peek().typ == ItemType::Field {
+            let f = self.next();
+            names.push(self.name(&f.val[1..]));
+        }
+    }
+
+    /// A variable's or field's name with room for the fields after it.
+    fn chain_start(&mut self, first: &'s str) -> Vec<Rc<str>> {
+        let mut idents = Vec::with_capacity(1 + self.fields_ahead());
+        idents.push(self.name(first));
+        idents
     }
 
     fn term(&mut self) -> PResult<Option<Arg>> {
@@ -937,17 +973,17 @@ impl<'s> Parser<'_, 's> {
             ItemType::Dot => Arg::Dot(tok.pos),
             ItemType::Nil => Arg::Nil(tok.pos),
             ItemType::Variable => {
-                if !self.vars.iter().any(|v| v == tok.val) {
+                if !self.vars.iter().any(|v| *v == tok.val) {
                     return self.err(format!("undefined variable {:?}", tok.val));
                 }
                 Arg::Variable {
                     pos: tok.pos,
-                    idents: vec![self.name(tok.val)],
+                    idents: self.chain_start(tok.val),
                 }
             }
             ItemType::Field => Arg::Field {
                 pos: tok.pos,
-                idents: vec![self.name(&tok.val[1..])],
+                idents: self.chain_start(&tok.val[1..]),
             },
             ItemType::Bool => Arg::Bool(tok.pos, tok.val == "true"),
             ItemType::CharConstant | ItemType::Complex | ItemType::Number => {
@@ -962,7 +998,8 @@ impl<'s> Parser<'_, 's> {
             }
             ItemType::String | ItemType::RawString => {
                 let text = match plain_literal(tok.val) {
-                    Some(body) => Rc::from(body),
+                    // Shared like names: charts repeat the same literals.
+                    Some(body) => self.name(body),
                     None => Rc::from(unquote(tok.val).or_else(|e| self.err(e))?),
                 };
                 Arg::String {

@@ -23,16 +23,10 @@ use counting_alloc::{ALLOCATED, ALLOCS};
 const CHARTS: &[&str] = &["kafka", "keycloak", "postgresql", "prometheus", "grafana"];
 
 fn main() {
-    let corpus = corpus::corpus_dir();
-    if !corpus.join("charts").exists() {
-        eprintln!("SKIP: no corpus at {}", corpus.display());
+    let Some(corpus) = corpus::corpus_dir() else {
         return;
-    }
-    let runs: u32 = std::env::var("RUDDER_BENCH_RUNS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .filter(|&v| v > 0)
-        .unwrap_or(50);
+    };
+    let runs = corpus::bench_runs(50);
     // `cargo bench` passes `--bench`; anything else names a chart.
     let asked: Vec<String> = std::env::args()
         .skip(1)

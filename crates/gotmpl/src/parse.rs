@@ -973,7 +973,7 @@ impl<'s> Parser<'_, 's> {
             ItemType::Dot => Arg::Dot(tok.pos),
             ItemType::Nil => Arg::Nil(tok.pos),
             ItemType::Variable => {
-                if !self.vars.iter().any(|v| *v == tok.val) {
+                if !self.vars.contains(&tok.val) {
                     return self.err(format!("undefined variable {:?}", tok.val));
                 }
                 Arg::Variable {

@@ -57,16 +57,10 @@ const HELM_FUNCS: &[&str] = &[
 ];
 
 fn main() {
-    let corpus = corpus::corpus_dir();
-    if !corpus.join("charts").exists() {
-        eprintln!("SKIP: no corpus at {}", corpus.display());
+    let Some(corpus) = corpus::corpus_dir() else {
         return;
-    }
-    let runs: u32 = std::env::var("RUDDER_BENCH_RUNS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .filter(|&v| v > 0)
-        .unwrap_or(30);
+    };
+    let runs = corpus::bench_runs(30);
     let mut funcs = sprig::funcmap();
     for name in HELM_FUNCS {
         funcs.insert(*name, Func::variadic(&[], Ty::Any, |_, _| Ok(Value::Nil)));

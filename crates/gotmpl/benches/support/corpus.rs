@@ -4,12 +4,27 @@
 
 use std::path::{Path, PathBuf};
 
-/// `../shared/corpus` beside the repository, or `RUDDER_CORPUS`.
-pub fn corpus_dir() -> PathBuf {
+/// `../shared/corpus` beside the repository, or `RUDDER_CORPUS`; `None`
+/// (having said so) when it has no charts.
+pub fn corpus_dir() -> Option<PathBuf> {
     let shared = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared"));
-    std::env::var("RUDDER_CORPUS")
+    let corpus = std::env::var("RUDDER_CORPUS")
         .map(PathBuf::from)
-        .unwrap_or_else(|_| shared.join("corpus"))
+        .unwrap_or_else(|_| shared.join("corpus"));
+    if !corpus.join("charts").exists() {
+        eprintln!("SKIP: no corpus at {}", corpus.display());
+        return None;
+    }
+    Some(corpus)
+}
+
+/// Passes per chart: `RUDDER_BENCH_RUNS`, or `default`.
+pub fn bench_runs(default: u32) -> u32 {
+    std::env::var("RUDDER_BENCH_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&v| v > 0)
+        .unwrap_or(default)
 }
 
 /// Appends `(path, text)` for every template file of `chart` and its

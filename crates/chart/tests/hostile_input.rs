@@ -56,7 +56,6 @@ fn render_deep(
         let r = render_templates(c, vals, &RenderOptions::default()).map_err(|e| e.to_string());
         r.map(|r| r.files)
     })
-    .expect("thread")
 }
 
 #[test]
@@ -82,8 +81,7 @@ fn values_as_deep_as_helm_reads_are_accepted() {
         let d = gocodec::depth::json_depth(&serde_json::Value::Object(v.clone()));
         drop_json(serde_json::Value::Object(v));
         d
-    })
-    .unwrap();
+    });
     assert_eq!(depth, MAX_DEPTH);
 }
 
@@ -149,7 +147,7 @@ fn json_decoding_stops_at_go_depth() {
     let ok = on_deep_stack(move || {
         gocodec::json::parse(&text(MAX_DEPTH), gocodec::json::Target::Any).is_ok()
     });
-    assert!(ok.unwrap());
+    assert!(ok);
 }
 
 /// A manifest whose `data` nests `levels` block sequences on one line.
@@ -172,8 +170,7 @@ fn rendered_output_as_deep_as_the_api_server_takes_is_sorted_and_deeper_is_refus
         let s = chart::manifest::sort_manifests(&r.files, chart::manifest::INSTALL_ORDER)
             .map(|s| (s.manifests.len(), s.manifests[0].content.len()));
         s.map_err(|e| e.to_string())
-    })
-    .unwrap();
+    });
     assert_eq!(sorted.unwrap().0, 1);
 
     let files = std::collections::BTreeMap::from([(
@@ -282,8 +279,7 @@ fn toml_as_deep_as_go_reads_it_and_a_short_error_beyond() {
     ] {
         let parsed = gocodec::depth::on_deep_stack(move || {
             gocodec::toml::parse_toml_map(&text).map(|m| m.len())
-        })
-        .unwrap();
+        });
         assert_eq!(parsed, Ok(1), "{what} nested {MAX_DEPTH} levels");
     }
     for (what, text) in [
@@ -426,8 +422,7 @@ fn json_values_deeper_than_yaml_rust2_flow_limit_read_as_go_yaml_reads_them() {
     let depth = on_deep_stack(move || {
         let v = chart::values::read_values(&doc(3_000)).expect("accepted");
         gocodec::depth::json_depth(&serde_json::Value::Object(v))
-    })
-    .unwrap();
+    });
     assert_eq!(depth, 3_001);
     let e = chart::values::read_values(&doc(MAX_DEPTH + 1)).unwrap_err();
     assert!(e.ends_with("yaml: exceeded max depth of 10000"), "{e}");

@@ -4,6 +4,10 @@
 //! A render makes and frees millions of small values (template trees, values,
 //! output strings): with mimalloc `rudder template` on a real chart runs ~12% fewer
 //! instructions and takes a quarter of the page faults of the system allocator.
+//! It is mimalloc v2: v3 (the crate's default) took 4–9% more CPU time for
+//! `rudder template` of kafka, postgresql, grafana, keycloak and prometheus
+//! (25 alternating runs each), while the operator's peak RSS at 2,000 and
+//! 10,000 CRs was the same with either (45.6/45.9 and ~102/104 MiB).
 //!
 //! A long-running operator frees most of what each reconcile allocates. With
 //! mimalloc's defaults on Linux (arenas committed eagerly, freed pages purged after

@@ -161,11 +161,10 @@ fn show_only_matches(chart: &str, source: &str, patterns: &[String]) -> bool {
 }
 
 /// Runs `rudder template`; returns the process exit code. The work runs on
-/// a thread with a deep stack, so values and output nested as deep as Helm
-/// accepts never overflow it.
+/// a deep stack, so values and output nested as deep as Helm accepts never
+/// overflow it.
 pub(crate) fn run(args: TemplateArgs) -> anyhow::Result<i32> {
     gocodec::depth::on_deep_stack(move || run_here(args))
-        .context("starting the rendering thread")?
 }
 
 fn run_here(args: TemplateArgs) -> anyhow::Result<i32> {

@@ -21,6 +21,15 @@ pub(crate) fn plain_literal(s: &str) -> Option<&str> {
     (!body.bytes().any(special)).then_some(body)
 }
 
+/// [`unquote`], copying a plain literal's body (as template names nearly
+/// all are) rather than reading it character by character.
+pub(crate) fn unquote_to_string(s: &str) -> Result<String, String> {
+    match plain_literal(s) {
+        Some(body) => Ok(body.to_string()),
+        None => unquote(s),
+    }
+}
+
 /// Go's `strconv.Unquote` for the three literal forms the lexer produces.
 pub(crate) fn unquote(s: &str) -> Result<String, String> {
     let bad = || "invalid syntax".to_string();

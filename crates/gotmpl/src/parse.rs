@@ -6,7 +6,7 @@ use std::rc::Rc;
 use foldhash::HashMap;
 
 use crate::lex::{Item, ItemType, Lexer};
-use crate::literal::{parse_number, plain_literal, unquote};
+use crate::literal::{parse_number, plain_literal, unquote, unquote_to_string};
 
 /// A piece of a template's source: text and quoted literals stay where
 /// they are in the source the tree keeps, rather than each being copied.
@@ -594,7 +594,7 @@ impl<'s> Parser<'_, 's> {
         if tok.typ != ItemType::String && tok.typ != ItemType::RawString {
             return self.unexpected(&tok, context);
         }
-        let name = unquote(tok.val).or_else(|e| self.err(e))?;
+        let name = unquote_to_string(tok.val).or_else(|e| self.err(e))?;
         self.expect(ItemType::RightDelim, context)?;
         let saved_vars = std::mem::replace(&mut self.vars, vec!["$"]);
         let saved_depth = std::mem::replace(&mut self.range_depth, 0);
@@ -731,7 +731,9 @@ impl<'s> Parser<'_, 's> {
 
     fn template_name(&mut self, tok: &Item, context: &str) -> PResult<String> {
         match tok.typ {
-            ItemType::String | ItemType::RawString => unquote(tok.val).or_else(|e| self.err(e)),
+            ItemType::String | ItemType::RawString => {
+                unquote_to_string(tok.val).or_else(|e| self.err(e))
+            }
             _ => self.unexpected(tok, context),
         }
     }

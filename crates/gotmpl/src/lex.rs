@@ -91,6 +91,9 @@ impl Item<'_> {
     }
 }
 
+/// How many items [`Lexer::item`] lexes beyond the one asked for.
+const LEX_AHEAD: usize = 8;
+
 const LEFT: &str = "{{";
 const RIGHT: &str = "}}";
 const LEFT_COMMENT: &str = "/*";
@@ -99,6 +102,18 @@ const RIGHT_COMMENT: &str = "*/";
 fn is_space(c: u8) -> bool {
     matches!(c, b' ' | b'\t' | b'\r' | b'\n')
 }
+
+/// ASCII letters, digits and `_`, as a table: names are scanned a byte at
+/// a time, and one load beats the range checks.
+static ASCII_WORD: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0;
+    while b < 128 {
+        t[b] = (b as u8).is_ascii_alphanumeric() || b == b'_' as usize;
+        b += 1;
+    }
+    t
+};
 
 fn is_alnum(c: char) -> bool {
     c == '_' || c.is_alphanumeric()
@@ -127,12 +142,8 @@ fn keyword(s: &str) -> Option<ItemType> {
 pub(crate) fn lex(input: &str) -> Lexed<'_> {
     let mut l = Lexer::new(input);
     let mut items = Vec::new();
-    loop {
-        let it = l.next_item();
+    while let Some(it) = l.item(items.len()) {
         items.push(it);
-        if matches!(it.typ, ItemType::Eof | ItemType::Error) {
-            break;
-        }
     }
     Lexed {
         items,
@@ -140,15 +151,18 @@ pub(crate) fn lex(input: &str) -> Lexed<'_> {
     }
 }
 
-/// Lexes on demand: the parser pulls items one at a time, so the items of
-/// a whole text never exist at once.
+/// Lexes on demand: the parser asks for items by index, and the lexer
+/// keeps only those the parser may still look back at, so the items of a
+/// whole text never exist at once. The lexer's buffer is the parser's
+/// look-back window: an item is written once and read in place.
 pub(crate) struct Lexer<'a> {
     input: &'a str,
-    /// Items lexed but not yet handed out (a state emits at most a few).
-    items: std::collections::VecDeque<Item<'a>>,
+    /// Items lexed and kept: item `base + i` is `items[i]`.
+    items: Vec<Item<'a>>,
+    base: usize,
     state: State,
-    /// The `Eof` or `Error` item, handed out again once lexing is done.
-    last: Option<Item<'a>>,
+    /// The `Eof` or `Error` item, once lexing is done.
+    end: Item<'a>,
     error: String,
     start: usize,
     pos: usize,
@@ -171,9 +185,15 @@ impl<'a> Lexer<'a> {
     pub(crate) fn new(input: &'a str) -> Lexer<'a> {
         Lexer {
             input,
-            items: std::collections::VecDeque::with_capacity(4),
+            items: Vec::with_capacity(64),
+            base: 0,
             state: State::Text,
-            last: None,
+            end: Item {
+                typ: ItemType::Eof,
+                pos: 0,
+                val: "",
+                line: 1,
+            },
             error: String::new(),
             start: 0,
             pos: 0,
@@ -183,28 +203,55 @@ impl<'a> Lexer<'a> {
         }
     }
 
-    /// The next item; after the `Eof` or `Error` item, that item again.
-    pub(crate) fn next_item(&mut self) -> Item<'a> {
-        loop {
-            if let Some(it) = self.items.pop_front() {
-                if matches!(it.typ, ItemType::Eof | ItemType::Error) {
-                    self.last = Some(it);
-                }
-                return it;
-            }
-            if let Some(last) = self.last {
-                return last;
-            }
+    /// Item `idx` of the input (counting from 0), lexing up to it if need
+    /// be; `None` past the `Eof` or `Error` item. `idx` must not be before
+    /// what [`Lexer::forget_before`] let go.
+    #[inline]
+    pub(crate) fn item(&mut self, idx: usize) -> Option<Item<'a>> {
+        match self.items.get(idx - self.base) {
+            Some(it) => Some(*it),
+            None => self.lex_to(idx),
+        }
+    }
+
+    /// Lexes a few items past `idx` while at it: the parser nearly always
+    /// goes on to them, and one call per item cost more than the lexing.
+    #[inline(never)]
+    fn lex_to(&mut self, idx: usize) -> Option<Item<'a>> {
+        while self.base + self.items.len() <= idx + LEX_AHEAD {
             self.state = match self.state {
                 State::Text => self.lex_text(),
                 State::LeftDelim => self.lex_left_delim(),
                 State::Comment => self.lex_comment(),
                 State::RightDelim(trim) => self.lex_right_delim(trim),
                 State::Inside => self.lex_inside(),
-                // Every path to Done emits Eof or Error first.
-                State::Done => State::Done,
+                State::Done => break,
             };
+            if let (State::Done, Some(last)) = (self.state, self.items.last()) {
+                // Every path to Done emits Eof or Error first.
+                self.end = *last;
+            }
         }
+        self.items.get(idx - self.base).copied()
+    }
+
+    /// The `Eof` or `Error` item that ends the input, once [`Lexer::item`]
+    /// has returned `None` (before that, an `Eof` at the start).
+    pub(crate) fn end_item(&self) -> Item<'a> {
+        self.end
+    }
+
+    /// The index of the first item still kept.
+    pub(crate) fn base(&self) -> usize {
+        self.base
+    }
+
+    /// Lets go of the items before `idx`, which the parser will not look
+    /// back at again.
+    pub(crate) fn forget_before(&mut self, idx: usize) {
+        let n = idx.saturating_sub(self.base).min(self.items.len());
+        self.items.drain(..n);
+        self.base += n;
     }
 
     /// The message of the `Error` item, once lexing stopped at one.
@@ -243,9 +290,10 @@ impl<'a> Lexer<'a> {
         }
     }
 
+    #[inline]
     fn emit(&mut self, typ: ItemType) {
         let val = &self.input[self.start..self.pos];
-        self.items.push_back(Item {
+        self.items.push(Item {
             typ,
             pos: self.start,
             val,
@@ -268,7 +316,7 @@ impl<'a> Lexer<'a> {
     }
 
     fn error(&mut self, msg: String) -> State {
-        self.items.push_back(Item {
+        self.items.push(Item {
             typ: ItemType::Error,
             pos: self.start,
             val: "",
@@ -297,17 +345,18 @@ impl<'a> Lexer<'a> {
         b.len() >= 2 && b[0] == b'-' && is_space(b[1])
     }
 
-    fn has_right_trim(s: &str) -> bool {
-        let b = s.as_bytes();
-        b.len() >= 2 && is_space(b[0]) && b[1] == b'-'
-    }
-
+    /// Whether a right delimiter starts here, and whether with a trim
+    /// marker (" -}}"). Looks at bytes: both forms are ASCII.
     fn at_right_delim(&self) -> (bool, bool) {
-        let r = self.rest();
-        if Self::has_right_trim(r) && r[2..].starts_with(RIGHT) {
-            return (true, true);
+        let b = &self.input.as_bytes()[self.pos..];
+        match b.first() {
+            Some(b'}') => (b.get(1) == Some(&b'}'), false),
+            Some(&c) if is_space(c) => {
+                let trim = b.get(1..4) == Some(b"-}}");
+                (trim, trim)
+            }
+            _ => (false, false),
         }
-        (r.starts_with(RIGHT), false)
     }
 
     fn lex_text(&mut self) -> State {
@@ -324,7 +373,7 @@ impl<'a> Lexer<'a> {
                 self.pos -= trim;
                 if self.pos > self.start {
                     let line = self.start_line;
-                    self.items.push_back(Item {
+                    self.items.push(Item {
                         typ: ItemType::Text,
                         pos: self.start,
                         val: &self.input[self.start..self.pos],
@@ -341,7 +390,7 @@ impl<'a> Lexer<'a> {
         if self.pos > self.start {
             self.emit(ItemType::Text);
         }
-        self.items.push_back(Item {
+        self.items.push(Item {
             typ: ItemType::Eof,
             pos: self.pos,
             val: "",
@@ -368,7 +417,7 @@ impl<'a> Lexer<'a> {
 
     fn lex_comment(&mut self) -> State {
         self.pos += LEFT_COMMENT.len();
-        let Some(x) = self.rest().find(RIGHT_COMMENT) else {
+        let Some(x) = memchr::memmem::find(self.rest().as_bytes(), RIGHT_COMMENT.as_bytes()) else {
             return self.error("unclosed comment".into());
         };
         self.skip(x + RIGHT_COMMENT.len());
@@ -412,22 +461,39 @@ impl<'a> Lexer<'a> {
         State::Text
     }
 
-    fn lex_inside(&mut self) -> State {
-        let (delim, trim) = self.at_right_delim();
-        if delim {
-            if self.paren_depth == 0 {
-                return State::RightDelim(trim);
-            }
-            return self.error("unclosed left paren".into());
+    fn at_right_delim_inside(&mut self, trim: bool) -> State {
+        if self.paren_depth == 0 {
+            return State::RightDelim(trim);
         }
-        let Some(r) = self.next() else {
+        self.error("unclosed left paren".into())
+    }
+
+    fn lex_inside(&mut self) -> State {
+        // The right delimiter (plain or with its trim marker) and spaces
+        // are told apart on bytes, before any character is decoded.
+        let bytes = self.input.as_bytes();
+        let Some(&b) = bytes.get(self.pos) else {
             return self.error("unclosed action".into());
         };
-        match r {
-            c if c.is_ascii() && is_space(c as u8) => {
-                self.backup(Some(c));
-                return self.lex_space();
+        if is_space(b) {
+            if bytes.get(self.pos + 1..self.pos + 4) == Some(b"-}}") {
+                return self.at_right_delim_inside(true);
             }
+            return self.lex_space();
+        }
+        if b == b'}' && bytes.get(self.pos + 1) == Some(&b'}') {
+            return self.at_right_delim_inside(false);
+        }
+        let r = if b < 0x80 {
+            self.pos += 1;
+            b as char
+        } else {
+            match self.next() {
+                Some(c) => c,
+                None => return self.error("unclosed action".into()),
+            }
+        };
+        match r {
             '=' => self.emit(ItemType::Assign),
             ':' => {
                 if self.next() != Some('=') {
@@ -483,22 +549,26 @@ impl<'a> Lexer<'a> {
         State::Inside
     }
 
+    /// A run of spaces (at least one: the caller saw it), on bytes.
     fn lex_space(&mut self) -> State {
-        let mut n = 0;
-        while let Some(c) = self.peek() {
-            if !(c.is_ascii() && is_space(c as u8)) {
+        let bytes = self.input.as_bytes();
+        let start = self.pos;
+        let mut newlines = 0;
+        while let Some(&c) = bytes.get(self.pos) {
+            if !is_space(c) {
                 break;
             }
-            self.next();
-            n += 1;
+            newlines += usize::from(c == b'\n');
+            self.pos += 1;
         }
+        self.line += newlines;
         // A space followed by "-}}" belongs to the trim marker.
-        if Self::has_right_trim(&self.input[self.pos - 1..])
-            && self.input[self.pos - 1 + 2..].starts_with(RIGHT)
-        {
-            let c = self.input[..self.pos].chars().next_back();
-            self.backup(c);
-            if n == 1 {
+        if bytes.get(self.pos..self.pos + 3) == Some(b"-}}") {
+            self.pos -= 1;
+            if bytes[self.pos] == b'\n' {
+                self.line -= 1;
+            }
+            if self.pos == start {
                 return State::Inside;
             }
         }
@@ -507,11 +577,12 @@ impl<'a> Lexer<'a> {
     }
 
     fn at_terminator(&self) -> bool {
-        match self.peek() {
+        let bytes = self.input.as_bytes();
+        match bytes.get(self.pos) {
             None => true,
-            Some(c) if c.is_ascii() && is_space(c as u8) => true,
-            Some('.' | ',' | '|' | ':' | ')' | '(') => true,
-            _ => self.rest().starts_with(RIGHT),
+            Some(b' ' | b'\t' | b'\r' | b'\n' | b'.' | b',' | b'|' | b':' | b')' | b'(') => true,
+            Some(b'}') => bytes.get(self.pos + 1) == Some(&b'}'),
+            _ => false,
         }
     }
 
@@ -520,38 +591,40 @@ impl<'a> Lexer<'a> {
         self.error(format!("bad character U+{:04X} '{}'", c as u32, c))
     }
 
-    /// Skips a run of ASCII letters, digits and `_` at once; the callers'
-    /// loops then go on character by character from the first other one.
-    fn skip_ascii_alnum(&mut self) {
-        let n = self.input.as_bytes()[self.pos..]
-            .iter()
-            .take_while(|b| b.is_ascii_alphanumeric() || **b == b'_')
-            .count();
-        self.pos += n;
+    /// Skips a run of letters, digits and `_`: ASCII ones byte by byte,
+    /// decoding only where a byte is not ASCII (names nearly never have
+    /// such). Newlines are no letters, so the line stays.
+    fn skip_alnum(&mut self) {
+        let bytes = self.input.as_bytes();
+        loop {
+            self.pos += bytes[self.pos..]
+                .iter()
+                .position(|&b| !ASCII_WORD[usize::from(b)])
+                .unwrap_or(bytes.len() - self.pos);
+            match bytes.get(self.pos) {
+                Some(&b) if b >= 0x80 => match self.rest().chars().next() {
+                    Some(c) if is_alnum(c) => self.pos += c.len_utf8(),
+                    _ => return,
+                },
+                _ => return,
+            }
+        }
     }
 
     fn lex_identifier(&mut self) -> State {
-        self.skip_ascii_alnum();
-        loop {
-            match self.next() {
-                Some(c) if is_alnum(c) => {}
-                other => {
-                    self.backup(other);
-                    let word = &self.input[self.start..self.pos];
-                    if !self.at_terminator() {
-                        let c = self.peek();
-                        return self.bad_char(c);
-                    }
-                    let typ = match keyword(word) {
-                        Some(k) if k != ItemType::Dot => k,
-                        _ if word == "true" || word == "false" => ItemType::Bool,
-                        _ => ItemType::Identifier,
-                    };
-                    self.emit(typ);
-                    return State::Inside;
-                }
-            }
+        self.skip_alnum();
+        let word = &self.input[self.start..self.pos];
+        if !self.at_terminator() {
+            let c = self.peek();
+            return self.bad_char(c);
         }
+        let typ = match keyword(word) {
+            Some(k) if k != ItemType::Dot => k,
+            _ if word == "true" || word == "false" => ItemType::Bool,
+            _ => ItemType::Identifier,
+        };
+        self.emit(typ);
+        State::Inside
     }
 
     fn lex_field_or_variable(&mut self, typ: ItemType) -> State {
@@ -563,20 +636,10 @@ impl<'a> Lexer<'a> {
             });
             return State::Inside;
         }
-        self.skip_ascii_alnum();
-        let mut last;
-        loop {
-            last = self.next();
-            match last {
-                Some(c) if is_alnum(c) => {}
-                _ => {
-                    self.backup(last);
-                    break;
-                }
-            }
-        }
+        self.skip_alnum();
         if !self.at_terminator() {
-            return self.bad_char(last);
+            let c = self.peek();
+            return self.bad_char(c);
         }
         self.emit(typ);
         State::Inside
@@ -601,15 +664,26 @@ impl<'a> Lexer<'a> {
     }
 
     fn lex_quote(&mut self) -> State {
+        // Jumps from one byte that matters (escape, quote, newline) to the
+        // next; everything between is the literal's.
+        let bytes = self.input.as_bytes();
         loop {
-            match self.next() {
-                Some('\\') => match self.next() {
+            let Some(i) = memchr::memchr3(b'\\', b'"', b'\n', &bytes[self.pos..]) else {
+                self.pos = bytes.len();
+                return self.error("unterminated quoted string".into());
+            };
+            let at = self.pos + i;
+            self.pos = at + 1;
+            match bytes[at] {
+                b'"' => break,
+                b'\n' => {
+                    self.line += 1;
+                    return self.error("unterminated quoted string".into());
+                }
+                _ => match self.next() {
                     None | Some('\n') => return self.error("unterminated quoted string".into()),
                     _ => {}
                 },
-                None | Some('\n') => return self.error("unterminated quoted string".into()),
-                Some('"') => break,
-                _ => {}
             }
         }
         self.emit(ItemType::String);
@@ -757,25 +831,37 @@ mod tests {
     }
 
     #[test]
-    fn pulled_items_end_with_eof_or_error_for_good() {
+    fn items_by_index_end_with_eof_or_error() {
         let mut l = Lexer::new("x{{.a}}");
-        let typs: Vec<_> = (0..7).map(|_| l.next_item().typ).collect();
+        let typs: Vec<_> = (0..7).map(|i| l.item(i).map(|it| it.typ)).collect();
         assert_eq!(
             typs,
             vec![
-                ItemType::Text,
-                ItemType::LeftDelim,
-                ItemType::Field,
-                ItemType::RightDelim,
-                ItemType::Eof,
-                ItemType::Eof,
-                ItemType::Eof
+                Some(ItemType::Text),
+                Some(ItemType::LeftDelim),
+                Some(ItemType::Field),
+                Some(ItemType::RightDelim),
+                Some(ItemType::Eof),
+                None,
+                None
             ]
         );
+        assert_eq!(l.end_item().typ, ItemType::Eof);
         let mut l = Lexer::new("a\n{{ 1 )}}");
-        let last = (0..8).map(|_| l.next_item()).last().expect("items");
+        assert!(l.item(7).is_none());
+        let last = l.end_item();
         assert_eq!((last.typ, last.line, last.pos), (ItemType::Error, 2, 7));
         assert_eq!(l.error_message(), "unexpected right paren");
+    }
+
+    #[test]
+    fn forgotten_items_are_let_go_and_later_ones_kept() {
+        let mut l = Lexer::new("{{.a}}{{.b}}{{.c}}");
+        let all: Vec<_> = (0..10).map_while(|i| l.item(i)).map(|it| it.val).collect();
+        l.forget_before(4);
+        assert_eq!(l.base(), 4);
+        assert_eq!(l.item(4).map(|it| it.val), Some(all[4]));
+        assert_eq!(l.item(9).map(|it| it.typ), Some(ItemType::Eof));
     }
 
     #[test]

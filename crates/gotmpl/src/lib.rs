@@ -12,6 +12,7 @@ mod funcs;
 pub mod gostr;
 mod lex;
 pub mod limits;
+mod literal;
 mod parse;
 pub mod time;
 pub mod value;

@@ -6,6 +6,7 @@ use std::rc::Rc;
 use foldhash::HashMap;
 
 use crate::lex::{Item, ItemType, Lexer};
+use crate::literal::{parse_number, plain_literal, unquote, unquote_to_string};
 
 /// A piece of a template's source: text and quoted literals stay where
 /// they are in the source the tree keeps, rather than each being copied.
@@ -334,13 +335,31 @@ fn is_empty_list(nodes: &[Node]) -> bool {
 #[error("{0}")]
 pub struct ParseError(pub String);
 
-const BUILTINS: &[&str] = &[
-    "and", "call", "html", "index", "slice", "js", "len", "not", "or", "print", "printf",
-    "println", "urlquery", "eq", "ge", "gt", "le", "lt", "ne",
-];
-
+/// Go's builtin functions (a `match`, as every identifier of a text is
+/// checked against them).
 pub(crate) fn is_builtin(name: &str) -> bool {
-    BUILTINS.contains(&name)
+    matches!(
+        name,
+        "and"
+            | "call"
+            | "html"
+            | "index"
+            | "slice"
+            | "js"
+            | "len"
+            | "not"
+            | "or"
+            | "print"
+            | "printf"
+            | "println"
+            | "urlquery"
+            | "eq"
+            | "ge"
+            | "gt"
+            | "le"
+            | "lt"
+            | "ne"
+    )
 }
 
 /// What [`parse`] returns: the trees, and whether the text defines a
@@ -367,13 +386,10 @@ pub(crate) fn parse(
     let lexed = src.clone();
     let mut p = Parser {
         lexer: Lexer::new(&lexed),
-        window: Vec::with_capacity(WINDOW_KEEP * 4),
-        base: 0,
-        lexed_all: false,
         names: HashMap::default(),
         idx: 0,
         last_line: 1,
-        vars: vec!["$".to_string()],
+        vars: vec!["$"],
         range_depth: 0,
         action_line: 0,
         has_func,
@@ -420,16 +436,13 @@ pub(crate) fn parse(
 const WINDOW_KEEP: usize = 16;
 
 struct Parser<'a, 's> {
+    /// Also the window of items the parser looks at (see [`Lexer::item`]).
     lexer: Lexer<'s>,
-    /// Items pulled from the lexer, from absolute index `base` on.
-    window: Vec<Item<'s>>,
-    base: usize,
-    /// The lexer has handed out its `Eof` or `Error` item.
-    lexed_all: bool,
     names: HashMap<&'s str, Rc<str>>,
     idx: usize,
     last_line: usize,
-    vars: Vec<String>,
+    /// Variables in scope: slices of the text, as the items are.
+    vars: Vec<&'s str>,
     range_depth: usize,
     action_line: usize,
     has_func: &'a dyn Fn(&str) -> bool,
@@ -448,15 +461,11 @@ enum ListEnd {
 impl<'s> Parser<'_, 's> {
     /// The item at `idx`, or the final `Eof`/`Error` item when `idx` is
     /// past it; and whether `idx` was an item.
+    #[inline]
     fn at_idx(&mut self) -> (Item<'s>, bool) {
-        while self.base + self.window.len() <= self.idx && !self.lexed_all {
-            let it = self.lexer.next_item();
-            self.lexed_all = matches!(it.typ, ItemType::Eof | ItemType::Error);
-            self.window.push(it);
-        }
-        match self.window.get(self.idx - self.base) {
-            Some(it) => (*it, true),
-            None => (self.window[self.window.len() - 1], false),
+        match self.lexer.item(self.idx) {
+            Some(it) => (it, true),
+            None => (self.lexer.end_item(), false),
         }
     }
 
@@ -464,10 +473,8 @@ impl<'s> Parser<'_, 's> {
         let (it, real) = self.at_idx();
         if real {
             self.idx += 1;
-            if self.idx - self.base > 4 * WINDOW_KEEP {
-                let drop = self.idx - self.base - WINDOW_KEEP;
-                self.window.drain(..drop);
-                self.base += drop;
+            if self.idx - self.lexer.base() > 4 * WINDOW_KEEP {
+                self.lexer.forget_before(self.idx - WINDOW_KEEP);
             }
         }
         self.last_line = it.line;
@@ -587,9 +594,9 @@ impl<'s> Parser<'_, 's> {
         if tok.typ != ItemType::String && tok.typ != ItemType::RawString {
             return self.unexpected(&tok, context);
         }
-        let name = unquote(tok.val).or_else(|e| self.err(e))?;
+        let name = unquote_to_string(tok.val).or_else(|e| self.err(e))?;
         self.expect(ItemType::RightDelim, context)?;
-        let saved_vars = std::mem::replace(&mut self.vars, vec!["$".to_string()]);
+        let saved_vars = std::mem::replace(&mut self.vars, vec!["$"]);
         let saved_depth = std::mem::replace(&mut self.range_depth, 0);
         let (list, end) = self.item_list()?;
         self.vars = saved_vars;
@@ -724,7 +731,9 @@ impl<'s> Parser<'_, 's> {
 
     fn template_name(&mut self, tok: &Item, context: &str) -> PResult<String> {
         match tok.typ {
-            ItemType::String | ItemType::RawString => unquote(tok.val).or_else(|e| self.err(e)),
+            ItemType::String | ItemType::RawString => {
+                unquote_to_string(tok.val).or_else(|e| self.err(e))
+            }
             _ => self.unexpected(tok, context),
         }
     }
@@ -750,7 +759,7 @@ impl<'s> Parser<'_, 's> {
         let tok = self.next_non_space();
         let name = self.template_name(&tok, context)?;
         let pipe = self.pipeline(context, ItemType::RightDelim)?;
-        let saved_vars = std::mem::replace(&mut self.vars, vec!["$".to_string()]);
+        let saved_vars = std::mem::replace(&mut self.vars, vec!["$"]);
         let saved_depth = std::mem::replace(&mut self.range_depth, 0);
         let res = self.item_list();
         self.vars = saved_vars;
@@ -788,13 +797,13 @@ impl<'s> Parser<'_, 's> {
                     pipe.is_assign = next.typ == ItemType::Assign;
                     self.next_non_space();
                     pipe.decl.push(self.name(v.val));
-                    self.vars.push(v.val.to_string());
+                    self.vars.push(v.val);
                     break;
                 }
                 ItemType::Char if next.val == "," => {
                     self.next_non_space();
                     pipe.decl.push(self.name(v.val));
-                    self.vars.push(v.val.to_string());
+                    self.vars.push(v.val);
                     if context == "range" && pipe.decl.len() < 2 {
                         match self.peek_non_space().typ {
                             ItemType::Variable | ItemType::RightDelim | ItemType::RightParen => {
@@ -888,20 +897,14 @@ impl<'s> Parser<'_, 's> {
         };
         if self.peek().typ == ItemType::Field {
             let pos = self.peek().pos;
-            let mut fields = Vec::new();
-            while self.peek().typ == ItemType::Field {
-                let f = self.next();
-                fields.push(self.name(&f.val[1..]));
-            }
             return match node {
-                Arg::Field { idents, .. } => {
-                    let mut idents = idents;
-                    idents.extend(fields);
+                // `term` made room for these fields.
+                Arg::Field { mut idents, .. } => {
+                    self.push_fields(&mut idents);
                     Ok(Some(Arg::Field { pos, idents }))
                 }
-                Arg::Variable { idents, .. } => {
-                    let mut idents = idents;
-                    idents.extend(fields);
+                Arg::Variable { mut idents, .. } => {
+                    self.push_fields(&mut idents);
                     Ok(Some(Arg::Variable { pos, idents }))
                 }
                 Arg::Bool(..)
@@ -909,16 +912,52 @@ impl<'s> Parser<'_, 's> {
                 | Arg::Number(..)
                 | Arg::Nil(_)
                 | Arg::Dot(_) => {
+                    // Read past the fields first: the error's line is
+                    // the line of what follows them.
+                    self.push_fields(&mut Vec::new());
                     self.err(format!("unexpected . after term {:?}", node.to_string()))
                 }
-                other => Ok(Some(Arg::Chain {
-                    pos,
-                    node: Box::new(other),
-                    fields,
-                })),
+                other => {
+                    let mut fields = Vec::with_capacity(self.fields_ahead());
+                    self.push_fields(&mut fields);
+                    Ok(Some(Arg::Chain {
+                        pos,
+                        node: Box::new(other),
+                        fields,
+                    }))
+                }
             };
         }
         Ok(Some(node))
+    }
+
+    /// How many field items follow, from the current one on: the room a
+    /// name with its chain of fields takes, so that it is allocated once.
+    fn fields_ahead(&mut self) -> usize {
+        let mut n = 0;
+        while let Some(Item {
+            typ: ItemType::Field,
+            ..
+        }) = self.lexer.item(self.idx + n)
+        {
+            n += 1;
+        }
+        n
+    }
+
+    /// Reads the field items that follow, as names.
+    fn push_fields(&mut self, names: &mut Vec<Rc<str>>) {
+        while self.peek().typ == ItemType::Field {
+            let f = self.next();
+            names.push(self.name(&f.val[1..]));
+        }
+    }
+
+    /// A variable's or field's name with room for the fields after it.
+    fn chain_start(&mut self, first: &'s str) -> Vec<Rc<str>> {
+        let mut idents = Vec::with_capacity(1 + self.fields_ahead());
+        idents.push(self.name(first));
+        idents
     }
 
     fn term(&mut self) -> PResult<Option<Arg>> {
@@ -936,17 +975,17 @@ impl<'s> Parser<'_, 's> {
             ItemType::Dot => Arg::Dot(tok.pos),
             ItemType::Nil => Arg::Nil(tok.pos),
             ItemType::Variable => {
-                if !self.vars.iter().any(|v| v == tok.val) {
+                if !self.vars.contains(&tok.val) {
                     return self.err(format!("undefined variable {:?}", tok.val));
                 }
                 Arg::Variable {
                     pos: tok.pos,
-                    idents: vec![self.name(tok.val)],
+                    idents: self.chain_start(tok.val),
                 }
             }
             ItemType::Field => Arg::Field {
                 pos: tok.pos,
-                idents: vec![self.name(&tok.val[1..])],
+                idents: self.chain_start(&tok.val[1..]),
             },
             ItemType::Bool => Arg::Bool(tok.pos, tok.val == "true"),
             ItemType::CharConstant | ItemType::Complex | ItemType::Number => {
@@ -961,7 +1000,8 @@ impl<'s> Parser<'_, 's> {
             }
             ItemType::String | ItemType::RawString => {
                 let text = match plain_literal(tok.val) {
-                    Some(body) => Rc::from(body),
+                    // Shared like names: charts repeat the same literals.
+                    Some(body) => self.name(body),
                     None => Rc::from(unquote(tok.val).or_else(|e| self.err(e))?),
                 };
                 Arg::String {
@@ -984,366 +1024,6 @@ enum Parsed {
     Nothing,
     End,
     Else,
-}
-
-/// The value of a string literal the lexer produced that [`unquote`]
-/// would return unchanged from between its quotes: no escapes (or, raw, no
-/// carriage returns). Most literals are such, and need no copy to unquote.
-fn plain_literal(s: &str) -> Option<&str> {
-    let q = *s.as_bytes().first()?;
-    if s.len() < 2 || !matches!(q, b'"' | b'`') || s.as_bytes()[s.len() - 1] != q {
-        return None;
-    }
-    let body = &s[1..s.len() - 1];
-    let special = |b: u8| match q {
-        b'"' => matches!(b, b'\\' | b'"' | b'\n'),
-        _ => matches!(b, b'\r' | b'`'),
-    };
-    (!body.bytes().any(special)).then_some(body)
-}
-
-/// Go's `strconv.Unquote` for the three literal forms the lexer produces.
-pub(crate) fn unquote(s: &str) -> Result<String, String> {
-    let bad = || "invalid syntax".to_string();
-    if s.len() < 2 {
-        return Err(bad());
-    }
-    let q = s.as_bytes()[0];
-    if q != s.as_bytes()[s.len() - 1] {
-        return Err(bad());
-    }
-    let body = &s[1..s.len() - 1];
-    match q {
-        b'`' => {
-            if body.contains('`') {
-                return Err(bad());
-            }
-            Ok(body.replace('\r', ""))
-        }
-        b'"' | b'\'' => {
-            // Go string literals are bytes: `\xff` and `\377` are single
-            // bytes (which may or may not form UTF-8); in rune literals they
-            // are code points.
-            let mut out: Vec<u8> = Vec::with_capacity(body.len());
-            let push = |out: &mut Vec<u8>, c: char| {
-                out.extend_from_slice(c.encode_utf8(&mut [0u8; 4]).as_bytes());
-            };
-            let mut chars = body.chars().peekable();
-            while let Some(c) = chars.next() {
-                if c == q as char && q == b'"' {
-                    return Err(bad());
-                }
-                if c == '\n' {
-                    return Err(bad());
-                }
-                if c != '\\' {
-                    push(&mut out, c);
-                    continue;
-                }
-                let e = chars.next().ok_or_else(bad)?;
-                match e {
-                    'a' => push(&mut out, '\x07'),
-                    'b' => push(&mut out, '\x08'),
-                    'f' => push(&mut out, '\x0c'),
-                    'n' => push(&mut out, '\n'),
-                    'r' => push(&mut out, '\r'),
-                    't' => push(&mut out, '\t'),
-                    'v' => push(&mut out, '\x0b'),
-                    '\\' => push(&mut out, '\\'),
-                    '\'' if q == b'\'' => push(&mut out, '\''),
-                    '"' if q == b'"' => push(&mut out, '"'),
-                    '0'..='7' | 'x' => {
-                        let (n, radix, mut v) = match e {
-                            'x' => (2, 16, 0),
-                            _ => (2, 8, e.to_digit(8).unwrap_or(0)),
-                        };
-                        for _ in 0..n {
-                            let d = chars
-                                .next()
-                                .and_then(|c| c.to_digit(radix))
-                                .ok_or_else(bad)?;
-                            v = v * radix + d;
-                        }
-                        if v > 255 {
-                            return Err(bad());
-                        }
-                        if q == b'\'' {
-                            push(&mut out, char::from(v as u8));
-                        } else {
-                            out.push(v as u8);
-                        }
-                    }
-                    'u' | 'U' => {
-                        let n = if e == 'u' { 4 } else { 8 };
-                        let mut v: u32 = 0;
-                        for _ in 0..n {
-                            let d = chars.next().and_then(|c| c.to_digit(16)).ok_or_else(bad)?;
-                            v = v * 16 + d;
-                        }
-                        push(&mut out, char::from_u32(v).ok_or_else(bad)?);
-                    }
-                    _ => return Err(bad()),
-                }
-            }
-            if q == b'\'' && std::str::from_utf8(&out).map_or(0, |r| r.chars().count()) != 1 {
-                return Err(bad());
-            }
-            Ok(crate::gostr::from_bytes(&out).into_owned())
-        }
-        _ => Err(bad()),
-    }
-}
-
-/// Go's `strconv.UnquoteChar(s, '\'')`: the code point that `s` starts
-/// with (an escape read as in a rune literal) and the rest of `s`, or `None`
-/// where Go reports `ErrSyntax`.
-fn unquote_rune(s: &str) -> Option<(u32, &str)> {
-    let mut chars = s.chars();
-    let c = chars.next()?;
-    if c == '\'' {
-        return None;
-    }
-    if c != '\\' {
-        // A stray byte decodes as Go's RuneError.
-        let r = crate::gostr::escaped_byte(c).map_or(c as u32, |_| 0xFFFD);
-        return Some((r, chars.as_str()));
-    }
-    let e = chars.next()?;
-    let rest = chars.as_str();
-    let digits = |n: usize, radix: u32| -> Option<(u32, &str)> {
-        let d = rest.get(..n)?;
-        let mut v: u32 = 0;
-        for ch in d.chars() {
-            v = v * radix + ch.to_digit(radix)?;
-        }
-        Some((v, &rest[n..]))
-    };
-    let simple = |v: char| Some((v as u32, rest));
-    match e {
-        'a' => simple('\x07'),
-        'b' => simple('\x08'),
-        'f' => simple('\x0c'),
-        'n' => simple('\n'),
-        'r' => simple('\r'),
-        't' => simple('\t'),
-        'v' => simple('\x0b'),
-        '\\' | '\'' => simple(e),
-        'x' => digits(2, 16),
-        'u' | 'U' => {
-            let (v, tail) = digits(if e == 'u' { 4 } else { 8 }, 16)?;
-            char::from_u32(v).map(|_| (v, tail))
-        }
-        '0'..='7' => {
-            let (low, tail) = digits(2, 8)?;
-            let v = (e as u32 - '0' as u32) << 6 | low;
-            (v <= 255).then_some((v, tail))
-        }
-        _ => None,
-    }
-}
-
-fn parse_go_int(text: &str) -> Option<(bool, u64)> {
-    // strconv.ParseInt/ParseUint with base 0: sign, prefixes, underscores.
-    let (neg, body) = match text.as_bytes().first() {
-        Some(b'-') => (true, &text[1..]),
-        Some(b'+') => (false, &text[1..]),
-        _ => (false, text),
-    };
-    let lower = body.to_ascii_lowercase();
-    let (radix, digits, prefixed) = if let Some(r) = lower.strip_prefix("0x") {
-        (16, r.to_string(), true)
-    } else if let Some(r) = lower.strip_prefix("0b") {
-        (2, r.to_string(), true)
-    } else if let Some(r) = lower.strip_prefix("0o") {
-        (8, r.to_string(), true)
-    } else if lower.len() > 1 && lower.starts_with('0') {
-        (8, lower[1..].to_string(), true)
-    } else {
-        (10, lower.clone(), false)
-    };
-    if digits.contains('_') {
-        // Underscores only between digits or after a base prefix.
-        let b = digits.as_bytes();
-        let mut prev_us = !prefixed;
-        for (i, &c) in b.iter().enumerate() {
-            if c == b'_' {
-                if prev_us && !(i == 0 && prefixed) {
-                    return None;
-                }
-                prev_us = true;
-            } else {
-                prev_us = false;
-            }
-        }
-        if prev_us {
-            return None;
-        }
-    }
-    let clean: String = digits.chars().filter(|&c| c != '_').collect();
-    if clean.is_empty() {
-        if radix == 8 && !lower.starts_with("0o") {
-            return Some((neg, 0));
-        }
-        return None;
-    }
-    let v = u64::from_str_radix(&clean, radix).ok()?;
-    Some((neg, v))
-}
-
-fn parse_go_float(text: &str) -> Result<f64, ()> {
-    let t: String = text.chars().filter(|&c| c != '_').collect();
-    let lower = t.to_ascii_lowercase();
-    let (neg, body) = match lower.as_bytes().first() {
-        Some(b'-') => (true, &lower[1..]),
-        Some(b'+') => (false, &lower[1..]),
-        _ => (false, &lower[..]),
-    };
-    let v = if let Some(hex) = body.strip_prefix("0x") {
-        // Hex float: mantissa p exponent.
-        let (mant, exp) = match hex.split_once('p') {
-            Some((m, e)) => (m, e.parse::<i32>().map_err(|_| ())?),
-            None => (hex, 0),
-        };
-        let (ip, fp) = mant.split_once('.').unwrap_or((mant, ""));
-        let mut v = 0f64;
-        for c in ip.chars() {
-            v = v * 16.0 + c.to_digit(16).ok_or(())? as f64;
-        }
-        let mut scale = 1.0 / 16.0;
-        for c in fp.chars() {
-            v += c.to_digit(16).ok_or(())? as f64 * scale;
-            scale /= 16.0;
-        }
-        v * 2f64.powi(exp)
-    } else {
-        if body.is_empty() || body.contains(['i', 'n', 'f']) && !body.contains('e') {
-            return Err(());
-        }
-        body.parse::<f64>().map_err(|_| ())?
-    };
-    if v.is_infinite() {
-        return Err(());
-    }
-    Ok(if neg { -v } else { v })
-}
-
-/// Go's `parse.NewNumber`: every interpretation of a numeric literal.
-pub(crate) fn parse_number(text: &str, typ: ItemType) -> Result<Number, String> {
-    let mut n = Number {
-        text: text.to_string(),
-        ..Default::default()
-    };
-    if typ == ItemType::CharConstant {
-        // Go: `strconv.UnquoteChar` after the opening quote; its error is
-        // "invalid syntax", and anything but the closing quote after one
-        // character is a malformed constant.
-        let body = text.strip_prefix('\'').unwrap_or(text);
-        let (r, tail) = unquote_rune(body).ok_or_else(|| "invalid syntax".to_string())?;
-        if tail != "'" {
-            return Err(format!("malformed character constant: {text}"));
-        }
-        let r = i64::from(r);
-        n.is_int = true;
-        n.int = r;
-        n.is_uint = true;
-        n.uint = r as u64;
-        n.is_float = true;
-        n.float = r as f64;
-        return Ok(n);
-    }
-    if typ == ItemType::Complex {
-        // "1+2i": split at the last sign that is not an exponent sign.
-        let b = text.as_bytes();
-        let mut split = None;
-        for i in (1..b.len()).rev() {
-            if (b[i] == b'+' || b[i] == b'-') && !matches!(b[i - 1], b'e' | b'E' | b'p' | b'P') {
-                split = Some(i);
-                break;
-            }
-        }
-        let i = split.ok_or_else(|| format!("illegal number syntax: {text:?}"))?;
-        let re =
-            parse_go_float(&text[..i]).map_err(|_| format!("illegal number syntax: {text:?}"))?;
-        let im = parse_go_float(&text[i..text.len() - 1])
-            .map_err(|_| format!("illegal number syntax: {text:?}"))?;
-        n.is_complex = true;
-        n.complex = (re, im);
-        simplify_complex(&mut n);
-        return Ok(n);
-    }
-    if let Some(body) = text.strip_suffix('i') {
-        if let Ok(f) = parse_go_float(body) {
-            n.is_complex = true;
-            n.complex = (0.0, f);
-            simplify_complex(&mut n);
-            return Ok(n);
-        }
-    }
-    if let Some((neg, u)) = parse_go_int(text) {
-        if !neg {
-            n.is_uint = true;
-            n.uint = u;
-        }
-        let i = if neg {
-            if u <= i64::MAX as u64 + 1 {
-                Some((u as i128).wrapping_neg() as i64)
-            } else {
-                None
-            }
-        } else if u <= i64::MAX as u64 {
-            Some(u as i64)
-        } else {
-            None
-        };
-        if let Some(i) = i {
-            n.is_int = true;
-            n.int = i;
-            if i == 0 {
-                n.is_uint = true;
-                n.uint = 0;
-            }
-        }
-    }
-    if n.is_int {
-        n.is_float = true;
-        n.float = n.int as f64;
-    } else if n.is_uint {
-        n.is_float = true;
-        n.float = n.uint as f64;
-    } else if let Ok(f) = parse_go_float(text) {
-        if !text.contains(['.', 'e', 'E', 'p', 'P']) {
-            return Err(format!("integer overflow: {text:?}"));
-        }
-        n.is_float = true;
-        n.float = f;
-        if f.fract() == 0.0 && f >= i64::MIN as f64 && f < i64::MAX as f64 {
-            n.is_int = true;
-            n.int = f as i64;
-        }
-        if f.fract() == 0.0 && f >= 0.0 && f < u64::MAX as f64 {
-            n.is_uint = true;
-            n.uint = f as u64;
-        }
-    }
-    if !n.is_int && !n.is_uint && !n.is_float {
-        return Err(format!("illegal number syntax: {text:?}"));
-    }
-    Ok(n)
-}
-
-fn simplify_complex(n: &mut Number) {
-    if n.complex.1 == 0.0 {
-        n.is_float = true;
-        n.float = n.complex.0;
-        if n.float.fract() == 0.0 && n.float.abs() < 9.2e18 {
-            n.is_int = true;
-            n.int = n.float as i64;
-        }
-        if n.float.fract() == 0.0 && n.float >= 0.0 && n.float < 1.8e19 {
-            n.is_uint = true;
-            n.uint = n.float as u64;
-        }
-    }
 }
 
 #[cfg(test)]
@@ -1401,93 +1081,6 @@ mod tests {
         let trees = p(&text).expect("parses");
         assert_eq!(trees.len(), 2);
         assert_eq!(trees[0].root.len(), 901);
-    }
-
-    #[test]
-    fn plain_literals_are_what_unquote_returns() {
-        for lit in [
-            r#""abc""#,
-            r#""""#,
-            "`a\\nb`",
-            "`a\nb`",
-            r#""a\"b""#,
-            r#""\u00e9""#,
-            "`a\rb`",
-            "\"é\"",
-        ] {
-            if let Some(body) = plain_literal(lit) {
-                assert_eq!(Ok(body.to_string()), unquote(lit), "{lit}");
-            }
-        }
-        assert_eq!(plain_literal(r#""abc""#), Some("abc"));
-        assert_eq!(plain_literal("`a\\nb`"), Some("a\\nb"));
-        assert_eq!(plain_literal(r#""a\"b""#), None);
-        assert_eq!(plain_literal("`a\rb`"), None);
-        let trees = p("{{ printf \"%s\\t\" `x\r` }}").expect("parses");
-        let Node::Action { pipe, .. } = &trees[0].root[0] else {
-            panic!("an action")
-        };
-        let texts: Vec<_> = pipe.cmds[0].args[1..]
-            .iter()
-            .map(|a| match a {
-                Arg::String { text, .. } => text.to_string(),
-                _ => String::new(),
-            })
-            .collect();
-        assert_eq!(texts, vec!["%s\t".to_string(), "x".to_string()]);
-    }
-
-    #[test]
-    fn numbers() {
-        let n = parse_number("0x1F", ItemType::Number).expect("num");
-        assert!(n.is_int && n.int == 31);
-        let n = parse_number("1_000", ItemType::Number).expect("num");
-        assert_eq!(n.int, 1000);
-        let n = parse_number("1.5", ItemType::Number).expect("num");
-        assert!(n.is_float && !n.is_int);
-        assert!(parse_number("1e400", ItemType::Number).is_err());
-        let n = parse_number("'a'", ItemType::CharConstant).expect("char");
-        assert_eq!(n.int, 97);
-    }
-
-    #[test]
-    fn character_constants_like_strconv_unquote_char() {
-        let rune = |t: &str| parse_number(t, ItemType::CharConstant).map(|n| n.int);
-        for (text, want) in [
-            (r"'\n'", 10),
-            (r"'\x41'", 65),
-            (r"'\xff'", 255),
-            (r"'\101'", 65),
-            (r"'\377'", 255),
-            (r"'\u00e9'", 233),
-            (r"'\U0001F600'", 0x1F600),
-            (r"'\''", 39),
-            ("'\"'", 34),
-            ("'é'", 233),
-        ] {
-            assert_eq!(rune(text), Ok(want), "{text}");
-        }
-        // What strconv rejects is Go's bare "invalid syntax".
-        for text in [
-            "''",
-            r"'\z'",
-            "'\\\"'",
-            r"'\400'",
-            r"'\08'",
-            r"'\xZZ'",
-            r"'\x4'",
-            r"'\u12'",
-            r"'\ud800'",
-            r"'\U00110000'",
-        ] {
-            assert_eq!(rune(text), Err("invalid syntax".to_string()), "{text}");
-        }
-        assert_eq!(
-            rune("'ab'"),
-            Err("malformed character constant: 'ab'".to_string())
-        );
-        let e = p("x\n{{ '' }}").unwrap_err().0;
-        assert_eq!(e, "template: t:2: invalid syntax");
     }
 
     #[test]

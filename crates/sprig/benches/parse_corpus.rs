@@ -9,11 +9,12 @@
 //! Needs `../shared/corpus` (`RUDDER_CORPUS` to point elsewhere);
 //! `RUDDER_BENCH_RUNS` (default 30) sets the passes per chart.
 
+#[path = "../../gotmpl/benches/support/corpus.rs"]
+mod corpus;
 #[path = "../../gotmpl/benches/support/counting_alloc.rs"]
 mod counting_alloc;
 
 use std::cell::RefCell;
-use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
@@ -55,54 +56,11 @@ const HELM_FUNCS: &[&str] = &[
     "fromToml",
 ];
 
-/// Template files of a chart and its unpacked subcharts, in path order.
-fn template_files(chart: &Path, out: &mut Vec<(String, String)>) {
-    let mut files = Vec::new();
-    collect(&chart.join("templates"), &mut files);
-    files.sort();
-    for f in files {
-        if let Ok(text) = std::fs::read_to_string(&f) {
-            out.push((f.display().to_string(), text));
-        }
-    }
-    let mut subs: Vec<PathBuf> = std::fs::read_dir(chart.join("charts"))
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.is_dir())
-        .collect();
-    subs.sort();
-    for s in subs {
-        template_files(&s, out);
-    }
-}
-
-fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
-    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            collect(&p, out);
-        } else {
-            out.push(p);
-        }
-    }
-}
-
 fn main() {
-    let shared = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared"));
-    let corpus = std::env::var("RUDDER_CORPUS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| shared.join("corpus"));
-    if !corpus.join("charts").exists() {
-        eprintln!("SKIP: no corpus at {}", corpus.display());
+    let Some(corpus) = corpus::corpus_dir() else {
         return;
-    }
-    let runs: u32 = std::env::var("RUDDER_BENCH_RUNS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .filter(|&v| v > 0)
-        .unwrap_or(30);
+    };
+    let runs = corpus::bench_runs(30);
     let mut funcs = sprig::funcmap();
     for name in HELM_FUNCS {
         funcs.insert(*name, Func::variadic(&[], Ty::Any, |_, _| Ok(Value::Nil)));
@@ -116,7 +74,7 @@ fn main() {
     let (mut total_us, mut total_allocs) = (0.0, 0);
     for chart in CHARTS {
         let mut files = Vec::new();
-        template_files(&corpus.join("charts").join(chart), &mut files);
+        corpus::template_files(&corpus.join("charts").join(chart), &mut files);
         let bytes: usize = files.iter().map(|(_, t)| t.len()).sum();
         let pass = || {
             let mut set = Templates::new(funcs.clone());

@@ -1,6 +1,6 @@
 //! The benches' global allocator: the system's, counting every allocation
 //! and its bytes, so a bench can report allocations per pass. Shared by
-//! gotmpl's `render` and sprig's `parse_corpus` benches (`#[path]`).
+//! gotmpl's `render` and `lex_parse` and sprig's `parse_corpus` benches (`#[path]`).
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -14,8 +14,11 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 
-use crate::loader::{load_in, load_with, Budget, Chart, LoadError, LoadSink, ValuesMode};
+use crate::loader::{
+    load_in, load_with, skips_subchart, Budget, Chart, LoadError, LoadSink, ValuesMode,
+};
 use crate::schema::{self, Compiled};
+use crate::values::prepare::{renders_template, subchart_path, template_name};
 use crate::values::Values;
 
 /// The steps of the start, in the order they were queued, shared by the
@@ -89,7 +92,7 @@ impl LoadSink for Work {
             let path = match parent_folder(folder) {
                 None => md.name.clone(),
                 Some(parent) => match read.charts.get(parent) {
-                    Some((parent_path, _)) => format!("{parent_path}/charts/{}", md.name),
+                    Some((parent_path, _)) => subchart_path(parent_path, &md.name),
                     None => return,
                 },
             };
@@ -99,10 +102,10 @@ impl LoadSink for Work {
             let Some((path, library)) = read.charts.get(folder) else {
                 return;
             };
-            if *library && !rest.rsplit('/').next().unwrap_or_default().starts_with('_') {
+            if !renders_template(*library, rest) {
                 return;
             }
-            let name = format!("{path}/{rest}");
+            let name = template_name(path, rest);
             if read.queued.insert(name.clone()) {
                 self.push(Job::Template {
                     name,
@@ -126,7 +129,7 @@ fn chart_folder(name: &str) -> Option<(&str, &str)> {
         else {
             return Some((&name[..start], rest));
         };
-        if sub.starts_with('_') || sub.starts_with('.') {
+        if skips_subchart(sub) {
             return None;
         }
         start += "charts/".len() + sub.len() + 1;

@@ -110,7 +110,7 @@ pub(crate) fn for_each_template(chart: &Chart, f: &mut dyn FnMut(&str, &str)) {
             f(&name, &crate::loader::utf8_lossy(&t.data));
         }
         for d in &c.dependencies {
-            walk(d, &subchart_path(full_path, d), f);
+            walk(d, &subchart_path(full_path, d.name()), f);
         }
     }
     walk(chart, chart.name(), f);

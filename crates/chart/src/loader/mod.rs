@@ -166,6 +166,12 @@ pub(crate) fn load_in(path: &Path, budget: &Budget, mode: &ValuesMode) -> Result
     }
 }
 
+/// Whether the loader leaves out the entry `name` of a chart's `charts/`
+/// folder (named `_…` or `.…`), as Helm's does.
+pub(crate) fn skips_subchart(name: &str) -> bool {
+    name.starts_with('_') || name.starts_with('.')
+}
+
 fn io_err(path: &Path, e: std::io::Error) -> LoadError {
     LoadError::Io {
         path: path.display().to_string(),
@@ -517,7 +523,7 @@ fn load_files_in(
     c.metadata.validate()?;
 
     for (n, files) in subcharts {
-        if n.starts_with('_') || n.starts_with('.') {
+        if skips_subchart(&n) {
             continue;
         }
         let sub = if go_ext(&n) == ".tgz" {

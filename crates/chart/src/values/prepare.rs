@@ -199,7 +199,7 @@ fn walk(
     for d in &c.dependencies {
         let mut p = values_path.clone();
         p.push(d.name().to_string());
-        let child = walk(d, Some(idx), p, subchart_path(&full_path, d), out);
+        let child = walk(d, Some(idx), p, subchart_path(&full_path, d.name()), out);
         subs.push((d.name().to_string(), child));
     }
     out.charts[idx].subcharts = subs;
@@ -215,29 +215,35 @@ fn walk(
     idx
 }
 
-/// The path a subchart's templates are named under: `<parent>/charts/<name>`.
-pub(crate) fn subchart_path(parent: &str, sub: &Chart) -> String {
-    format!("{parent}/charts/{}", sub.name())
+/// The path a subchart named `sub` has its templates named under:
+/// `<parent>/charts/<sub>`.
+pub(crate) fn subchart_path(parent: &str, sub: &str) -> String {
+    format!("{parent}/charts/{sub}")
 }
 
-/// The templates of chart `c` (at `full_path`) that a render parses, each
-/// with the name it gives them (`<full_path>/templates/x.yaml`): a library
-/// chart's templates other than partials are never rendered.
+/// Whether a render parses template `name` (`templates/x.yaml`) of a chart:
+/// a library chart's templates other than partials are never rendered.
+pub(crate) fn renders_template(library: bool, name: &str) -> bool {
+    !library || name.rsplit('/').next().unwrap_or_default().starts_with('_')
+}
+
+/// The name a render gives template `name` (`templates/x.yaml`) of the
+/// chart at `chart_path`.
+pub(crate) fn template_name(chart_path: &str, name: &str) -> String {
+    format!("{chart_path}/{name}")
+}
+
+/// The templates of chart `c` (at `full_path`) that a render parses (see
+/// [`renders_template`]), each with the name it gives them
+/// ([`template_name`]).
 pub(crate) fn rendered_templates<'a>(
     c: &'a Chart,
     full_path: &'a str,
 ) -> impl Iterator<Item = (String, &'a File)> + 'a {
     c.templates
         .iter()
-        .filter(|t| {
-            !c.is_library()
-                || t.name
-                    .rsplit('/')
-                    .next()
-                    .unwrap_or_default()
-                    .starts_with('_')
-        })
-        .map(move |t| (format!("{full_path}/{}", t.name), t))
+        .filter(|t| renders_template(c.is_library(), &t.name))
+        .map(move |t| (template_name(full_path, &t.name), t))
 }
 
 /// Helm's `kubeVersion` check of `helm install`: the cluster version must

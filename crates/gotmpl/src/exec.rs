@@ -10,6 +10,7 @@ use std::rc::Rc;
 use crate::fmt;
 use crate::funcs::FuncMap;
 use crate::parse::{self, Arg, Branch, Command, Node, Number, Pipe, Tree};
+use crate::parse_cache::{parse_through, ParseCache};
 use crate::value::{Func, ListKind, MapKind, Ty, UintKind, Value};
 
 /// What a missing map key evaluates to (Go's `missingkey` option).
@@ -69,137 +70,6 @@ impl From<parse::ParseError> for Error {
     fn from(e: parse::ParseError) -> Self {
         Error::Parse(e.0)
     }
-}
-
-/// Parsed trees by template text, so a host that parses the same
-/// templates again (Helm re-parses every chart on every render, and every
-/// copy of a library subchart such as Bitnami's `common` in one render)
-/// does it once. Parsing depends only on the name, the text and which
-/// function names exist, and the name only for locations unless the text
-/// defines a template of that name: a cache must only be shared by sets
-/// whose functions have the same names. Bounded by the total size of the
-/// cached texts; when full it starts over.
-pub struct ParseCache {
-    entries: HashMap<u64, Cached>,
-    bytes: usize,
-    limit: usize,
-}
-
-/// One cached parse, as [`parse::parse`] returned it for its first name.
-struct Cached {
-    trees: Rc<[Rc<Tree>]>,
-    defines_own_name: bool,
-}
-
-impl ParseCache {
-    /// A cache holding parses of up to `limit_bytes` of template text.
-    pub fn new(limit_bytes: usize) -> Self {
-        ParseCache {
-            entries: HashMap::default(),
-            bytes: 0,
-            limit: limit_bytes,
-        }
-    }
-
-    fn key(text: &str) -> u64 {
-        use std::hash::BuildHasher;
-        // Fast rather than DoS-resistant: a hit is confirmed on the text.
-        foldhash::quality::FixedState::default().hash_one(text)
-    }
-
-    /// The trees of `text` parsed as `name`, if a parse of it under this
-    /// or another name gives them.
-    fn get(&self, key: u64, name: &str, text: &str) -> Option<Rc<[Rc<Tree>]>> {
-        let c = self.entries.get(&key)?;
-        let first = c.trees.first()?;
-        // A hash match is not proof: every tree keeps the whole text.
-        if *first.text != *text {
-            return None;
-        }
-        if *first.parse_name == *name {
-            return Some(c.trees.clone());
-        }
-        // Under another name the trees are the same but for the names,
-        // unless the text defines either name.
-        if c.defines_own_name || c.trees[1..].iter().any(|t| t.name == name) {
-            return None;
-        }
-        let file: Rc<str> = Rc::from(name);
-        Some(
-            c.trees
-                .iter()
-                .enumerate()
-                .map(|(i, t)| Rc::new(t.renamed(&file, i == 0)))
-                .collect(),
-        )
-    }
-
-    fn put(&mut self, key: u64, text_len: usize, cached: Cached) {
-        if self.bytes + text_len > self.limit {
-            self.entries.clear();
-            self.bytes = 0;
-        }
-        if text_len <= self.limit {
-            self.bytes += text_len;
-            self.entries.insert(key, cached);
-        }
-    }
-
-    /// Keeps a parse made on another thread, as if [`Templates::parse`]
-    /// had made it here.
-    pub fn adopt(&mut self, parse: DetachedParse) {
-        let DetachedParse { key, text_len, out } = parse;
-        let cached = Cached {
-            trees: out.trees.into_iter().map(Rc::new).collect(),
-            defines_own_name: out.defines_own_name,
-        };
-        self.put(key, text_len, cached);
-    }
-
-    /// Number of cached parses.
-    pub fn len(&self) -> usize {
-        self.entries.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
-    }
-}
-
-/// A parse of one template text made on one thread for the
-/// [`ParseCache`] of another (see [`ParseCache::adopt`]): the trees share
-/// their names and text through `Rc`, which cannot cross threads one by
-/// one, but can all together.
-pub struct DetachedParse {
-    key: u64,
-    text_len: usize,
-    out: parse::ParseOutput,
-}
-
-// SAFETY: every `Rc` in the output was made by the one `parse::parse`
-// call that returned it, and that call drops its own clones (its name
-// table, its copies of the name and text) before returning; `parse_detached`
-// keeps none either. So every reference count in the trees is reachable
-// only through this value and moves with it, and no two threads can ever
-// touch one count.
-unsafe impl Send for DetachedParse {}
-
-/// Parses `text` as template `name`, as [`Templates::parse`] would in a
-/// set whose functions are those `has_func` names, for a cache on another
-/// thread.
-pub fn parse_detached(
-    name: &str,
-    text: &str,
-    has_func: &dyn Fn(&str) -> bool,
-) -> Result<DetachedParse, Error> {
-    let out = stacker::maybe_grow(64 * 1024, 2 * 1024 * 1024, || {
-        parse::parse(name, text, has_func)
-    })?;
-    Ok(DetachedParse {
-        key: ParseCache::key(text),
-        text_len: text.len(),
-        out,
-    })
 }
 
 /// A set of named templates that can call each other, with the functions
@@ -279,29 +149,8 @@ impl Templates {
     /// returns, it is what [`Templates::execute_tree`] runs to execute
     /// exactly this text.
     pub fn parse(&mut self, name: &str, text: &str) -> Result<Rc<Tree>, Error> {
-        let key = self.cache.as_ref().map(|_| ParseCache::key(text));
-        let cached = match (&self.cache, key) {
-            (Some(c), Some(k)) => c.borrow().get(k, name, text),
-            _ => None,
-        };
-        let trees = match cached {
-            Some(t) => t,
-            None => {
-                let funcs = self.funcs.clone();
-                let parsed = stacker::maybe_grow(64 * 1024, 2 * 1024 * 1024, || {
-                    parse::parse(name, text, &|n| funcs.contains(n))
-                })?;
-                let trees: Rc<[Rc<Tree>]> = parsed.trees.into_iter().map(Rc::new).collect();
-                if let (Some(c), Some(k)) = (&self.cache, key) {
-                    let cached = Cached {
-                        trees: trees.clone(),
-                        defines_own_name: parsed.defines_own_name,
-                    };
-                    c.borrow_mut().put(k, text.len(), cached);
-                }
-                trees
-            }
-        };
+        let funcs = self.funcs.clone();
+        let trees = parse_through(self.cache.as_ref(), name, text, &|n| funcs.contains(n))?;
         for t in trees.iter() {
             if t.is_empty() && self.lookup(&t.name).is_some() {
                 continue;
@@ -1475,111 +1324,4 @@ fn builtin_sig(name: &str) -> Option<(&'static [Ty], Option<Ty>)> {
         "ne" | "lt" | "le" | "gt" | "ge" => (R2, None),
         _ => return None,
     })
-}
-
-#[cfg(test)]
-mod parse_cache_tests {
-    use super::*;
-
-    fn set_with(cache: &Rc<RefCell<ParseCache>>) -> Templates {
-        let mut set = Templates::new(Rc::new(FuncMap::new()));
-        set.set_parse_cache(cache.clone());
-        set
-    }
-
-    #[test]
-    fn same_name_and_text_reuse_the_parse() {
-        let cache = Rc::new(RefCell::new(ParseCache::new(1 << 20)));
-        let src = r#"{{ define "d" }}D{{ end }}a{{ template "d" }}"#;
-        let mut one = set_with(&cache);
-        one.parse("t", src).unwrap();
-        assert_eq!(cache.borrow().len(), 1);
-        let mut two = set_with(&cache);
-        two.parse("t", src).unwrap();
-        assert_eq!(cache.borrow().len(), 1);
-        assert!(Rc::ptr_eq(
-            one.lookup("d").unwrap(),
-            two.lookup("d").unwrap()
-        ));
-        assert_eq!(Rc::new(two).execute("t", &Value::Nil).unwrap(), "aD");
-        // Another text is another parse; another name with the same text
-        // shares the nodes under its own name.
-        let mut three = set_with(&cache);
-        three.parse("u", src).unwrap();
-        three.parse("t", "b").unwrap();
-        assert_eq!(cache.borrow().len(), 2);
-        assert_eq!(three.lookup("u").map(|t| &*t.parse_name), Some("u"));
-        assert!(Rc::ptr_eq(
-            &one.lookup("d").unwrap().root,
-            &three.lookup("d").unwrap().root
-        ));
-        assert_eq!(Rc::new(three).execute("t", &Value::Nil).unwrap(), "b");
-    }
-
-    #[test]
-    fn a_copy_under_another_name_reports_its_own_locations() {
-        let cache = Rc::new(RefCell::new(ParseCache::new(1 << 20)));
-        let src = "{{ define \"d\" }}\n{{ index . 5 }}{{ end }}x{{ template \"d\" . }}";
-        let mut one = set_with(&cache);
-        one.parse("a/_h.tpl", src).unwrap();
-        let mut two = set_with(&cache);
-        two.parse("b/_h.tpl", src).unwrap();
-        assert_eq!(cache.borrow().len(), 1);
-        let e = Rc::new(two)
-            .execute("b/_h.tpl", &Value::list(vec![]))
-            .unwrap_err();
-        assert_eq!(
-            e.message(),
-            "template: b/_h.tpl:2:3: executing \"d\" at <index . 5>: error calling index: \
-             index out of range: 5"
-        );
-    }
-
-    #[test]
-    fn a_text_defining_a_name_is_parsed_again_under_that_name() {
-        let cache = Rc::new(RefCell::new(ParseCache::new(1 << 20)));
-        // As "t" the define replaces the empty body; as "u" the body stays
-        // and "t" is one more template.
-        let src = r#"{{ define "t" }}D{{ end }}"#;
-        let mut one = set_with(&cache);
-        one.parse("u", src).unwrap();
-        one.parse("t", src).unwrap();
-        let one = Rc::new(one);
-        assert_eq!(one.execute("t", &Value::Nil).unwrap(), "D");
-        assert_eq!(one.execute("u", &Value::Nil).unwrap(), "");
-        let mut two = set_with(&cache);
-        two.parse("t", src).unwrap();
-        let e = two.parse("x", "{{ define \"x\" }}X{{ end }}y");
-        assert!(e.is_err(), "two bodies of x");
-        let mut three = set_with(&cache);
-        three.parse("t", "{{ define \"x\" }}X{{ end }}y").unwrap();
-        three
-            .parse("x", "{{ define \"x\" }}X{{ end }}y")
-            .unwrap_err();
-    }
-
-    #[test]
-    fn errors_are_not_cached_and_layers_share_the_cache() {
-        let cache = Rc::new(RefCell::new(ParseCache::new(1 << 20)));
-        let mut set = set_with(&cache);
-        assert!(set.parse("bad", "{{ if }}").is_err());
-        assert!(cache.borrow().is_empty());
-        set.parse("t", "x").unwrap();
-        let mut child = Templates::layered(Rc::new(set));
-        child.parse("c", "{{ template \"t\" }}y").unwrap();
-        assert_eq!(cache.borrow().len(), 2);
-        assert_eq!(Rc::new(child).execute("c", &Value::Nil).unwrap(), "xy");
-    }
-
-    #[test]
-    fn a_full_cache_starts_over() {
-        let cache = Rc::new(RefCell::new(ParseCache::new(4)));
-        let mut set = set_with(&cache);
-        set.parse("a", "abc").unwrap();
-        set.parse("b", "def").unwrap();
-        assert_eq!(cache.borrow().len(), 1);
-        set.parse("c", "too long").unwrap();
-        assert_eq!(cache.borrow().len(), 0);
-        assert_eq!(Rc::new(set).execute("c", &Value::Nil).unwrap(), "too long");
-    }
 }

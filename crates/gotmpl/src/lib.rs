@@ -14,13 +14,13 @@ mod lex;
 pub mod limits;
 mod literal;
 mod parse;
+mod parse_cache;
 pub mod time;
 pub mod value;
 
-pub use exec::{
-    parse_detached, CallCtx, DetachedParse, Error, MissingKey, Options, ParseCache, Templates,
-};
+pub use exec::{CallCtx, Error, MissingKey, Options, Templates};
 pub use funcs::FuncMap;
+pub use parse_cache::{parse_detached, DetachedParse, ParseCache};
 pub use value::{
     Func, FuncError, IntKind, Kind, List, ListKind, Map, MapKind, MapRef, Object, Ty, UintKind,
     Value,

@@ -8,7 +8,14 @@ use std::collections::HashMap;
 use std::rc::Rc;
 
 use gotmpl::{Func, FuncError, FuncMap, ListKind, Ty, Value};
-use regex::Regex;
+// The meta regex engine itself, not `regex::Regex`: it can be told not to
+// build a full DFA, which other crates of the binary switch on for every
+// small pattern (tracing's filters, `fancy-regex`) and which was three
+// quarters of compiling a Bitnami chart's patterns (1.8 of 2.4 million
+// instructions), for strings of a few dozen bytes.
+use regex_automata::meta::{BuildError, Regex};
+use regex_automata::util::captures::Captures;
+use regex_automata::PatternID;
 
 use super::conv::{i, s, INT};
 
@@ -240,8 +247,12 @@ fn translate(pat: &str) -> Result<String, String> {
 }
 
 /// Go's error text for a pattern that does not compile.
-fn go_error(pat: &str, err: &regex::Error) -> FuncError {
-    let msg = err.to_string();
+fn go_error(pat: &str, err: &BuildError) -> FuncError {
+    let msg = match (err.syntax_error(), err.size_limit()) {
+        (Some(syntax), _) => syntax.to_string(),
+        (None, Some(limit)) => format!("Compiled regex exceeds size limit of {limit} bytes."),
+        (None, None) => err.to_string(),
+    };
     let detail = msg
         .lines()
         .rev()
@@ -267,13 +278,29 @@ fn go_error(pat: &str, err: &regex::Error) -> FuncError {
     FuncError::new(format!("error parsing regexp: {go}"))
 }
 
+/// Whether `pat` has no RE2 operator, so it matches exactly its own text
+/// (Bitnami charts test protocols with `regexFind "SASL" …`): such patterns
+/// are searched for as text, not compiled.
+fn is_plain_text(pat: &str) -> bool {
+    !pat.bytes().any(|b| b"\\.+*?()|[]{}^$".contains(&b))
+}
+
+/// Where a plain-text pattern (see [`is_plain_text`]) first matches `src`.
+fn find_plain<'s>(pat: &str, src: &'s str) -> Option<&'s str> {
+    src.find(pat).map(|at| &src[at..at + pat.len()])
+}
+
 fn compile(pat: &str) -> Result<Rc<Regex>, FuncError> {
     if let Some(r) = CACHE.with(|c| c.borrow().get(pat).cloned()) {
         return Ok(r);
     }
     let translated =
         translate(pat).map_err(|m| FuncError::new(format!("error parsing regexp: {m}")))?;
-    let r = Rc::new(Regex::new(&translated).map_err(|e| go_error(pat, &e))?);
+    let r = Regex::builder()
+        .configure(Regex::config().dfa(false))
+        .build(&translated)
+        .map_err(|e| go_error(pat, &e))?;
+    let r = Rc::new(r);
     CACHE.with(|c| {
         let mut c = c.borrow_mut();
         if c.len() >= CACHE_LIMIT {
@@ -285,7 +312,7 @@ fn compile(pat: &str) -> Result<Rc<Regex>, FuncError> {
 }
 
 /// Go's `Regexp.Expand` of a replacement template for one match.
-fn expand(out: &mut String, tpl: &str, re: &Regex, caps: &regex::Captures<'_>) {
+fn expand(out: &mut String, tpl: &str, src: &str, re: &Regex, caps: &Captures) {
     let b = tpl.as_bytes();
     let mut k = 0;
     let mut lit_start = 0;
@@ -329,18 +356,15 @@ fn expand(out: &mut String, tpl: &str, re: &Regex, caps: &regex::Captures<'_>) {
         } else {
             None
         };
-        let m = match num {
-            Some(n) => caps.get(n),
-            None => {
-                if re.capture_names().any(|c| c == Some(name)) {
-                    caps.name(name)
-                } else {
-                    None
-                }
-            }
+        let group = match num {
+            Some(n) => caps.get_group(n),
+            None => re
+                .group_info()
+                .to_index(PatternID::ZERO, name)
+                .and_then(|i| caps.get_group(i)),
         };
-        if let Some(m) = m {
-            out.push_str(m.as_str());
+        if let Some(span) = group {
+            out.push_str(&src[span.range()]);
         }
         k += 1 + used;
         lit_start = k;
@@ -351,15 +375,19 @@ fn expand(out: &mut String, tpl: &str, re: &Regex, caps: &regex::Captures<'_>) {
 fn replace_all(re: &Regex, src: &str, repl: &str, literal: bool) -> String {
     let mut out = String::with_capacity(src.len());
     let mut last = 0;
-    for caps in re.captures_iter(src) {
-        let Some(m) = caps.get(0) else { continue };
-        out.push_str(&src[last..m.start()]);
-        if literal {
+    if literal {
+        for m in re.find_iter(src) {
+            out.push_str(&src[last..m.start()]);
             out.push_str(repl);
-        } else {
-            expand(&mut out, repl, re, &caps);
+            last = m.end();
         }
-        last = m.end();
+    } else {
+        for caps in re.captures_iter(src) {
+            let Some(m) = caps.get_match() else { continue };
+            out.push_str(&src[last..m.start()]);
+            expand(&mut out, repl, src, re, &caps);
+            last = m.end();
+        }
     }
     out.push_str(&src[last..]);
     out
@@ -432,17 +460,23 @@ pub(crate) fn register(m: &mut FuncMap) {
     m.insert(
         "regexMatch",
         Func::new(&s2, |_, a| {
+            let pat = s(&a[0]);
+            if is_plain_text(pat) {
+                return Ok(Value::Bool(s(&a[1]).contains(pat)));
+            }
             Ok(Value::Bool(
-                compile(s(&a[0]))
-                    .map(|r| r.is_match(s(&a[1])))
-                    .unwrap_or(false),
+                compile(pat).map(|r| r.is_match(s(&a[1]))).unwrap_or(false),
             ))
         }),
     );
     m.insert(
         "mustRegexMatch",
         Func::new(&s2, |_, a| {
-            Ok(Value::Bool(compile(s(&a[0]))?.is_match(s(&a[1]))))
+            let pat = s(&a[0]);
+            if is_plain_text(pat) {
+                return Ok(Value::Bool(s(&a[1]).contains(pat)));
+            }
+            Ok(Value::Bool(compile(pat)?.is_match(s(&a[1]))))
         }),
     );
     for name in ["regexFindAll", "mustRegexFindAll"] {
@@ -464,10 +498,13 @@ pub(crate) fn register(m: &mut FuncMap) {
         m.insert(
             name,
             Func::new(&s2, |_, a| {
-                let re = compile(s(&a[0]))?;
-                Ok(Value::str(
-                    re.find(s(&a[1])).map(|x| x.as_str()).unwrap_or(""),
-                ))
+                let (pat, src) = (s(&a[0]), s(&a[1]));
+                let found = if is_plain_text(pat) {
+                    find_plain(pat, src)
+                } else {
+                    compile(pat)?.find(src).map(|m| &src[m.range()])
+                };
+                Ok(Value::str(found.unwrap_or("")))
             }),
         );
     }
@@ -526,6 +563,45 @@ mod tests {
 
     fn out(name: &str, args: Vec<Value>) -> String {
         fmt_v(&call(name, args).expect("ok"))
+    }
+
+    #[test]
+    fn plain_text_patterns_match_as_compiled_ones_do() {
+        let pats = ["", "SASL", "SCRAM-SHA-512", "a b", "é#", "=,:/"];
+        let srcs = [
+            "",
+            "SASL_SSL",
+            "sasl",
+            "x SCRAM-SHA-512 y",
+            "a b",
+            "café#1",
+            "k=v,:/",
+        ];
+        for pat in pats {
+            assert!(is_plain_text(pat), "{pat:?}");
+            let re = compile(pat).expect("compiles");
+            for src in srcs {
+                assert_eq!(src.contains(pat), re.is_match(src), "{pat:?} in {src:?}");
+                assert_eq!(
+                    find_plain(pat, src),
+                    re.find(src).map(|m| &src[m.range()]),
+                    "{pat:?} in {src:?}"
+                );
+            }
+        }
+        for pat in [
+            r"a\d", "a.b", "^a", "a$", "a|b", "(a)", "[a]", "a{2}", "a+", "a*", "a?",
+        ] {
+            assert!(!is_plain_text(pat), "{pat:?}");
+        }
+        assert_eq!(
+            out("regexFind", vec!["SSL".into(), "SASL_SSL".into()]),
+            "SSL"
+        );
+        assert_eq!(
+            out("mustRegexMatch", vec!["SCRAM".into(), "PLAIN".into()]),
+            "false"
+        );
     }
 
     #[test]

@@ -14,9 +14,47 @@ pub struct Rules {
 struct Pattern {
     /// The glob's characters, split once: a chart has many files.
     glob: Vec<char>,
+    /// The glob's shape when it has a cheaper test than matching it.
+    shape: Shape,
     negate: bool,
     must_dir: bool,
     kind: MatchKind,
+}
+
+/// Most `.helmignore` lines are a name (`.git`, `OWNERS`) or a star and a
+/// suffix (`*.swp`, `*~`), tested on every file of a chart: such globs are
+/// compared as text.
+#[derive(Debug, Clone)]
+enum Shape {
+    /// No special character: only the same text matches.
+    Literal(String),
+    /// `*` then no special character: any text ending so, with no `/` before
+    /// the suffix (Go's `*` stops at `/`).
+    StarSuffix(String),
+    Glob,
+}
+
+impl Shape {
+    fn of(glob: &str) -> Shape {
+        let special = |c: char| matches!(c, '*' | '?' | '[' | '\\');
+        match glob.strip_prefix('*') {
+            Some(rest) if !rest.contains(special) => Shape::StarSuffix(rest.to_string()),
+            _ if !glob.contains(special) => Shape::Literal(glob.to_string()),
+            _ => Shape::Glob,
+        }
+    }
+
+    /// Whether `name` matches, or `None` when the glob must be matched.
+    fn matches(&self, name: &str) -> Option<bool> {
+        match self {
+            Shape::Literal(text) => Some(name == text),
+            Shape::StarSuffix(suffix) => Some(
+                name.strip_suffix(suffix.as_str())
+                    .is_some_and(|head| !head.contains('/')),
+            ),
+            Shape::Glob => None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -85,6 +123,7 @@ impl Rules {
         };
         self.patterns.push(Pattern {
             glob: glob.chars().collect(),
+            shape: Shape::of(glob),
             negate,
             must_dir,
             kind,
@@ -99,18 +138,24 @@ impl Rules {
         }
         let mut positive = false;
         let mut negative = false;
-        let full: Vec<char> = path.chars().collect();
-        let base: Vec<char> = go_base(path).chars().collect();
+        let base = go_base(path);
+        // Split into characters only for a pattern that needs it.
+        let mut full_chars: Option<Vec<char>> = None;
+        let mut base_chars: Option<Vec<char>> = None;
         for p in &self.patterns {
             if p.must_dir && !is_dir {
                 continue;
             }
-            let subject = match p.kind {
-                MatchKind::Rooted | MatchKind::Path => &full,
-                MatchKind::Base => &base,
+            let (subject, chars) = match p.kind {
+                MatchKind::Rooted | MatchKind::Path => (path, &mut full_chars),
+                MatchKind::Base => (base, &mut base_chars),
             };
-            // Patterns were checked when added, so matching cannot fail.
-            if match_from(&p.glob, subject).unwrap_or(false) {
+            let matched = p.shape.matches(subject).unwrap_or_else(|| {
+                let chars = chars.get_or_insert_with(|| subject.chars().collect());
+                // Patterns were checked when added, so matching cannot fail.
+                match_from(&p.glob, chars).unwrap_or(false)
+            });
+            if matched {
                 if p.negate {
                     negative = true;
                 }
@@ -301,6 +346,42 @@ mod tests {
             Rules::parse("a/**/b\n").unwrap_err(),
             IgnoreError::DoubleStar
         );
+    }
+
+    #[test]
+    fn names_and_star_suffixes_match_as_their_globs_do() {
+        let globs = ["*.swp", "*~", "*", "OWNERS", ".git", "a/b", "*/x", ""];
+        let names = [
+            "",
+            "a.swp",
+            ".swp",
+            "d/a.swp",
+            "a.swp.x",
+            "x~",
+            "~",
+            "OWNERS",
+            "OWNERS2",
+            ".git",
+            "docs/a.md",
+            "docs/x/a.md",
+            "docs/.md",
+            "a/b",
+            "a/x",
+            "b/x",
+            "é~",
+        ];
+        for g in globs {
+            let shape = Shape::of(g);
+            assert!(!matches!(shape, Shape::Glob), "{g:?}");
+            let chars: Vec<char> = g.chars().collect();
+            for n in names {
+                let want = match_from(&chars, &n.chars().collect::<Vec<_>>()).unwrap();
+                assert_eq!(shape.matches(n), Some(want), "{g:?} on {n:?}");
+            }
+        }
+        for g in ["a?c", "[ab]", "\\*", "*.t?p", "a*b", "docs/*.md"] {
+            assert!(matches!(Shape::of(g), Shape::Glob), "{g:?}");
+        }
     }
 
     #[test]

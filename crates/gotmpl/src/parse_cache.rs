@@ -84,7 +84,7 @@ impl ParseCache {
         }
     }
 
-    /// Keeps a parse made on another thread, as if [`Templates::parse`]
+    /// Keeps a parse made on another thread, as if [`Templates::parse`](crate::Templates::parse)
     /// had made it here.
     pub fn adopt(&mut self, parse: DetachedParse) {
         let DetachedParse { key, text_len, out } = parse;
@@ -149,7 +149,7 @@ pub struct DetachedParse {
 // touch one count.
 unsafe impl Send for DetachedParse {}
 
-/// Parses `text` as template `name`, as [`Templates::parse`] would in a
+/// Parses `text` as template `name`, as [`Templates::parse`](crate::Templates::parse) would in a
 /// set whose functions are those `has_func` names, for a cache on another
 /// thread.
 pub fn parse_detached(

@@ -9,6 +9,7 @@
 //! This module is flags and printing only: what each command does is an `action` verb.
 
 mod format;
+mod get;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -306,7 +307,7 @@ pub(crate) struct GetValuesArgs {
     pub kube: KubeArgs,
 }
 
-/// `get manifest NAME` / `get notes NAME`.
+/// `get manifest|notes|hooks|all NAME`.
 #[derive(clap::Args, Debug)]
 pub(crate) struct GetTextArgs {
     /// Release name.
@@ -327,6 +328,12 @@ pub(crate) enum GetCommand {
     Manifest(GetTextArgs),
     /// Print the notes of a release.
     Notes(GetTextArgs),
+    /// Print the hooks of a release.
+    Hooks(GetTextArgs),
+    /// Print the chart and record metadata of a release.
+    Metadata(get::GetMetadataArgs),
+    /// Print everything about a release: status, values, hooks, manifest and notes.
+    All(GetTextArgs),
 }
 
 /// The release commands.
@@ -349,7 +356,7 @@ pub(crate) enum ReleaseCommand {
     History(HistoryArgs),
     /// Show the status of a release.
     Status(StatusArgs),
-    /// Read a release's values, manifest or notes.
+    /// Read a release's values, manifest, notes, hooks or metadata.
     #[command(subcommand)]
     Get(GetCommand),
 }
@@ -392,6 +399,9 @@ pub(crate) fn run(cmd: ReleaseCommand) -> anyhow::Result<i32> {
                 let rel = get(&a.kube, &a.name, a.revision).await?;
                 format!("{}\n", rel.manifest)
             }
+            ReleaseCommand::Get(GetCommand::Hooks(a)) => get::hooks(a).await?,
+            ReleaseCommand::Get(GetCommand::Metadata(a)) => get::metadata(a).await?,
+            ReleaseCommand::Get(GetCommand::All(a)) => get::all(a).await?,
             ReleaseCommand::Get(GetCommand::Notes(a)) => {
                 let rel = get(&a.kube, &a.name, a.revision).await?;
                 let notes = rel.info.map(|i| i.notes).unwrap_or_default();
@@ -589,7 +599,7 @@ fn status_output(rel: &Release, fmt: OutputFormat, dry_run: bool) -> anyhow::Res
     shown.chart = None;
     Ok(match fmt {
         OutputFormat::Table => format::status_text(&shown, dry_run),
-        OutputFormat::Json => format::json(&serde_json::to_value(&shown)?),
+        OutputFormat::Json => format::json(&shown),
         OutputFormat::Yaml => format::yaml(&serde_json::to_value(&shown)?)?,
     })
 }
@@ -835,43 +845,31 @@ async fn list(a: ListArgs) -> anyhow::Result<String> {
             OutputFormat::Yaml => format::yaml(&Value::Array(names))?,
         });
     }
-    let elements: Vec<Value> = releases
+    let rows: Vec<ListRow> = releases
         .iter()
-        .map(|r| {
-            let updated = r
+        .map(|r| ListRow {
+            name: r.name.clone(),
+            namespace: r.namespace.clone(),
+            revision: r.version.to_string(),
+            updated: r
                 .info
                 .as_ref()
                 .and_then(|i| i.last_deployed.as_ref())
                 .filter(|t| !t.is_zero())
                 .map(format::go_time)
-                .unwrap_or_else(|| "-".into());
-            json!({
-                "name": r.name,
-                "namespace": r.namespace,
-                "revision": r.version.to_string(),
-                "updated": updated,
-                "status": r.status().to_string(),
-                "chart": format::chart_name(r),
-                "app_version": format::app_version(r),
-            })
+                .unwrap_or_else(|| "-".into()),
+            status: r.status().to_string(),
+            chart: format::chart_name(r),
+            app_version: format::app_version(r),
         })
         .collect();
     Ok(match a.output {
-        OutputFormat::Json => format::json(&Value::Array(elements)),
-        OutputFormat::Yaml => format::yaml(&Value::Array(elements))?,
+        OutputFormat::Json => format::json(&rows),
+        OutputFormat::Yaml => format::yaml(&serde_json::to_value(&rows)?)?,
         OutputFormat::Table => {
-            let keys = [
-                "name",
-                "namespace",
-                "revision",
-                "updated",
-                "status",
-                "chart",
-                "app_version",
-            ];
-            let mut rows = Vec::new();
+            let mut table = Vec::new();
             if !a.no_headers {
-                rows.push(
+                table.push(
                     [
                         "NAME",
                         "NAMESPACE",
@@ -885,16 +883,43 @@ async fn list(a: ListArgs) -> anyhow::Result<String> {
                     .to_vec(),
                 );
             }
-            for e in &elements {
-                rows.push(
-                    keys.iter()
-                        .map(|k| e[*k].as_str().unwrap_or_default().to_string())
-                        .collect(),
-                );
+            for r in rows {
+                table.push(vec![
+                    r.name,
+                    r.namespace,
+                    r.revision,
+                    r.updated,
+                    r.status,
+                    r.chart,
+                    r.app_version,
+                ]);
             }
-            format::table(&rows)
+            format::table(&table)
         }
     })
+}
+
+/// One release as `helm list -o json` prints it, fields in Helm's order.
+#[derive(serde::Serialize)]
+struct ListRow {
+    name: String,
+    namespace: String,
+    revision: String,
+    updated: String,
+    status: String,
+    chart: String,
+    app_version: String,
+}
+
+/// One revision as `helm history -o json` prints it, fields in Helm's order.
+#[derive(serde::Serialize)]
+struct HistoryRow {
+    revision: i64,
+    updated: String,
+    status: String,
+    chart: String,
+    app_version: String,
+    description: String,
 }
 
 async fn history(a: HistoryArgs) -> anyhow::Result<String> {
@@ -903,24 +928,23 @@ async fn history(a: HistoryArgs) -> anyhow::Result<String> {
         .run(&a.name, a.max)
         .await
         .map_err(not_found)?;
-    let items: Vec<Value> = hist
+    let items: Vec<HistoryRow> = hist
         .iter()
         .map(|r| {
             let info = r.info.clone().unwrap_or_default();
-            let updated = info.last_deployed.unwrap_or_default();
-            json!({
-                "revision": r.version,
-                "updated": updated.to_string(),
-                "status": r.status().to_string(),
-                "chart": format::chart_name(r),
-                "app_version": format::app_version(r),
-                "description": info.description,
-            })
+            HistoryRow {
+                revision: r.version,
+                updated: info.last_deployed.unwrap_or_default().to_string(),
+                status: r.status().to_string(),
+                chart: format::chart_name(r),
+                app_version: format::app_version(r),
+                description: info.description,
+            }
         })
         .collect();
     Ok(match a.output {
-        OutputFormat::Json => format::json(&Value::Array(items)),
-        OutputFormat::Yaml => format::yaml(&Value::Array(items))?,
+        OutputFormat::Json => format::json(&items),
+        OutputFormat::Yaml => format::yaml(&serde_json::to_value(&items)?)?,
         OutputFormat::Table => {
             let mut rows = vec![[
                 "REVISION",

@@ -2,10 +2,10 @@
 //! the same install and upgrade, with both of Helm's drivers (`HELM_DRIVER` secret and
 //! configmap): the same objects (name, type, labels, annotations) holding the same
 //! release JSON, field by field, timestamps aside. And each tool reads the other's
-//! records as it reads its own: `helm get values|manifest|notes|hooks|metadata`,
+//! records as it reads its own: `helm get values|manifest|notes|hooks|metadata|all`,
 //! `helm status|history|list -A` print the same for rudder's release as for Helm's,
-//! and so do `rudder get values|manifest|notes`, `rudder status|history|list` for
-//! Helm's.
+//! and so do `rudder get values|manifest|notes|hooks|metadata|all`,
+//! `rudder status|history|list` for Helm's — JSON with Helm's keys in Helm's order.
 //!
 //! Runs against `rudder apiserver`, or the cluster `RUDDER_TEST_KUBECONFIG` names;
 //! skips (with a message) without helm or kubectl.
@@ -182,15 +182,70 @@ fn read(ns: &Namespace<'_>, reader: Tool, driver: &str, args: &[&str]) -> Value 
     normalized(&v, &ns.name)
 }
 
-/// Text output with its time lines (`LAST DEPLOYED: …`) marked.
+/// Text output with its times marked: the time lines (`LAST DEPLOYED: …`,
+/// `DEPLOYED_AT: …`) and the record's time labels in `LABELS: …`.
 fn untimed(text: &str) -> String {
     text.lines()
         .map(|l| match l.split_once(": ") {
-            Some(("LAST DEPLOYED", _)) => "LAST DEPLOYED: <time>".to_string(),
+            Some((key @ ("LAST DEPLOYED" | "DEPLOYED_AT"), _)) => format!("{key}: <time>"),
+            Some(("LABELS", labels)) => {
+                let pairs: Vec<String> = labels
+                    .split(',')
+                    .map(|p| match p.split_once('=') {
+                        Some((k, _)) if TIME_KEYS.contains(&k) => format!("{k}=<time>"),
+                        _ => p.to_string(),
+                    })
+                    .collect();
+                format!("LABELS: {}", pairs.join(","))
+            }
             _ => l.to_string(),
         })
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// The object keys of JSON `text` in the order they are written, down to `depth`
+/// levels of nesting, leaving out the key `skip` and everything under it: Helm
+/// encodes structs in their fields' order, and a reader may rely on it.
+fn key_order(text: &str, depth: usize, skip: &str) -> Vec<String> {
+    let mut keys = Vec::new();
+    let (mut level, mut skipping_below) = (0usize, None::<usize>);
+    let mut chars = text.char_indices().peekable();
+    while let Some((at, c)) = chars.next() {
+        match c {
+            '{' | '[' => level += 1,
+            '}' | ']' => {
+                level -= 1;
+                if skipping_below.is_some_and(|l| level < l) {
+                    skipping_below = None;
+                }
+            }
+            '"' => {
+                let mut end = at + 1;
+                while let Some((i, c)) = chars.next() {
+                    end = i;
+                    match c {
+                        '\\' => {
+                            chars.next();
+                        }
+                        '"' => break,
+                        _ => {}
+                    }
+                }
+                let rest = text[end + 1..].trim_start();
+                if rest.starts_with(':') && skipping_below.is_none() && level <= depth {
+                    let key = text[at + 1..end].to_string();
+                    if key == skip {
+                        skipping_below = Some(level + 1);
+                    } else {
+                        keys.push(key);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    keys
 }
 
 /// The reads both tools offer, by args (without `-n`).
@@ -201,17 +256,40 @@ const COMMON_READS: &[&[&str]] = &[
     &["get", "manifest", RELEASE],
     &["get", "manifest", RELEASE, "--revision", "1"],
     &["get", "notes", RELEASE],
+    &["get", "hooks", RELEASE],
+    &["get", "hooks", RELEASE, "--revision", "1"],
+    &["get", "metadata", RELEASE],
+    &["get", "metadata", RELEASE, "-o", "json"],
+    &["get", "metadata", RELEASE, "--revision", "1", "-o", "json"],
+    &["get", "all", RELEASE],
+    &["get", "all", RELEASE, "--revision", "1"],
     &["status", RELEASE, "-o", "json"],
     &["history", RELEASE, "-o", "json"],
     &["list", "-o", "json"],
 ];
 
-/// Reads only helm offers.
-const HELM_READS: &[&[&str]] = &[
-    &["get", "hooks", RELEASE],
-    &["get", "metadata", RELEASE, "-o", "json"],
-    &["get", "all", RELEASE],
-];
+/// Whether `reader`'s JSON for `args` about the release in `ns` has the keys of
+/// `helm`'s, in the same order (`status` down to `info`'s own keys: what lies
+/// under `info.resources` is the cluster's objects, not the record).
+fn assert_same_key_order(
+    what: &str,
+    ns: &Namespace<'_>,
+    reader: Tool,
+    driver: &str,
+    args: &[&str],
+) {
+    if !args.contains(&"json") {
+        return;
+    }
+    let (depth, skip) = if args[0] == "status" {
+        (2, "resources")
+    } else {
+        (usize::MAX, "")
+    };
+    let ours = key_order(&ns.ok(reader, Some(driver), args), depth, skip);
+    let theirs = key_order(&ns.ok(Helm, Some(driver), args), depth, skip);
+    assert_eq!(ours, theirs, "{what}: the keys in Helm's order");
+}
 
 fn records_match(driver: &str) {
     let Some(cluster) = Cluster::start(&format!("records-{driver}")) else {
@@ -231,7 +309,7 @@ fn records_match(driver: &str) {
     }
 
     // Helm reads rudder's records as its own...
-    for args in COMMON_READS.iter().chain(HELM_READS) {
+    for args in COMMON_READS {
         let what = format!("HELM_DRIVER={driver} helm {}", args.join(" "));
         assert_same(
             &what,
@@ -247,6 +325,7 @@ fn records_match(driver: &str) {
             &read(&by_helm, Rudder, driver, args),
             &read(&by_helm, Helm, driver, args),
         );
+        assert_same_key_order(&what, &by_helm, Rudder, driver, args);
     }
     // Across namespaces, both releases listed alike by both tools.
     let all = |tool: Tool| {
@@ -284,4 +363,19 @@ fn rudder_writes_and_reads_helms_secret_records() {
 #[test]
 fn rudder_writes_and_reads_helms_configmap_records() {
     records_match("configmap");
+}
+
+#[test]
+fn key_order_reads_keys_as_written() {
+    let text =
+        r#"{"name":"a","info":{"z":1,"resources":{"v1/X":[{"k":"\"q\":"}]},"a":2},"b":[{"c":3}]}"#;
+    assert_eq!(
+        key_order(text, usize::MAX, ""),
+        ["name", "info", "z", "resources", "v1/X", "k", "a", "b", "c"]
+    );
+    // Arrays count as a level too.
+    assert_eq!(
+        key_order(text, 2, "resources"),
+        ["name", "info", "z", "a", "b"]
+    );
 }

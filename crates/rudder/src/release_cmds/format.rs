@@ -61,14 +61,18 @@ pub(super) fn ansic(t: &Time) -> String {
     zoned.strftime("%a %b %e %H:%M:%S %Y").to_string()
 }
 
-/// `json.NewEncoder(out).Encode(v)`: compact, HTML characters escaped, a newline.
-pub(super) fn json(v: &Value) -> String {
+/// `json.NewEncoder(out).Encode(v)`: compact, HTML characters and the two line
+/// separators escaped, a newline. Structs keep their fields' order, as Go's do; maps
+/// (`Value` objects) print sorted, as Go's do.
+pub(super) fn json(v: &impl serde::Serialize) -> String {
     let text = serde_json::to_string(v).unwrap_or_else(|_| "null".into());
-    // `<`, `>` and `&` only occur inside JSON strings, where Go escapes them.
+    // These characters only occur inside JSON strings, where Go escapes them.
     let mut out = text
         .replace('<', "\\u003c")
         .replace('>', "\\u003e")
-        .replace('&', "\\u0026");
+        .replace('&', "\\u0026")
+        .replace('\u{2028}', "\\u2028")
+        .replace('\u{2029}', "\\u2029");
     out.push('\n');
     out
 }
@@ -97,9 +101,31 @@ pub(super) fn app_version(rel: &Release) -> String {
     }
 }
 
+/// What Helm's status printer shows beyond the status lines.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Sections {
+    /// `CHART`, `VERSION` and `APP_VERSION` after `REVISION` (`helm get all`).
+    pub metadata: bool,
+    /// The user's values and the computed values, then hooks and manifest
+    /// (`helm get all`).
+    pub debug: bool,
+    /// Hooks and manifest, as Helm prints them for a dry run.
+    pub dry_run: bool,
+}
+
 /// The text `helm status` prints (and install/upgrade after their first line). With
 /// `dry_run`, hooks and the manifest follow, as Helm prints them for a dry run.
 pub(super) fn status_text(rel: &Release, dry_run: bool) -> String {
+    let sections = Sections {
+        dry_run,
+        ..Sections::default()
+    };
+    // Without `debug` there are no values to encode, so nothing can fail.
+    status_text_with(rel, sections).unwrap_or_default()
+}
+
+/// Helm's status printer (`statusPrinter.WriteTable`) with the sections asked for.
+pub(super) fn status_text_with(rel: &Release, sections: Sections) -> anyhow::Result<String> {
     let mut out = String::new();
     let info = rel.info.clone().unwrap_or_default();
     let _ = writeln!(out, "NAME: {}", rel.name);
@@ -109,6 +135,16 @@ pub(super) fn status_text(rel: &Release, dry_run: bool) -> String {
     let _ = writeln!(out, "NAMESPACE: {}", rel.namespace);
     let _ = writeln!(out, "STATUS: {}", rel.status());
     let _ = writeln!(out, "REVISION: {}", rel.version);
+    if sections.metadata {
+        let meta = rel
+            .chart
+            .as_ref()
+            .and_then(|c| c.metadata.clone())
+            .unwrap_or_default();
+        let _ = writeln!(out, "CHART: {}", meta.name);
+        let _ = writeln!(out, "VERSION: {}", meta.version);
+        let _ = writeln!(out, "APP_VERSION: {}", meta.app_version);
+    }
     let _ = writeln!(out, "DESCRIPTION: {}", info.description);
     let tests: Vec<_> = rel
         .hooks
@@ -138,17 +174,57 @@ pub(super) fn status_text(rel: &Release, dry_run: bool) -> String {
             );
         }
     }
-    if dry_run {
+    if sections.debug {
+        let user = action::release_values(rel, false);
+        let computed = action::release_values(rel, true);
+        let _ = writeln!(out, "USER-SUPPLIED VALUES:\n{}", yaml(&user)?);
+        let _ = writeln!(out, "COMPUTED VALUES:\n{}", yaml(&computed)?);
+    }
+    if sections.dry_run || sections.debug {
         out.push_str("HOOKS:\n");
-        for h in &rel.hooks {
-            let _ = writeln!(out, "---\n# Source: {}\n{}", h.path, h.manifest);
-        }
+        out.push_str(&hooks_text(rel));
         let _ = writeln!(out, "MANIFEST:\n{}", rel.manifest);
     }
     if !info.notes.is_empty() {
         let _ = writeln!(out, "NOTES:\n{}", info.notes.trim());
     }
+    Ok(out)
+}
+
+/// The release's hooks as `helm get hooks` prints them, in the record's order.
+pub(super) fn hooks_text(rel: &Release) -> String {
+    let mut out = String::new();
+    for h in &rel.hooks {
+        let _ = writeln!(out, "---\n# Source: {}\n{}", h.path, h.manifest);
+    }
     out
+}
+
+/// Go's `time.RFC3339` layout (`2006-01-02T15:04:05Z07:00`), in the time's own offset;
+/// Go's zero time when there is none.
+pub(super) fn rfc3339(t: Option<&Time>) -> String {
+    let Some(t) = t.filter(|t| !t.is_zero()) else {
+        return "0001-01-01T00:00:00Z".into();
+    };
+    let off = t.offset_seconds();
+    let offset = jiff::tz::Offset::from_seconds(off).unwrap_or(jiff::tz::Offset::UTC);
+    let zoned = t.to_timestamp().to_zoned(jiff::tz::TimeZone::fixed(offset));
+    let clock = zoned.strftime("%Y-%m-%dT%H:%M:%S").to_string();
+    if off == 0 {
+        format!("{clock}Z")
+    } else {
+        let sign = if off < 0 { '-' } else { '+' };
+        let abs = off.unsigned_abs();
+        format!("{clock}{sign}{:02}:{:02}", abs / 3600, (abs / 60) % 60)
+    }
+}
+
+/// `k8s.io/apimachinery/pkg/labels.Set.String()`: `key=value` pairs, sorted as
+/// whole strings, joined by commas.
+pub(super) fn label_set(labels: &std::collections::BTreeMap<String, String>) -> String {
+    let mut pairs: Vec<String> = labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    pairs.sort();
+    pairs.join(",")
 }
 
 #[cfg(test)]
@@ -172,6 +248,26 @@ mod tests {
         let t = Time::parse("2024-03-15T07:08:09+02:00").expect("time");
         assert_eq!(go_time(&t), "2024-03-15 07:08:09 +0200 +0200");
         assert_eq!(ansic(&t), "Fri Mar 15 07:08:09 2024");
+    }
+
+    #[test]
+    fn rfc3339_like_go() {
+        let t = Time::parse("2024-03-05T07:08:09.5Z").expect("time");
+        assert_eq!(rfc3339(Some(&t)), "2024-03-05T07:08:09Z");
+        let t = Time::parse("2024-03-15T07:08:09.25-05:30").expect("time");
+        assert_eq!(rfc3339(Some(&t)), "2024-03-15T07:08:09-05:30");
+        assert_eq!(rfc3339(None), "0001-01-01T00:00:00Z");
+    }
+
+    #[test]
+    fn label_sets_sort_whole_pairs() {
+        // `a.b=…` sorts before `a=…`: Go sorts the joined pairs, not the keys.
+        let labels = [("a", "1"), ("a.b", "2"), ("owner", "helm")]
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .into_iter()
+            .collect();
+        assert_eq!(label_set(&labels), "a.b=2,a=1,owner=helm");
+        assert_eq!(label_set(&Default::default()), "");
     }
 
     #[test]

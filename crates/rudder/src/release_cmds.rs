@@ -10,6 +10,7 @@
 
 mod format;
 mod get;
+mod resources;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -974,10 +975,13 @@ async fn history(a: HistoryArgs) -> anyhow::Result<String> {
 
 async fn status(a: StatusArgs) -> anyhow::Result<String> {
     let (cfg, ns) = connect(&a.kube).await?;
-    let rel = ReleaseStatus::new(&cfg, ns)
-        .run(&a.name, a.revision)
-        .await
-        .map_err(not_found)?;
+    let status = ReleaseStatus::new(&cfg, ns);
+    let mut rel = status.run(&a.name, a.revision).await.map_err(not_found)?;
+    // As Helm does: the table output shows the server's tables, JSON and YAML
+    // the objects themselves.
+    let tables = matches!(a.output, OutputFormat::Table);
+    let resources = status.resources(&rel, tables).await?;
+    rel.info.get_or_insert_with(Default::default).resources = resources;
     status_output(&rel, a.output, false)
 }
 

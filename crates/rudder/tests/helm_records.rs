@@ -6,6 +6,8 @@
 //! `helm status|history|list -A` print the same for rudder's release as for Helm's,
 //! and so do `rudder get values|manifest|notes|hooks|metadata|all`,
 //! `rudder status|history|list` for Helm's — JSON with Helm's keys in Helm's order.
+//! `status` lists the release's live objects as Helm does: the server's tables in
+//! the text output, the objects themselves (and the related Pods) in JSON and YAML.
 //!
 //! Runs against `rudder apiserver`, or the cluster `RUDDER_TEST_KUBECONFIG` names;
 //! skips (with a message) without helm or kubectl.
@@ -291,6 +293,81 @@ fn assert_same_key_order(
     assert_eq!(ours, theirs, "{what}: the keys in Helm's order");
 }
 
+/// The ways `status` shows the live objects (`info.resources`).
+const LIVE_READS: &[&[&str]] = &[
+    &["status", RELEASE],
+    &["status", RELEASE, "-o", "json"],
+    &["status", RELEASE, "-o", "yaml"],
+];
+
+/// `status` text with its `RESOURCES:` kinds in key order (Helm walks a Go map, so
+/// its order differs from run to run) and the ages in its tables marked: a second
+/// may pass between two reads.
+fn resources_sorted(text: &str) -> String {
+    let (head, rest) = match text.split_once("RESOURCES:\n") {
+        Some((head, rest)) => (head, rest),
+        None => return text.to_string(),
+    };
+    let (body, tail) = rest.split_once("\n\nTEST SUITE:").unwrap_or((rest, ""));
+    let mut kinds: Vec<String> = body
+        .split("==> ")
+        .filter(|k| !k.is_empty())
+        .map(|k| {
+            k.lines()
+                .map(|l| {
+                    // The built-in tables end with AGE (`5s`, `2m3s`), unpadded.
+                    let age = l.rsplit(' ').next().unwrap_or_default();
+                    let is_age = age.starts_with(|c: char| c.is_ascii_digit())
+                        && age.ends_with(['s', 'm', 'h', 'd', 'y'])
+                        && age
+                            .chars()
+                            .all(|c| c.is_ascii_digit() || "smhdy".contains(c));
+                    if is_age {
+                        format!("{}<age>", &l[..l.len() - age.len()])
+                    } else {
+                        l.to_string()
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .collect();
+    kinds.sort();
+    format!(
+        "{head}RESOURCES:\n{}\n\nTEST SUITE:{tail}",
+        kinds.join("\n")
+    )
+}
+
+/// `rudder status` and `helm status` show the same live objects for the release in
+/// `ns` — the same tables, the same JSON and YAML.
+fn live_reads_agree(ns: &Namespace<'_>, driver: &str) {
+    for args in LIVE_READS {
+        let what = format!(
+            "HELM_DRIVER={driver} rudder/helm {} in {}",
+            args.join(" "),
+            ns.name
+        );
+        // The objects may still be settling (a Deployment's status): read again
+        // until both tools saw the same cluster.
+        testkit::eventually_blocking(std::time::Duration::from_secs(20), || {
+            let ours = resources_sorted(&ns.ok(Rudder, Some(driver), args));
+            let theirs = resources_sorted(&ns.ok(Helm, Some(driver), args));
+            if ours == theirs {
+                Ok(())
+            } else {
+                Err(format!("{what}:\n--- rudder\n{ours}\n--- helm\n{theirs}"))
+            }
+        });
+        if args.len() == 2 {
+            let text = ns.ok(Rudder, Some(driver), args);
+            for kind in ["==> v1/Deployment", "==> v1/Pod(related)", "==> v1/Service"] {
+                assert!(text.contains(kind), "{what}: lists {kind}:\n{text}");
+            }
+        }
+    }
+}
+
 fn records_match(driver: &str) {
     let Some(cluster) = Cluster::start(&format!("records-{driver}")) else {
         return;
@@ -345,6 +422,8 @@ fn records_match(driver: &str) {
         rows.sort_by_key(|r| r.to_string());
         Value::Array(rows)
     };
+    live_reads_agree(&by_helm, driver);
+    live_reads_agree(&by_rudder, driver);
     let helm_all = all(Helm);
     assert_eq!(
         helm_all.as_array().map(Vec::len),

@@ -146,6 +146,10 @@ pub(super) fn status_text_with(rel: &Release, sections: Sections) -> anyhow::Res
         let _ = writeln!(out, "APP_VERSION: {}", meta.app_version);
     }
     let _ = writeln!(out, "DESCRIPTION: {}", info.description);
+    if !info.resources.is_empty() {
+        let body = super::resources::resources_text(&info.resources);
+        let _ = writeln!(out, "RESOURCES:\n{body}");
+    }
     let tests: Vec<_> = rel
         .hooks
         .iter()

@@ -64,29 +64,15 @@ impl<'a> ReleaseStatus<'a> {
             };
             let ns = o.reference.namespace.as_deref();
             let url = DynamicObject::url_path(&o.resource, ns);
-            let Some(live) = self
-                .read(
-                    Request::new(url).get(&o.reference.name, &GetParams::default()),
-                    false,
-                )
-                .await
-            else {
+            let get = Request::new(url).get(&o.reference.name, &GetParams::default());
+            let Some(shown) = self.read(get, tables).await else {
                 continue;
             };
-            let shown = if tables {
-                let url = DynamicObject::url_path(&o.resource, ns);
-                self.read(
-                    Request::new(url).get(&o.reference.name, &GetParams::default()),
-                    true,
-                )
-                .await
-            } else {
-                Some(live.clone())
-            };
-            let Some(shown) = shown else { continue };
             let key = format!("{}/{}", o.resource.version, o.resource.kind);
             push(&mut out, &key, shown);
-            let Some(selector) = workload_selector(&live) else {
+            // As Helm does, the selector is the manifest's, so one read serves both
+            // the table and the object output.
+            let Some(selector) = workload_selector(&o.reference.kind, &o.object.data) else {
                 continue;
             };
             if selectors.contains(&selector) {
@@ -123,21 +109,21 @@ impl<'a> ReleaseStatus<'a> {
     }
 }
 
+/// Appends `v` to the list under `key` (every value of `out` is a list).
 fn push(out: &mut Map<String, Value>, key: &str, v: Value) {
-    match out
+    let list = out
         .entry(key.to_string())
-        .or_insert_with(|| Value::Array(Vec::new()))
-    {
-        Value::Array(items) => items.push(v),
-        other => *other = Value::Array(vec![v]),
+        .or_insert_with(|| Value::Array(Vec::new()));
+    if let Value::Array(items) = list {
+        items.push(v);
     }
 }
 
 /// The label selector whose Pods Helm relates to a workload: `spec.selector` of a
 /// ReplicationController, `spec.selector.matchLabels` of the apps and batch
-/// workloads; `None` for every other kind.
-fn workload_selector(obj: &Value) -> Option<Map<String, Value>> {
-    let kind = obj.get("kind")?.as_str()?;
+/// workloads; `None` for every other kind. `obj` is the object without its
+/// `apiVersion`, `kind` and `metadata` (a `DynamicObject`'s data).
+fn workload_selector(kind: &str, obj: &Value) -> Option<Map<String, Value>> {
     let pointer = match kind {
         "ReplicationController" => "/spec/selector",
         "Deployment" | "ReplicaSet" | "StatefulSet" | "DaemonSet" | "Job" => {
@@ -169,16 +155,15 @@ mod tests {
 
     #[test]
     fn workloads_relate_the_pods_of_their_selector() {
-        let deploy = json!({"kind": "Deployment", "spec": {"selector": {
+        let deploy = json!({"spec": {"selector": {
             "matchLabels": {"b": "2", "a": "1"}, "matchExpressions": []}}});
-        let sel = workload_selector(&deploy).expect("a workload");
+        let sel = workload_selector("Deployment", &deploy).expect("a workload");
         assert_eq!(label_selector(&sel), "a=1,b=2");
-        let rc = json!({"kind": "ReplicationController", "spec": {"selector": {"app": "x"}}});
+        let rc = json!({"spec": {"selector": {"app": "x"}}});
         assert_eq!(
-            workload_selector(&rc).map(|s| label_selector(&s)),
+            workload_selector("ReplicationController", &rc).map(|s| label_selector(&s)),
             Some("app=x".into())
         );
-        let svc = json!({"kind": "Service", "spec": {"selector": {"app": "x"}}});
-        assert_eq!(workload_selector(&svc), None);
+        assert_eq!(workload_selector("Service", &rc), None);
     }
 }

@@ -331,6 +331,7 @@ fn resources_sorted(text: &str) -> String {
                 .collect::<Vec<_>>()
                 .join("\n")
         })
+        .map(|k| format!("==> {k}"))
         .collect();
     kinds.sort();
     format!(
@@ -350,17 +351,16 @@ fn live_reads_agree(ns: &Namespace<'_>, driver: &str) {
         );
         // The objects may still be settling (a Deployment's status): read again
         // until both tools saw the same cluster.
-        testkit::eventually_blocking(std::time::Duration::from_secs(20), || {
+        let text = testkit::eventually_blocking(std::time::Duration::from_secs(20), || {
             let ours = resources_sorted(&ns.ok(Rudder, Some(driver), args));
             let theirs = resources_sorted(&ns.ok(Helm, Some(driver), args));
             if ours == theirs {
-                Ok(())
+                Ok(ours)
             } else {
                 Err(format!("{what}:\n--- rudder\n{ours}\n--- helm\n{theirs}"))
             }
         });
         if args.len() == 2 {
-            let text = ns.ok(Rudder, Some(driver), args);
             for kind in ["==> v1/Deployment", "==> v1/Pod(related)", "==> v1/Service"] {
                 assert!(text.contains(kind), "{what}: lists {kind}:\n{text}");
             }

@@ -68,9 +68,11 @@ impl TablePrinter {
             .get("rows")
             .and_then(Value::as_array)
             .map_or(&[], Vec::as_slice);
-        if !rows.is_empty() {
-            self.printed_headers = true;
+        if rows.is_empty() {
+            // A header over no rows is not printed at all.
+            return;
         }
+        self.printed_headers = true;
         let columns: &[Value] = columns.as_array().map_or(&[], Vec::as_slice);
         // Only priority-0 columns show without `-o wide`.
         let shown: Vec<usize> = (0..columns.len())
@@ -82,10 +84,6 @@ impl TablePrinter {
                     == 0
             })
             .collect();
-        if rows.is_empty() {
-            // A header over no rows is not printed at all.
-            return;
-        }
         let mut lines: Vec<Vec<String>> = Vec::new();
         if headers {
             lines.push(

@@ -2,8 +2,10 @@
 //! loading the chart, parsing its values files, compiling its schemas and
 //! parsing its templates, which are most of such a render. While this
 //! thread reads a chart directory, another parses each template as it is
-//! read, then each `values.yaml` and `values.schema.json` as the loader
-//! meets them; then both threads parse the templates left. The chart, the parses and every error are what
+//! read, then each `values.yaml` as the loader meets it; then both threads
+//! parse the templates left. Each `values.schema.json` is compiled on a
+//! thread of its own, which the render waits for only at validation, once
+//! the templates are rendered. The chart, the parses and every error are what
 //! the plain way gives ([`load_with`], then a render): when loading fails,
 //! the chart is loaded again the plain way, so that the error reported is
 //! the first in load order; a template that does not parse is left for the
@@ -17,7 +19,7 @@ use std::thread::JoinHandle;
 use crate::loader::{
     load_in, load_with, skips_subchart, Budget, Chart, LoadError, LoadSink, ValuesMode,
 };
-use crate::schema::{self, Compiled};
+use crate::schema;
 use crate::values::prepare::{renders_template, subchart_path, template_name};
 use crate::values::Values;
 
@@ -49,7 +51,6 @@ struct Queue {
 
 enum Job {
     Values(String),
-    Schema(Vec<u8>),
     Template { name: String, text: String },
 }
 
@@ -59,7 +60,6 @@ type Done = Vec<(usize, Outcome)>;
 /// A finished step.
 enum Outcome {
     Values(String, Result<Values, String>),
-    Schema(Vec<u8>, Compiled),
     /// Parsed on the other thread; `None` when parsed here, or when the
     /// text does not parse (the render reports that).
     Template(Option<gotmpl::DetachedParse>),
@@ -70,8 +70,10 @@ impl LoadSink for Work {
         self.push(Job::Values(text.to_owned()));
     }
 
+    /// Compiled beside both threads: the render waits for it only once
+    /// the templates are rendered (see [`schema::compile_beside`]).
     fn schema(&self, data: &[u8]) {
-        self.push(Job::Schema(data.to_vec()));
+        schema::compile_beside(data);
     }
 
     /// Queues a template as soon as it is read, named as the render will
@@ -156,11 +158,17 @@ impl Work {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Queues a step. A values file goes before the templates queued: it
+    /// is one long parse the render cannot start without, while the
+    /// templates left at the end are shared by both threads.
     fn push(&self, job: Job) {
         let mut q = self.queue();
         let at = q.sent;
         q.sent += 1;
-        q.jobs.push_back((at, job));
+        match job {
+            Job::Values(_) => q.jobs.push_front((at, job)),
+            Job::Template { .. } => q.jobs.push_back((at, job)),
+        }
         self.ready.notify_one();
     }
 
@@ -194,10 +202,6 @@ impl Work {
                     let parsed = crate::values::parse_values(&text);
                     Outcome::Values(text, parsed)
                 }
-                Job::Schema(data) => {
-                    let compiled = schema::compile_uncached(&data);
-                    Outcome::Schema(data, compiled)
-                }
                 Job::Template { name, text } => Outcome::Template(template(&name, &text)),
             };
             done.push((at, outcome));
@@ -215,7 +219,7 @@ pub struct Ahead {
 }
 
 /// Loads the chart at `path` (a directory or archive) as [`load_with`]
-/// does, with its values files parsed, its schemas compiled and then its
+/// does, with its values files parsed, its schemas being compiled and then its
 /// templates parsed on another thread as well as this one;
 /// [`Ahead::finish`] completes the work.
 pub fn load(path: impl AsRef<Path>, budget: &Budget) -> Result<Ahead, LoadError> {
@@ -275,8 +279,8 @@ impl Ahead {
 
     /// The chart with its values: this thread takes its share of the steps
     /// still queued, then waits for the other thread's. Every template is
-    /// then parsed in this thread's parse cache, and every schema compiled
-    /// for this thread's renders.
+    /// then parsed in this thread's parse cache; a schema still compiling
+    /// is waited for by the validation that needs it.
     pub fn finish(mut self) -> Result<Chart, LoadError> {
         let Some((work, thread)) = self.aside.take() else {
             return Ok(self.chart);
@@ -295,7 +299,6 @@ impl Ahead {
         for (_, outcome) in done {
             match outcome {
                 Outcome::Values(text, parsed) => values.push((text, parsed)),
-                Outcome::Schema(data, compiled) => schema::remember(&data, compiled),
                 Outcome::Template(Some(parse)) => here.adopt(parse),
                 Outcome::Template(None) => {}
             }
@@ -452,6 +455,28 @@ mod tests {
         let err = crate::schema::validate_single(&chart.values, chart.schema.as_deref().unwrap())
             .unwrap_err();
         assert!(err.contains("zz"), "{err}");
+    }
+
+    #[test]
+    fn values_that_break_the_schema_fail_with_its_error_whatever_the_render_gives() {
+        let budget = Budget::default();
+        for template in ["x: {{ .Values.a }}\n", "{{ fail \"from the template\" }}"] {
+            let d = chart_dir(&[
+                (
+                    "values.schema.json",
+                    r#"{"properties": {"a": {"type": "string"}}}"#,
+                ),
+                ("templates/x.yaml", template),
+            ]);
+            let plain = render(load_with(d.path(), &budget).unwrap()).unwrap_err();
+            let ahead = render(load(d.path(), &budget).and_then(Ahead::finish).unwrap());
+            assert_eq!(ahead.unwrap_err(), plain);
+            assert!(
+                plain.starts_with("values don't meet the specifications")
+                    && plain.contains("- at '/a': got number, want string"),
+                "{plain}"
+            );
+        }
     }
 
     #[test]

@@ -13,6 +13,7 @@ use crate::engine::{Engine, LookupFn, RenderError, Renderable};
 use crate::loader::Chart;
 use crate::manifest::{self, Hook, Manifest, ManifestError, INSTALL_ORDER};
 use crate::objects::{Capabilities, Files, KubeVersion};
+use crate::schema;
 use crate::values::prepare::{self, PrepareError, PrepareOptions, PreparedChart};
 use crate::values::Values;
 
@@ -51,6 +52,7 @@ pub struct RenderOptions {
     pub check_kube_version: bool,
     /// Answers `lookup`; without it `lookup` returns an empty map.
     pub lookup: Option<LookupFn>,
+
     /// Validate values against `values.schema.json`.
     pub skip_schema_validation: bool,
 }
@@ -206,14 +208,26 @@ pub fn render_templates(
             }
         })?;
     }
+    // While a schema is still compiling beside (see
+    // `schema::compile_beside`), values are validated once the templates
+    // are rendered rather than before, as Helm does. The outcome is Helm's
+    // either way: values that do not meet a schema fail with the schema's
+    // error, whatever the render gave.
     let prepared = prepare::prepare_with(
         chart,
         user_values,
         PrepareOptions {
-            validate_schema: !opts.skip_schema_validation,
+            validate_schema: false,
             ..PrepareOptions::default()
         },
     )?;
+    let validate = |p: &PreparedChart| {
+        schema::validate_against_schema(&p.chart, &p.values).map_err(PrepareError::from)
+    };
+    let validate_after = !opts.skip_schema_validation && schema::compiling_beside();
+    if !opts.skip_schema_validation && !validate_after {
+        validate(&prepared)?;
+    }
     let caps = if opts.api_versions_exact {
         Capabilities::exact(kube, opts.api_versions.clone())
     } else {
@@ -225,7 +239,11 @@ pub fn render_templates(
     if let Some(l) = &opts.lookup {
         engine = engine.with_lookup(l.clone());
     }
-    let files = engine.render(&tpls)?;
+    let files = engine.render(&tpls);
+    if validate_after {
+        validate(&prepared)?;
+    }
+    let files = files?;
     Ok(RenderedFiles {
         chart_name: prepared.chart.name().to_string(),
         crds: prepared

@@ -12,7 +12,8 @@
 //! `$ref`s are not fetched.
 
 use std::cell::RefCell;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
 
 use crate::loader::Chart;
 use crate::values::Values;
@@ -172,18 +173,60 @@ thread_local! {
 
 /// The validator of a schema document; compiling one (with the check of
 /// the schema against its meta-schema) costs more than validating, and a
-/// chart's schema is the same on every render.
+/// chart's schema is the same on every render. A compile started by
+/// [`compile_beside`] is waited for rather than done again.
 fn compile(schema: &[u8]) -> Compiled {
     if let Some(v) = COMPILED.with(|m| m.borrow().get(schema)) {
         return v;
     }
-    let v = compile_uncached(schema);
+    let beside = {
+        let mut pending = BESIDE.lock().unwrap_or_else(|e| e.into_inner());
+        let at = pending.iter().position(|(doc, _)| doc.as_slice() == schema);
+        at.map(|i| pending.swap_remove(i).1)
+    };
+    let v = match beside.map(JoinHandle::join) {
+        Some(Ok(compiled)) => compiled,
+        Some(Err(panic)) => std::panic::resume_unwind(panic),
+        None => compile_uncached(schema),
+    };
     remember(schema, v.clone());
     v
 }
 
-/// Compiles a schema document, on any thread (see [`remember`]).
-pub(crate) fn compile_uncached(schema: &[u8]) -> Compiled {
+/// Schemas being compiled on threads of their own, by document.
+static BESIDE: Mutex<Vec<(Vec<u8>, JoinHandle<Compiled>)>> = Mutex::new(Vec::new());
+
+/// Most schemas compiled beside the caller at once; the others are
+/// compiled when a validation needs them.
+const BESIDE_MAX: usize = 4;
+
+/// Starts compiling `schema` on a thread of its own, for the validation
+/// that will need it (on any thread) to take: compiling a large chart's
+/// schema takes longer than parsing its templates, and the validation can
+/// wait until they are rendered (see [`crate::render::render_templates`]).
+/// Nothing happens when the schema is already compiled on this thread, is
+/// being compiled, or no thread can be started.
+pub(crate) fn compile_beside(schema: &[u8]) {
+    if COMPILED.with(|m| m.borrow().get(schema).is_some()) {
+        return;
+    }
+    let mut pending = BESIDE.lock().unwrap_or_else(|e| e.into_inner());
+    if pending.len() >= BESIDE_MAX || pending.iter().any(|(doc, _)| doc.as_slice() == schema) {
+        return;
+    }
+    let doc = schema.to_vec();
+    if let Ok(thread) = gocodec::depth::spawn_deep("schema", move || compile_uncached(&doc)) {
+        pending.push((schema.to_vec(), thread));
+    }
+}
+
+/// Whether a schema is still being compiled beside the caller.
+pub(crate) fn compiling_beside() -> bool {
+    !BESIDE.lock().unwrap_or_else(|e| e.into_inner()).is_empty()
+}
+
+/// Compiles a schema document.
+fn compile_uncached(schema: &[u8]) -> Compiled {
     gocodec::depth::parse_json_text(schema)
         .map_err(|e| format!("{e}\n"))
         .and_then(|schema| {
@@ -200,9 +243,8 @@ pub(crate) fn compile_uncached(schema: &[u8]) -> Compiled {
         .map(Arc::new)
 }
 
-/// Makes this thread's validations of `schema` use `compiled`, which
-/// another thread made with [`compile_uncached`].
-pub(crate) fn remember(schema: &[u8], compiled: Compiled) {
+/// Makes this thread's validations of `schema` use `compiled`.
+fn remember(schema: &[u8], compiled: Compiled) {
     COMPILED.with(|m| m.borrow_mut().put(schema, compiled));
 }
 

@@ -58,15 +58,14 @@ pub(crate) fn process_dependencies(
     process_import_values_rec(chart, merge, warn)
 }
 
-fn alias_dependency(charts: &[Chart], dep: &Dependency) -> Option<Chart> {
-    let c = charts
-        .iter()
-        .find(|c| c.name() == dep.name && is_compatible_range(&dep.version, &c.metadata.version))?;
-    let mut out = c.clone();
-    if !dep.alias.is_empty() {
-        out.metadata.name = dep.alias.clone();
-    }
-    Some(out)
+/// Where in `charts` the chart a dependency entry names is: the first of
+/// that name in the entry's version range.
+fn dependency_chart(charts: &[Option<Chart>], dep: &Dependency) -> Option<usize> {
+    charts.iter().position(|c| {
+        c.as_ref().is_some_and(|c| {
+            c.name() == dep.name && is_compatible_range(&dep.version, &c.metadata.version)
+        })
+    })
 }
 
 fn process_enabled(
@@ -78,20 +77,45 @@ fn process_enabled(
     if chart.metadata.dependencies.is_empty() {
         return Ok(());
     }
-    let existing = std::mem::take(&mut chart.dependencies);
+    // Charts are moved, not copied, into the new list (copying a subchart
+    // copies its files and values): those no entry declares first, then
+    // one per entry; a chart two entries name (under two aliases) is
+    // copied for all but the last.
+    let mut existing: Vec<Option<Chart>> = std::mem::take(&mut chart.dependencies)
+        .into_iter()
+        .map(Some)
+        .collect();
     let mut chart_deps: Vec<Chart> = Vec::new();
-    for e in &existing {
-        let declared = chart
-            .metadata
-            .deps()
-            .any(|r| e.name() == r.name && is_compatible_range(&r.version, &e.metadata.version));
+    for e in &mut existing {
+        let declared = e.as_ref().is_some_and(|e| {
+            chart
+                .metadata
+                .deps()
+                .any(|r| e.name() == r.name && is_compatible_range(&r.version, &e.metadata.version))
+        });
         if !declared {
-            chart_deps.push(e.clone());
+            chart_deps.extend(e.take());
         }
     }
-    for req in chart.metadata.dependencies.iter_mut().flatten() {
-        if let Some(c) = alias_dependency(&existing, req) {
-            chart_deps.push(c);
+    let picks: Vec<Option<usize>> = chart
+        .metadata
+        .deps()
+        .map(|r| dependency_chart(&existing, r))
+        .collect();
+    for (i, req) in chart.metadata.dependencies.iter_mut().flatten().enumerate() {
+        if let Some(at) = picks[i] {
+            let last = !picks[i + 1..].contains(&Some(at));
+            let picked = if last {
+                existing[at].take()
+            } else {
+                existing[at].clone()
+            };
+            if let Some(mut c) = picked {
+                if !req.alias.is_empty() {
+                    c.metadata.name = req.alias.clone();
+                }
+                chart_deps.push(c);
+            }
         }
         if !req.alias.is_empty() {
             req.name = req.alias.clone();

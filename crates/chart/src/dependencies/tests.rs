@@ -97,6 +97,32 @@ fn aliases_copy_the_subchart() {
 }
 
 #[test]
+fn a_chart_named_by_two_entries_serves_both_and_undeclared_charts_stay() {
+    let yaml = "apiVersion: v2\nname: p\nversion: 1.0.0\ndependencies:\n\
+- name: cache\n  version: 7.x.x\n  alias: front\n\
+- name: other\n  version: 1.x.x\n\
+- name: cache\n  version: 7.x.x\n  alias: back\n";
+    let mut c = chart(
+        yaml,
+        json!({}),
+        vec![
+            sub("loose", "0.1.0", json!({"l": 1})),
+            sub("cache", "7.9.7", json!({"port": 1})),
+            sub("other", "1.0.0", json!({"o": 2})),
+        ],
+    );
+    process(&mut c, json!({"back": {"port": 2}}));
+    let in_order: Vec<&str> = c.dependencies.iter().map(|d| d.name()).collect();
+    assert_eq!(in_order, ["loose", "front", "other", "back"]);
+    let mut w = Warnings::default();
+    let v = values::coalesce_values(&c, &Values::new(), &mut w).unwrap();
+    assert_eq!(v["front"]["port"], json!(1));
+    assert_eq!(v["back"]["port"], json!(1));
+    assert_eq!(v["other"]["o"], json!(2));
+    assert_eq!(v["loose"]["l"], json!(1));
+}
+
+#[test]
 fn version_mismatch_keeps_chart_unaliased() {
     let yaml = "apiVersion: v2\nname: p\nversion: 1.0.0\ndependencies:\n- name: a\n  version: 2.x.x\n  alias: z\n";
     let mut c = chart(yaml, json!({}), vec![sub("a", "1.0.0", json!({}))]);

@@ -126,10 +126,7 @@ fn nested_map(root: &MapRef, path: &[String]) -> Option<MapRef> {
 
 /// Builds the per-chart contexts and the list of templates to render.
 fn renderables(p: &PreparedChart, opts: &RenderOptions, caps: Value) -> Vec<Renderable> {
-    let root_values = match Value::from_json(&serde_json::Value::Object(p.values.clone())) {
-        Value::Map(m) => m.retyped(MapKind::Named("common.Values")),
-        _ => MapRef::with_kind(Default::default(), MapKind::Named("common.Values")),
-    };
+    let root_values = Value::map_from_json(&p.values).retyped(MapKind::Named("common.Values"));
     let release = release_value(&opts.release);
     // Contexts are built children first, so `.Subcharts` can hold them.
     let mut contexts: Vec<Option<MapRef>> = vec![None; p.charts.len()];
@@ -150,7 +147,7 @@ fn renderables(p: &PreparedChart, opts: &RenderOptions, caps: Value) -> Vec<Rend
                 subcharts.insert(name.clone(), Value::Map(c.clone()));
             }
         }
-        let files = Files::from_pairs(scope.files.iter().map(|f| (f.name.clone(), f.data.clone())));
+        let files = Files::from_pairs(scope.files.iter().map(|f| (f.name.as_str(), &f.data)));
         let mut ctx = gotmpl::Map::new();
         ctx.insert("Chart".into(), scope.metadata.template_value(scope.is_root));
         ctx.insert("Files".into(), Value::object(files));

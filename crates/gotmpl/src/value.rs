@@ -519,12 +519,17 @@ impl Value {
             serde_json::Value::Array(a) => {
                 Value::list(deep(|| a.iter().map(Value::from_json).collect()))
             }
-            serde_json::Value::Object(o) => Value::map(deep(|| {
-                o.iter()
-                    .map(|(k, v)| (k.clone(), Value::from_json(v)))
-                    .collect()
-            })),
+            serde_json::Value::Object(o) => Value::Map(Value::map_from_json(o)),
         }
+    }
+
+    /// The map a JSON object reads as (see [`Value::from_json`]).
+    pub fn map_from_json(o: &serde_json::Map<String, serde_json::Value>) -> MapRef {
+        MapRef::new(deep(|| {
+            o.iter()
+                .map(|(k, v)| (k.clone(), Value::from_json(v)))
+                .collect()
+        }))
     }
 
     /// A JSON form of this value, as Go's `encoding/json` would marshal it

@@ -52,7 +52,6 @@ pub struct RenderOptions {
     pub check_kube_version: bool,
     /// Answers `lookup`; without it `lookup` returns an empty map.
     pub lookup: Option<LookupFn>,
-
     /// Validate values against `values.schema.json`.
     pub skip_schema_validation: bool,
 }

@@ -181,7 +181,7 @@ fn compile(schema: &[u8]) -> Compiled {
     }
     let beside = {
         let mut pending = BESIDE.lock().unwrap_or_else(|e| e.into_inner());
-        let at = pending.iter().position(|(doc, _)| doc.as_slice() == schema);
+        let at = pending.iter().position(|(doc, _)| **doc == *schema);
         at.map(|i| pending.swap_remove(i).1)
     };
     let v = match beside.map(JoinHandle::join) {
@@ -193,8 +193,11 @@ fn compile(schema: &[u8]) -> Compiled {
     v
 }
 
+/// A schema document being compiled on a thread of its own.
+type Compiling = (Arc<[u8]>, JoinHandle<Compiled>);
+
 /// Schemas being compiled on threads of their own, by document.
-static BESIDE: Mutex<Vec<(Vec<u8>, JoinHandle<Compiled>)>> = Mutex::new(Vec::new());
+static BESIDE: Mutex<Vec<Compiling>> = Mutex::new(Vec::new());
 
 /// Most schemas compiled beside the caller at once; the others are
 /// compiled when a validation needs them.
@@ -211,12 +214,13 @@ pub(crate) fn compile_beside(schema: &[u8]) {
         return;
     }
     let mut pending = BESIDE.lock().unwrap_or_else(|e| e.into_inner());
-    if pending.len() >= BESIDE_MAX || pending.iter().any(|(doc, _)| doc.as_slice() == schema) {
+    if pending.len() >= BESIDE_MAX || pending.iter().any(|(doc, _)| **doc == *schema) {
         return;
     }
-    let doc = schema.to_vec();
-    if let Ok(thread) = gocodec::depth::spawn_deep("schema", move || compile_uncached(&doc)) {
-        pending.push((schema.to_vec(), thread));
+    let doc: Arc<[u8]> = Arc::from(schema);
+    let theirs = doc.clone();
+    if let Ok(thread) = gocodec::depth::spawn_deep("schema", move || compile_uncached(&theirs)) {
+        pending.push((doc, thread));
     }
 }
 

@@ -58,14 +58,18 @@ pub(crate) fn process_dependencies(
     process_import_values_rec(chart, merge, warn)
 }
 
-/// Where in `charts` the chart a dependency entry names is: the first of
-/// that name in the entry's version range.
+/// Whether dependency entry `dep` names chart `c`: its name, in the
+/// entry's version range.
+fn names_chart(dep: &Dependency, c: &Chart) -> bool {
+    c.name() == dep.name && is_compatible_range(&dep.version, &c.metadata.version)
+}
+
+/// Where in `charts` the chart a dependency entry names is: the first one
+/// it names.
 fn dependency_chart(charts: &[Option<Chart>], dep: &Dependency) -> Option<usize> {
-    charts.iter().position(|c| {
-        c.as_ref().is_some_and(|c| {
-            c.name() == dep.name && is_compatible_range(&dep.version, &c.metadata.version)
-        })
-    })
+    charts
+        .iter()
+        .position(|c| c.as_ref().is_some_and(|c| names_chart(dep, c)))
 }
 
 fn process_enabled(
@@ -87,12 +91,9 @@ fn process_enabled(
         .collect();
     let mut chart_deps: Vec<Chart> = Vec::new();
     for e in &mut existing {
-        let declared = e.as_ref().is_some_and(|e| {
-            chart
-                .metadata
-                .deps()
-                .any(|r| e.name() == r.name && is_compatible_range(&r.version, &e.metadata.version))
-        });
+        let declared = e
+            .as_ref()
+            .is_some_and(|e| chart.metadata.deps().any(|r| names_chart(r, e)));
         if !declared {
             chart_deps.extend(e.take());
         }

@@ -232,7 +232,7 @@ pub fn load(path: impl AsRef<Path>, budget: &Budget) -> Result<Ahead, LoadError>
             budget: *budget,
         })
     };
-    if std::thread::available_parallelism().map_or(true, |n| n.get() < 2) {
+    if gocodec::depth::cores() < 2 {
         return plain();
     }
     let work = Arc::new(Work::new());

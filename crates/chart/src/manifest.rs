@@ -252,7 +252,7 @@ pub fn sort_manifests_parallel(
     files: &BTreeMap<String, String>,
     order: &[&str],
 ) -> Result<Sorted, ManifestError> {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(MAX_THREADS));
+    let threads = gocodec::depth::cores().min(MAX_THREADS);
     sort_on(files, order, threads)
 }
 

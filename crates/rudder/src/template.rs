@@ -272,7 +272,7 @@ const RENDER_CORES: usize = 2;
 /// made every corpus case slower (by about a tenth), even those that make
 /// a key, and most charts' key-making calls never run.
 fn prefetch_keys(chart: &chart::loader::Chart) {
-    if std::thread::available_parallelism().map_or(true, |n| n.get() <= RENDER_CORES) {
+    if gocodec::depth::cores() <= RENDER_CORES {
         return;
     }
     fn count(c: &chart::loader::Chart) -> usize {

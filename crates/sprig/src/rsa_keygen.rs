@@ -467,7 +467,7 @@ pub fn keys_in_template(text: &str) -> usize {
 
 /// How many threads search for one key's primes.
 fn workers() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get().min(2))
+    gocodec::depth::cores().min(2)
 }
 
 /// A fresh RSA key of `bits` bits (a multiple of 128, at least 1024).

@@ -267,6 +267,16 @@ impl Engine {
     /// Renders the templates; returns the output of every non-partial
     /// template by name.
     pub fn render(&self, tpls: &[Renderable]) -> Result<BTreeMap<String, String>, RenderError> {
+        self.render_feeding(tpls, &mut |_, _| {})
+    }
+
+    /// [`Engine::render`], handing each template's output to `feed` (name,
+    /// text) as soon as it is out, in the order the templates run.
+    pub fn render_feeding(
+        &self,
+        tpls: &[Renderable],
+        feed: &mut dyn FnMut(&str, &str),
+    ) -> Result<BTreeMap<String, String>, RenderError> {
         let mut set = Templates::new(self.render_funcs());
         set.set_root_name("gotpl");
         PARSE_CACHE.with(|c| set.set_parse_cache(c.clone()));
@@ -312,6 +322,7 @@ impl Engine {
             // Stray bytes (see gotmpl::gostr) leave as U+FFFD, as Go's
             // JSON and YAML decoders read them.
             let text = gotmpl::gostr::to_text(&text).replace("<no value>", "");
+            feed(&t.name, &text);
             out.insert(t.name.clone(), text);
         }
         Ok(out)

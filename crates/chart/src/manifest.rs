@@ -9,6 +9,9 @@ use std::sync::{Mutex, PoisonError};
 
 use serde::{Deserialize, Serialize};
 
+mod ahead;
+pub use ahead::SortAhead;
+
 /// Helm's install order of kinds; unknown kinds go last, sorted by name.
 pub const INSTALL_ORDER: &[&str] = &[
     "PriorityClass",
@@ -242,12 +245,13 @@ pub fn sort_manifests(
     sort_on(files, order, 1)
 }
 
-/// [`sort_manifests`] for a one-shot render that has the machine to
-/// itself (`rudder template`): large renders are split and parsed on two
-/// threads. The result, and on bad YAML the error (the first failing
-/// document in path order), are the same. An operator, which runs many
-/// renders at once, keeps to [`sort_manifests`]: a thread per render
-/// would only add a start and a join to each.
+/// [`sort_manifests`] for a finished render that has the machine to
+/// itself: large renders are split and parsed on two threads. The result,
+/// and on bad YAML the error (the first failing document in path order),
+/// are the same. A render still running can instead feed its files to a
+/// [`SortAhead`] as they come (`rudder template` does). An operator, which
+/// runs many renders at once, keeps to [`sort_manifests`]: a thread per
+/// render would only add a start and a join to each.
 pub fn sort_manifests_parallel(
     files: &BTreeMap<String, String>,
     order: &[&str],
@@ -264,14 +268,24 @@ fn sort_on(
 ) -> Result<Sorted, ManifestError> {
     let rendered: Vec<(&str, &str)> = files
         .iter()
-        .filter(|(path, content)| {
-            let base = path.rsplit('/').next().unwrap_or(path);
-            !base.starts_with('_') && !content.trim().is_empty() && !path.ends_with("NOTES.txt")
-        })
+        .filter(|(path, content)| holds_manifests(path, content))
         .map(|(path, content)| (path.as_str(), content.as_str()))
         .collect();
+    Ok(in_order(read_files(&rendered, threads)?, order))
+}
+
+/// Whether a rendered file is read for manifests: partials, empty files
+/// and NOTES.txt are not.
+fn holds_manifests(path: &str, content: &str) -> bool {
+    let base = path.rsplit('/').next().unwrap_or(path);
+    !base.starts_with('_') && !content.trim().is_empty() && !path.ends_with("NOTES.txt")
+}
+
+/// Documents read in path order, separated into hooks and manifests and
+/// each sorted as Helm sorts them.
+fn in_order(entries: Vec<Entry>, order: &[&str]) -> Sorted {
     let mut out = Sorted::default();
-    for entry in read_files(&rendered, threads)? {
+    for entry in entries {
         match entry {
             Entry::Manifest(m) => out.manifests.push(m),
             Entry::Hook(h) => out.hooks.push(h),
@@ -295,7 +309,7 @@ fn sort_on(
             .then_with(|| less(&a.kind, &b.kind))
             .then_with(|| a.name.cmp(&b.name))
     });
-    Ok(out)
+    out
 }
 
 /// Below this much rendered text the documents are read on the calling
@@ -616,7 +630,27 @@ mod tests {
         files.values().map(String::len).sum()
     }
 
-    /// The same sort read on one thread and on two, which must agree.
+    /// `files` fed one at a time to a [`SortAhead`], in path order or
+    /// backwards (as a render runs them: deeper paths first, then in
+    /// reverse lexical order).
+    fn sorted_ahead(
+        files: &BTreeMap<String, String>,
+        backwards: bool,
+    ) -> Result<Sorted, ManifestError> {
+        let mut ahead = SortAhead::new();
+        let fed: Vec<_> = if backwards {
+            files.iter().rev().collect()
+        } else {
+            files.iter().collect()
+        };
+        for (path, text) in fed {
+            ahead.feed(path, text);
+        }
+        ahead.finish(INSTALL_ORDER)
+    }
+
+    /// The same sort read on one thread, on two, and fed file by file
+    /// both ways, which must all agree.
     fn sorted_both_ways(files: &BTreeMap<String, String>) -> Sorted {
         assert!(
             total_bytes(files) >= PARALLEL_MIN_BYTES,
@@ -626,7 +660,48 @@ mod tests {
         let two = sort_on(files, INSTALL_ORDER, 2).expect("sorts on two threads");
         assert_eq!(one.manifests, two.manifests);
         assert_eq!(one.hooks, two.hooks);
+        for backwards in [false, true] {
+            let fed = sorted_ahead(files, backwards).expect("sorts as fed");
+            assert_eq!(one.manifests, fed.manifests, "backwards: {backwards}");
+            assert_eq!(one.hooks, fed.hooks, "backwards: {backwards}");
+        }
         two
+    }
+
+    #[test]
+    fn a_small_render_fed_file_by_file_sorts_as_a_whole() {
+        let files = BTreeMap::from([
+            (
+                "c/templates/b.yaml".to_string(),
+                "kind: Service\nmetadata:\n  name: s\n".to_string(),
+            ),
+            (
+                "c/templates/a.yaml".to_string(),
+                "kind: Namespace\nmetadata:\n  name: ns\n---\nkind: Widget\nmetadata:\n  name: w\n"
+                    .to_string(),
+            ),
+            (
+                "c/templates/_helpers.tpl".to_string(),
+                "kind: Secret\n".to_string(),
+            ),
+            (
+                "c/templates/NOTES.txt".to_string(),
+                "kind: Secret\n".to_string(),
+            ),
+            ("c/templates/empty.yaml".to_string(), " \n".to_string()),
+        ]);
+        assert!(total_bytes(&files) < PARALLEL_MIN_BYTES, "read at the end");
+        let whole = sort_manifests(&files, INSTALL_ORDER).expect("sorts");
+        let names: Vec<&str> = whole
+            .manifests
+            .iter()
+            .map(|m| m.head.name.as_str())
+            .collect();
+        assert_eq!(names, vec!["ns", "s", "w"]);
+        for backwards in [false, true] {
+            let fed = sorted_ahead(&files, backwards).expect("sorts as fed");
+            assert_eq!(whole.manifests, fed.manifests);
+        }
     }
 
     #[test]
@@ -705,8 +780,10 @@ mod tests {
         ] {
             let files = with_bad(bad_files);
             assert!(total_bytes(&files) >= PARALLEL_MIN_BYTES);
-            for threads in [1, 2] {
-                let e = sort_on(&files, INSTALL_ORDER, threads).expect_err("bad YAML fails");
+            let fed = [false, true].map(|backwards| sorted_ahead(&files, backwards));
+            let threads = [1, 2].map(|threads| sort_on(&files, INSTALL_ORDER, threads));
+            for sorted in fed.into_iter().chain(threads) {
+                let e = sorted.expect_err("bad YAML fails");
                 assert_eq!(
                     e.path,
                     format!("c/templates/f{first:02}.yaml"),

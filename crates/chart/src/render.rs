@@ -192,6 +192,18 @@ pub fn render_templates(
     user_values: Values,
     opts: &RenderOptions,
 ) -> Result<RenderedFiles, RenderChartError> {
+    render_templates_feeding(chart, user_values, opts, &mut |_, _| {})
+}
+
+/// [`render_templates`], handing each template's output to `feed` (path,
+/// text) as soon as it is out, so that the caller can work on it while
+/// the other templates run (see [`crate::manifest::SortAhead`]).
+pub fn render_templates_feeding(
+    chart: Chart,
+    user_values: Values,
+    opts: &RenderOptions,
+    feed: &mut dyn FnMut(&str, &str),
+) -> Result<RenderedFiles, RenderChartError> {
     let kube = match &opts.kube_version {
         Some(v) => KubeVersion::parse(v).ok_or_else(|| RenderChartError::KubeVersion(v.clone()))?,
         None => KubeVersion::default(),
@@ -235,7 +247,7 @@ pub fn render_templates(
     if let Some(l) = &opts.lookup {
         engine = engine.with_lookup(l.clone());
     }
-    let files = engine.render(&tpls);
+    let files = engine.render_feeding(&tpls, feed);
     if validate_after {
         validate(&prepared)?;
     }

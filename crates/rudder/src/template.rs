@@ -4,7 +4,8 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use chart::render::{render_templates, ReleaseInfo, RenderOptions};
+use chart::manifest::SortAhead;
+use chart::render::{render_templates_feeding, ReleaseInfo, RenderOptions};
 use chart::values::strvals::ValueOptions;
 
 /// Value flags shared by every command that takes values (`-f`, `--set`…).
@@ -189,7 +190,21 @@ fn run_here(args: TemplateArgs) -> anyhow::Result<i32> {
         skip_schema_validation: args.skip_schema_validation,
         ..RenderOptions::default()
     };
-    let result = render(&chart_path, &args.values, &opts, &args.chart_size.budget());
+    // Documents are read on the other core while the templates run; JSON
+    // output prints the files unsplit.
+    let mut sort = SortAhead::new();
+    let mut feed = |path: &str, text: &str| {
+        if args.output != Output::Json {
+            sort.feed(path, text);
+        }
+    };
+    let result = render(
+        &chart_path,
+        &args.values,
+        &opts,
+        &args.chart_size.budget(),
+        &mut feed,
+    );
     if args.output == Output::Json {
         let json = JsonOutput::new(&result, args.include_crds);
         println!("{}", serde_json::to_string_pretty(&json)?);
@@ -197,7 +212,8 @@ fn run_here(args: TemplateArgs) -> anyhow::Result<i32> {
     }
     let r = result?;
     let rendered_chart = r.chart_name.clone();
-    let sorted = chart::manifest::sort_manifests_parallel(&r.files, chart::manifest::INSTALL_ORDER)
+    let sorted = sort
+        .finish(chart::manifest::INSTALL_ORDER)
         .context("splitting the rendered manifests")?;
     let mut out = String::new();
     if args.include_crds {
@@ -246,6 +262,7 @@ fn render(
     values: &ValueArgs,
     opts: &RenderOptions,
     budget: &chart::loader::Budget,
+    feed: &mut dyn FnMut(&str, &str),
 ) -> anyhow::Result<chart::render::RenderedFiles> {
     let loading_error = || format!("loading chart {chart_path}");
     // Values files are parsed and templates parsed on two threads: they
@@ -254,7 +271,7 @@ fn render(
     prefetch_keys(ahead.chart());
     let chart = ahead.finish().with_context(loading_error)?;
     let vals = values.merged()?;
-    Ok(render_templates(chart, vals, opts)?)
+    Ok(render_templates_feeding(chart, vals, opts, feed)?)
 }
 
 /// Most keys searched for ahead of the render: charts with more key-making

@@ -8,6 +8,10 @@
 //! stack segment when the current one runs low. Parsers check the limit
 //! before a structure gets deeper, so input nested past it is refused
 //! without building anything deep.
+//!
+//! Work moved onto threads of its own ([`spawn_deep`]) is sized by
+//! [`cores`], the process's core count read once, which lives here beside
+//! it for every crate that splits a render across threads.
 
 /// The deepest nesting accepted in YAML and JSON, as Go's readers accept.
 pub const MAX_DEPTH: usize = 10_000;

@@ -67,15 +67,17 @@ pub fn cores() -> usize {
 
 /// Starts `f` on a thread named `name` with a [`DEEP_STACK_BYTES`] stack,
 /// beside the caller: for work that meets the same input as
-/// [`on_deep_stack`]'s. Fails only when no thread can be started.
+/// [`on_deep_stack`]'s. The thread first runs on another core than the
+/// caller's, at once (see [`crate::placement`]), and may move freely after that.
+/// Fails only when no thread can be started.
 pub fn spawn_deep<R: Send + 'static>(
     name: &str,
     f: impl FnOnce() -> R + Send + 'static,
 ) -> std::io::Result<std::thread::JoinHandle<R>> {
-    std::thread::Builder::new()
+    let thread = std::thread::Builder::new()
         .name(name.into())
-        .stack_size(DEEP_STACK_BYTES)
-        .spawn(f)
+        .stack_size(DEEP_STACK_BYTES);
+    crate::placement::spawn(thread, f)
 }
 
 /// Runs `f` with at least `levels * per_level` bytes of stack (plus a

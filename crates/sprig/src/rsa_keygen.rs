@@ -18,7 +18,7 @@
 //! as a sequential search's are, in about half the time on two cores.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use aws_lc_sys as ffi;
 use rsa::BigUint;
@@ -375,25 +375,31 @@ fn primes(bits: usize, want: usize, workers: usize) -> Result<Vec<Vec<u8>>, Keyg
         if let Some(ps) = pool().take(bits, want) {
             return Ok(ps);
         }
-        let failed = AtomicBool::new(false);
-        let stop = || failed.load(Ordering::Relaxed) || pool().count(bits) >= want;
-        let search = || -> Result<(), KeygenError> {
+        let failed = Arc::new(AtomicBool::new(false));
+        let search = move |failed: &AtomicBool| -> Result<(), KeygenError> {
+            let stop = || failed.load(Ordering::Relaxed) || pool().count(bits) >= want;
             let mut s = Search::new()?;
             while let Some(p) = s.find_prime(bits, &stop)? {
                 pool().put(bits, p);
             }
             Ok(())
         };
-        std::thread::scope(|scope| {
-            let helpers: Vec<_> = (1..workers).map(|_| scope.spawn(search)).collect();
-            let mine = search();
-            // Any failure stops every search.
-            failed.store(true, Ordering::Relaxed);
-            helpers
-                .into_iter()
-                .map(|h| h.join().unwrap_or(Err(KeygenError::Library)))
-                .fold(mine, |acc, r| acc.and(r))
-        })?;
+        // Helpers start on another core at once (a thread queued behind
+        // this busy one could wait milliseconds, a good part of a key).
+        let helpers: Vec<_> = (1..workers)
+            .filter_map(|_| {
+                let failed = failed.clone();
+                let thread = std::thread::Builder::new().name("rsa-search".into());
+                gocodec::placement::spawn(thread, move || search(&failed)).ok()
+            })
+            .collect();
+        let mine = search(&failed);
+        // Any failure stops every search.
+        failed.store(true, Ordering::Relaxed);
+        helpers
+            .into_iter()
+            .map(|h| h.join().unwrap_or(Err(KeygenError::Library)))
+            .fold(mine, |acc, r| acc.and(r))?;
         // Another key may have taken them first: then search again.
     }
 }

@@ -83,10 +83,7 @@ impl SortAhead {
         let shared = self.shared.clone();
         // Parsing and dropping deep documents recurse; the worker gets the
         // stack the callers of the sort give their own work.
-        let spawned = std::thread::Builder::new()
-            .name("sort-manifests".into())
-            .stack_size(gocodec::depth::DEEP_STACK_BYTES)
-            .spawn(move || read_queued(&shared));
+        let spawned = gocodec::depth::spawn_deep("sort-manifests", move || read_queued(&shared));
         match spawned {
             Ok(worker) => {
                 self.worker = Some(worker);

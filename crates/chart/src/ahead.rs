@@ -28,6 +28,8 @@ use crate::values::Values;
 struct Work {
     state: Mutex<Queue>,
     ready: Condvar,
+    /// A values file was parsed (see [`Queue::values_done`]).
+    values_ready: Condvar,
     /// What this thread knows of the directory read so far.
     read: Mutex<ReadSoFar>,
 }
@@ -47,23 +49,28 @@ struct Queue {
     jobs: VecDeque<(usize, Job)>,
     sent: usize,
     closed: bool,
+    /// Values files queued, and those parsed (by either thread), each by
+    /// its place in the queue: the chart needs them all before the
+    /// templates are done.
+    values_sent: usize,
+    values_done: Vec<(usize, ParsedValues)>,
+    /// The other thread has stopped (a panic included): what it took
+    /// will not come.
+    helper_gone: bool,
 }
+
+/// A values file's text and what it parsed to.
+type ParsedValues = (String, Result<Values, String>);
 
 enum Job {
     Values(String),
     Template { name: String, text: String },
 }
 
-/// Finished steps, each by its place in the queue.
-type Done = Vec<(usize, Outcome)>;
-
-/// A finished step.
-enum Outcome {
-    Values(String, Result<Values, String>),
-    /// Parsed on the other thread; `None` when parsed here, or when the
-    /// text does not parse (the render reports that).
-    Template(Option<gotmpl::DetachedParse>),
-}
+/// Templates parsed, each by its place in the queue: `None` when parsed
+/// on this thread, or when the text does not parse (the render reports
+/// that).
+type Done = Vec<(usize, Option<gotmpl::DetachedParse>)>;
 
 impl LoadSink for Work {
     fn values(&self, text: &str) {
@@ -150,6 +157,7 @@ impl Work {
         Work {
             state: Mutex::new(Queue::default()),
             ready: Condvar::new(),
+            values_ready: Condvar::new(),
             read: Mutex::new(ReadSoFar::default()),
         }
     }
@@ -166,10 +174,30 @@ impl Work {
         let at = q.sent;
         q.sent += 1;
         match job {
-            Job::Values(_) => q.jobs.push_front((at, job)),
+            Job::Values(_) => {
+                q.values_sent += 1;
+                q.jobs.push_front((at, job))
+            }
             Job::Template { .. } => q.jobs.push_back((at, job)),
         }
         self.ready.notify_one();
+    }
+
+    /// Runs on the other thread: [`Work::run`] with the parser `start`
+    /// makes, then says it has stopped, however it stops.
+    fn run_aside<P>(&self, start: impl FnOnce() -> P) -> Done
+    where
+        P: FnMut(&str, &str) -> Option<gotmpl::DetachedParse>,
+    {
+        struct Gone<'a>(&'a Work);
+        impl Drop for Gone<'_> {
+            fn drop(&mut self) {
+                self.0.queue().helper_gone = true;
+                self.0.values_ready.notify_all();
+            }
+        }
+        let _gone = Gone(self);
+        self.run(start())
     }
 
     /// No more steps are coming.
@@ -197,16 +225,41 @@ impl Work {
     fn run(&self, mut template: impl FnMut(&str, &str) -> Option<gotmpl::DetachedParse>) -> Done {
         let mut done = Vec::new();
         while let Some((at, job)) = self.next() {
-            let outcome = match job {
-                Job::Values(text) => {
-                    let parsed = crate::values::parse_values(&text);
-                    Outcome::Values(text, parsed)
-                }
-                Job::Template { name, text } => Outcome::Template(template(&name, &text)),
-            };
-            done.push((at, outcome));
+            match job {
+                Job::Values(text) => self.parse_values(at, text),
+                Job::Template { name, text } => done.push((at, template(&name, &text))),
+            }
         }
         done
+    }
+
+    fn parse_values(&self, at: usize, text: String) {
+        let parsed = crate::values::parse_values(&text);
+        self.queue().values_done.push((at, (text, parsed)));
+        self.values_ready.notify_all();
+    }
+
+    /// Every values file of the chart, parsed, in the order the loader met
+    /// them: the ones still queued are parsed here, the other thread's
+    /// waited for (fewer when it stopped short). Only once the chart is
+    /// read (every values file queued).
+    fn values(&self) -> Vec<ParsedValues> {
+        loop {
+            let mut q = self.queue();
+            if let Some((_, Job::Values(_))) = q.jobs.front() {
+                if let Some((at, Job::Values(text))) = q.jobs.pop_front() {
+                    drop(q);
+                    self.parse_values(at, text);
+                }
+                continue;
+            }
+            while q.values_done.len() < q.values_sent && !q.helper_gone {
+                q = self.values_ready.wait(q).unwrap_or_else(|e| e.into_inner());
+            }
+            let mut done = std::mem::take(&mut q.values_done);
+            done.sort_by_key(|(at, _)| *at);
+            return done.into_iter().map(|(_, v)| v).collect();
+        }
     }
 }
 
@@ -238,8 +291,12 @@ pub fn load(path: impl AsRef<Path>, budget: &Budget) -> Result<Ahead, LoadError>
     let work = Arc::new(Work::new());
     let theirs = work.clone();
     let Ok(thread) = gocodec::depth::spawn_deep("values", move || {
-        let funcs = crate::engine::Engine::new().render_funcs();
-        theirs.run(|name, text| gotmpl::parse_detached(name, text, &|n| funcs.contains(n)).ok())
+        theirs.run_aside(|| {
+            let funcs = crate::engine::Engine::new().render_funcs();
+            move |name: &str, text: &str| {
+                gotmpl::parse_detached(name, text, &|n| funcs.contains(n)).ok()
+            }
+        })
     }) else {
         return plain();
     };
@@ -281,10 +338,31 @@ impl Ahead {
     /// still queued, then waits for the other thread's. Every template is
     /// then parsed in this thread's parse cache; a schema still compiling
     /// is waited for by the validation that needs it.
-    pub fn finish(mut self) -> Result<Chart, LoadError> {
-        let Some((work, thread)) = self.aside.take() else {
-            return Ok(self.chart);
+    pub fn finish(self) -> Result<Chart, LoadError> {
+        self.finish_with(|chart| chart)
+    }
+
+    /// [`Ahead::finish`], handing the chart to `stage` as soon as its
+    /// values are parsed, while the other thread goes on parsing templates:
+    /// work that needs the chart but not its templates parsed (coalescing
+    /// values, building the render's objects) is done beside that parse
+    /// rather than after it. Templates are all parsed here when this
+    /// returns. When the chart cannot be completed this way, it is loaded
+    /// again the plain way once the templates are done, so that a loading
+    /// error is the plain one, and `stage` is not called then.
+    pub fn finish_with<T>(self, stage: impl FnOnce(Chart) -> T) -> Result<T, LoadError> {
+        let Ahead {
+            mut chart,
+            aside,
+            path,
+            budget,
+        } = self;
+        let Some((work, thread)) = aside else {
+            return Ok(stage(chart));
         };
+        let mut parsed = work.values().into_iter();
+        let filled = fill(&mut chart, &mut parsed) && parsed.next().is_none();
+        let staged = if filled { Ok(stage(chart)) } else { Err(stage) };
         let mut here = crate::engine::ParseHere::new();
         let mut done = work.run(|name, text| {
             here.parse(name, text);
@@ -295,19 +373,12 @@ impl Ahead {
             Err(panic) => std::panic::resume_unwind(panic),
         }
         done.sort_by_key(|(at, _)| *at);
-        let mut values = Vec::new();
-        for (_, outcome) in done {
-            match outcome {
-                Outcome::Values(text, parsed) => values.push((text, parsed)),
-                Outcome::Template(Some(parse)) => here.adopt(parse),
-                Outcome::Template(None) => {}
-            }
+        for parse in done.into_iter().filter_map(|(_, parse)| parse) {
+            here.adopt(parse);
         }
-        let mut parsed = values.into_iter();
-        if fill(&mut self.chart, &mut parsed) && parsed.next().is_none() {
-            Ok(self.chart)
-        } else {
-            load_with(&self.path, &self.budget)
+        match staged {
+            Ok(staged) => Ok(staged),
+            Err(stage) => load_with(&path, &budget).map(stage),
         }
     }
 }
@@ -315,10 +386,7 @@ impl Ahead {
 /// Gives `c` and its subcharts their parsed values, in the order the
 /// loader met them (each chart's own `values.yaml` before its subcharts');
 /// false if one did not parse or the order does not match.
-fn fill(
-    c: &mut Chart,
-    parsed: &mut impl Iterator<Item = (String, Result<Values, String>)>,
-) -> bool {
+fn fill(c: &mut Chart, parsed: &mut impl Iterator<Item = ParsedValues>) -> bool {
     if let Some(raw) = &c.raw_values {
         match parsed.next() {
             Some((text, Ok(values))) if text == *raw => c.values = values,
@@ -441,6 +509,52 @@ mod tests {
             }
             assert_eq!(broken.is_some(), ahead.is_err(), "{broken:?}");
         }
+    }
+
+    #[test]
+    fn staging_beside_the_template_parse_renders_as_the_plain_way() {
+        let budget = Budget::default();
+        let opts = crate::render::RenderOptions::default();
+        for broken in [None, Some("x: {{ .Values.a \n")] {
+            let d = many_templates(40, broken);
+            crate::engine::clear_caches();
+            let plain_chart = load_with(d.path(), &budget).unwrap();
+            let plain = render(plain_chart.clone());
+            crate::engine::clear_caches();
+            let mut seen = None;
+            let staged = load(d.path(), &budget)
+                .and_then(|a| {
+                    a.finish_with(|chart| {
+                        seen = Some(format!("{chart:?}"));
+                        crate::render::stage(chart, Values::new(), &opts)
+                    })
+                })
+                .unwrap()
+                .unwrap();
+            assert_eq!(seen, Some(format!("{plain_chart:?}")), "the chart staged");
+            let ahead = staged
+                .render_feeding(&mut |_, _| {})
+                .map_err(|e| e.to_string());
+            match (&plain, &ahead) {
+                (Ok(p), Ok(a)) => assert_eq!(p.files, a.files),
+                (Err(p), Err(a)) => assert_eq!(p, a),
+                _ => panic!("{broken:?}: plain {plain:?}, ahead {ahead:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn a_chart_that_does_not_load_is_never_staged() {
+        let budget = Budget::default();
+        let d = chart_dir(&[("charts/other/values.yaml", "b: [\n")]);
+        let plain = load_with(d.path(), &budget).unwrap_err();
+        let mut staged = false;
+        let err = load(d.path(), &budget)
+            .unwrap()
+            .finish_with(|_| staged = true)
+            .unwrap_err();
+        assert_eq!(err, plain);
+        assert!(!staged);
     }
 
     #[test]

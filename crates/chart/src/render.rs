@@ -204,6 +204,29 @@ pub fn render_templates_feeding(
     opts: &RenderOptions,
     feed: &mut dyn FnMut(&str, &str),
 ) -> Result<RenderedFiles, RenderChartError> {
+    stage(chart, user_values, opts)?.render_feeding(feed)
+}
+
+/// A chart ready to have its templates run: checked against the Kubernetes
+/// version, its values coalesced (and validated, unless a schema is still
+/// compiling beside), and every chart's built-in objects built. Staging
+/// needs none of the templates parsed, so a one-shot render stages while
+/// its templates are still being parsed on another core (see
+/// [`crate::ahead::Ahead::finish_with`]).
+pub struct StagedRender {
+    prepared: PreparedChart,
+    tpls: Vec<Renderable>,
+    validate_after: bool,
+    lookup: Option<LookupFn>,
+}
+
+/// The first half of [`render_templates`]: everything up to running the
+/// templates, with the same errors in the same order.
+pub fn stage(
+    chart: Chart,
+    user_values: Values,
+    opts: &RenderOptions,
+) -> Result<StagedRender, RenderChartError> {
     let kube = match &opts.kube_version {
         Some(v) => KubeVersion::parse(v).ok_or_else(|| RenderChartError::KubeVersion(v.clone()))?,
         None => KubeVersion::default(),
@@ -229,9 +252,6 @@ pub fn render_templates_feeding(
             ..PrepareOptions::default()
         },
     )?;
-    let validate = |p: &PreparedChart| {
-        schema::validate_against_schema(&p.chart, &p.values).map_err(PrepareError::from)
-    };
     let validate_after = !opts.skip_schema_validation && schema::compiling_beside();
     if !opts.skip_schema_validation && !validate_after {
         validate(&prepared)?;
@@ -243,26 +263,51 @@ pub fn render_templates_feeding(
     };
     let caps = Value::Object(Rc::new(caps));
     let tpls = renderables(&prepared, opts, caps);
-    let mut engine = Engine::new();
-    if let Some(l) = &opts.lookup {
-        engine = engine.with_lookup(l.clone());
-    }
-    let files = engine.render_feeding(&tpls, feed);
-    if validate_after {
-        validate(&prepared)?;
-    }
-    let files = files?;
-    Ok(RenderedFiles {
-        chart_name: prepared.chart.name().to_string(),
-        crds: prepared
-            .crds
-            .iter()
-            .map(|(n, f)| (n.clone(), crate::loader::utf8_lossy(&f.data).into_owned()))
-            .collect(),
-        files,
-        values: prepared.values,
-        warnings: prepared.warnings,
+    Ok(StagedRender {
+        prepared,
+        tpls,
+        validate_after,
+        lookup: opts.lookup.clone(),
     })
+}
+
+fn validate(p: &PreparedChart) -> Result<(), PrepareError> {
+    schema::validate_against_schema(&p.chart, &p.values).map_err(PrepareError::from)
+}
+
+impl StagedRender {
+    /// The second half of [`render_templates_feeding`]: runs the templates.
+    pub fn render_feeding(
+        self,
+        feed: &mut dyn FnMut(&str, &str),
+    ) -> Result<RenderedFiles, RenderChartError> {
+        let StagedRender {
+            prepared,
+            tpls,
+            validate_after,
+            lookup,
+        } = self;
+        let mut engine = Engine::new();
+        if let Some(l) = lookup {
+            engine = engine.with_lookup(l);
+        }
+        let files = engine.render_feeding(&tpls, feed);
+        if validate_after {
+            validate(&prepared)?;
+        }
+        let files = files?;
+        Ok(RenderedFiles {
+            chart_name: prepared.chart.name().to_string(),
+            crds: prepared
+                .crds
+                .iter()
+                .map(|(n, f)| (n.clone(), crate::loader::utf8_lossy(&f.data).into_owned()))
+                .collect(),
+            files,
+            values: prepared.values,
+            warnings: prepared.warnings,
+        })
+    }
 }
 
 /// Renders a loaded chart with the user's merged values and sorts the

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use chart::manifest::SortAhead;
-use chart::render::{render_templates_feeding, ReleaseInfo, RenderOptions};
+use chart::render::{stage, ReleaseInfo, RenderOptions};
 use chart::values::strvals::ValueOptions;
 
 /// Value flags shared by every command that takes values (`-f`, `--set`…).
@@ -269,9 +269,14 @@ fn render(
     // are the larger part of a one-shot render.
     let ahead = chart::ahead::load(Path::new(chart_path), budget).with_context(loading_error)?;
     prefetch_keys(ahead.chart());
-    let chart = ahead.finish().with_context(loading_error)?;
-    let vals = values.merged()?;
-    Ok(render_templates_feeding(chart, vals, opts, feed)?)
+    // The values are coalesced and the templates' objects built while the
+    // other core still parses templates; errors come in the plain order
+    // (loading, then the user's values, then preparing the chart).
+    let vals = values.merged();
+    let staged = ahead
+        .finish_with(|chart| -> anyhow::Result<_> { Ok(stage(chart, vals?, opts)?) })
+        .with_context(loading_error)??;
+    Ok(staged.render_feeding(feed)?)
 }
 
 /// Most keys searched for ahead of the render: charts with more key-making

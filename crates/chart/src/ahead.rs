@@ -13,6 +13,7 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 
@@ -30,6 +31,8 @@ struct Work {
     ready: Condvar,
     /// A values file was parsed (see [`Queue::values_done`]).
     values_ready: Condvar,
+    /// Steps queued and not yet taken, readable without the lock.
+    queued: AtomicUsize,
     /// What this thread knows of the directory read so far.
     read: Mutex<ReadSoFar>,
 }
@@ -49,6 +52,9 @@ struct Queue {
     jobs: VecDeque<(usize, Job)>,
     sent: usize,
     closed: bool,
+    /// Threads waiting for a step: a step queued wakes one only then
+    /// (each wake is a system call, and the reader queues many).
+    waiting: usize,
     /// Values files queued, and those parsed (by either thread), each by
     /// its place in the queue: the chart needs them all before the
     /// templates are done.
@@ -71,6 +77,9 @@ enum Job {
 /// on this thread, or when the text does not parse (the render reports
 /// that).
 type Done = Vec<(usize, Option<gotmpl::DetachedParse>)>;
+
+/// How long a thread out of steps looks for a new one before it sleeps.
+const SPIN: std::time::Duration = std::time::Duration::from_micros(50);
 
 impl LoadSink for Work {
     fn values(&self, text: &str) {
@@ -158,6 +167,7 @@ impl Work {
             state: Mutex::new(Queue::default()),
             ready: Condvar::new(),
             values_ready: Condvar::new(),
+            queued: AtomicUsize::new(0),
             read: Mutex::new(ReadSoFar::default()),
         }
     }
@@ -171,6 +181,7 @@ impl Work {
     /// templates left at the end are shared by both threads.
     fn push(&self, job: Job) {
         let mut q = self.queue();
+        self.queued.fetch_add(1, Ordering::Release);
         let at = q.sent;
         q.sent += 1;
         match job {
@@ -180,7 +191,9 @@ impl Work {
             }
             Job::Template { .. } => q.jobs.push_back((at, job)),
         }
-        self.ready.notify_one();
+        if q.waiting > 0 {
+            self.ready.notify_one();
+        }
     }
 
     /// Runs on the other thread: [`Work::run`] with the parser `start`
@@ -200,23 +213,52 @@ impl Work {
         self.run(start())
     }
 
-    /// No more steps are coming.
+    /// No more steps are coming. The templates left are parsed longest
+    /// first, so that the two threads finish close together rather than
+    /// one waiting for the other's last long parse.
     fn close(&self) {
-        self.queue().closed = true;
+        let mut q = self.queue();
+        q.closed = true;
+        let size = |job: &Job| match job {
+            Job::Values(_) => usize::MAX,
+            Job::Template { text, .. } => text.len(),
+        };
+        q.jobs
+            .make_contiguous()
+            .sort_by_key(|(_, job)| std::cmp::Reverse(size(job)));
+        drop(q);
         self.ready.notify_all();
     }
 
     /// The next step, waiting for one while the queue is open.
     fn next(&self) -> Option<(usize, Job)> {
         let mut q = self.queue();
+        let mut spun = false;
         loop {
             if let Some(job) = q.jobs.pop_front() {
+                self.queued.fetch_sub(1, Ordering::Relaxed);
                 return Some(job);
             }
             if q.closed {
                 return None;
             }
+            if !spun {
+                // The reader queues a template every few microseconds:
+                // looking again for a moment beats a sleep and a wake-up
+                // (a system call on each side) per template.
+                drop(q);
+                spun = true;
+                let until = std::time::Instant::now() + SPIN;
+                while std::time::Instant::now() < until && self.queued.load(Ordering::Acquire) == 0
+                {
+                    std::hint::spin_loop();
+                }
+                q = self.queue();
+                continue;
+            }
+            q.waiting += 1;
             q = self.ready.wait(q).unwrap_or_else(|e| e.into_inner());
+            q.waiting -= 1;
         }
     }
 
@@ -241,24 +283,32 @@ impl Work {
 
     /// Every values file of the chart, parsed, in the order the loader met
     /// them: the ones still queued are parsed here, the other thread's
-    /// waited for (fewer when it stopped short). Only once the chart is
-    /// read (every values file queued).
-    fn values(&self) -> Vec<ParsedValues> {
+    /// waited for (fewer when it stopped short), and queued templates are
+    /// parsed here with `template` meanwhile rather than waiting. Only once
+    /// the chart is read (every values file queued).
+    fn values(&self, mut template: impl FnMut(&str, &str)) -> Vec<ParsedValues> {
         loop {
             let mut q = self.queue();
-            if let Some((_, Job::Values(_))) = q.jobs.front() {
-                if let Some((at, Job::Values(text))) = q.jobs.pop_front() {
+            if q.values_done.len() >= q.values_sent || q.helper_gone {
+                let mut done = std::mem::take(&mut q.values_done);
+                done.sort_by_key(|(at, _)| *at);
+                return done.into_iter().map(|(_, v)| v).collect();
+            }
+            let job = q.jobs.pop_front();
+            if job.is_some() {
+                self.queued.fetch_sub(1, Ordering::Relaxed);
+            }
+            match job {
+                Some((at, Job::Values(text))) => {
                     drop(q);
                     self.parse_values(at, text);
                 }
-                continue;
+                Some((_, Job::Template { name, text })) => {
+                    drop(q);
+                    template(&name, &text);
+                }
+                None => drop(self.values_ready.wait(q).unwrap_or_else(|e| e.into_inner())),
             }
-            while q.values_done.len() < q.values_sent && !q.helper_gone {
-                q = self.values_ready.wait(q).unwrap_or_else(|e| e.into_inner());
-            }
-            let mut done = std::mem::take(&mut q.values_done);
-            done.sort_by_key(|(at, _)| *at);
-            return done.into_iter().map(|(_, v)| v).collect();
         }
     }
 }
@@ -360,10 +410,10 @@ impl Ahead {
         let Some((work, thread)) = aside else {
             return Ok(stage(chart));
         };
-        let mut parsed = work.values().into_iter();
+        let mut here = crate::engine::ParseHere::new();
+        let mut parsed = work.values(|name, text| here.parse(name, text)).into_iter();
         let filled = fill(&mut chart, &mut parsed) && parsed.next().is_none();
         let staged = if filled { Ok(stage(chart)) } else { Err(stage) };
-        let mut here = crate::engine::ParseHere::new();
         let mut done = work.run(|name, text| {
             here.parse(name, text);
             None

@@ -5,10 +5,12 @@
 use std::cell::{Cell, RefCell};
 // Names are looked up on every parse and call: a fast hasher.
 use foldhash::HashMap;
+use std::ptr::NonNull;
 use std::rc::Rc;
 
 use crate::fmt;
 use crate::funcs::FuncMap;
+use crate::lend::{Held, LentTrees, Literals};
 use crate::parse::{self, Arg, Branch, Command, Node, Number, Pipe, Tree};
 use crate::parse_cache::{parse_through, ParseCache};
 use crate::value::{Func, ListKind, MapKind, Ty, UintKind, Value};
@@ -77,13 +79,16 @@ impl From<parse::ParseError> for Error {
 /// `tpl`): lookups fall through to the base.
 pub struct Templates {
     root_name: String,
-    own: HashMap<String, Rc<Tree>>,
+    own: HashMap<String, Held>,
     base: Option<Rc<Templates>>,
     funcs: Rc<FuncMap>,
     options: Options,
     cache: Option<Rc<RefCell<ParseCache>>>,
     /// Bytes written so far by executions of this set and its layers.
     written: Rc<Cell<usize>>,
+    /// String literals of lent trees, as this thread's own values (see
+    /// [`Templates::borrowing`]); `None` in a set of its own trees.
+    literals: Option<Literals>,
 }
 
 impl Templates {
@@ -96,6 +101,7 @@ impl Templates {
             options: Options::default(),
             cache: None,
             written: Rc::default(),
+            literals: None,
         }
     }
 
@@ -115,8 +121,59 @@ impl Templates {
             options: base.options,
             cache: base.cache.clone(),
             written: base.written.clone(),
+            literals: base.literals.clone(),
             base: Some(base),
         }
+    }
+
+    /// Every template of this set and its bases, to be executed from
+    /// another thread by a set [`Templates::borrowing`] them.
+    pub fn lend(&self) -> LentTrees {
+        let trees = self
+            .names()
+            .into_iter()
+            .filter_map(|name| {
+                let tree = NonNull::from(self.lookup(&name)?);
+                Some((name, tree))
+            })
+            .collect();
+        LentTrees {
+            trees,
+            root_name: self.root_name.clone(),
+            options: self.options,
+        }
+    }
+
+    /// A set of the templates `lent` on another thread, with `funcs` (this
+    /// thread's own: functions hold values of their thread). It executes
+    /// them as the lending set would, its output counted apart from the
+    /// lender's; a `tpl` or other parse adds trees of its own.
+    ///
+    /// # Safety
+    ///
+    /// The lending set (and so its trees) must outlive the returned set and
+    /// every layer made over it, and no tree of it may be changed or
+    /// dropped meanwhile.
+    pub unsafe fn borrowing(funcs: Rc<FuncMap>, lent: &LentTrees) -> Templates {
+        Templates {
+            root_name: lent.root_name.clone(),
+            own: lent
+                .trees
+                .iter()
+                .map(|(name, tree)| (name.clone(), Held::Lent(*tree)))
+                .collect(),
+            base: None,
+            funcs,
+            options: lent.options,
+            cache: None,
+            written: Rc::default(),
+            literals: Some(Literals::default()),
+        }
+    }
+
+    /// Bytes written so far by executions of this set and its layers.
+    pub fn written(&self) -> usize {
+        self.written.get()
     }
 
     /// The name of the set itself, shown in "no template" errors
@@ -155,15 +212,15 @@ impl Templates {
             if t.is_empty() && self.lookup(&t.name).is_some() {
                 continue;
             }
-            self.own.insert(t.name.clone(), t.clone());
+            self.own.insert(t.name.clone(), Held::Own(t.clone()));
         }
         Ok(trees[0].clone())
     }
 
     /// The template of that name, searching base layers too.
-    pub fn lookup(&self, name: &str) -> Option<&Rc<Tree>> {
+    pub fn lookup(&self, name: &str) -> Option<&Tree> {
         match self.own.get(name) {
-            Some(t) => Some(t),
+            Some(t) => Some(t.tree()),
             None => self.base.as_ref().and_then(|b| b.lookup(name)),
         }
     }
@@ -212,14 +269,14 @@ impl Templates {
                 self.root_name
             )));
         };
-        self.execute_tree(&tree.clone(), data, out, depth)
+        self.execute_tree(tree, data, out, depth)
     }
 
     /// Executes `tree` (one [`Templates::parse`] returned) in this set, as
     /// Go's `Execute` runs a template's own tree whatever its name maps to.
     pub fn execute_tree(
         self: &Rc<Self>,
-        tree: &Rc<Tree>,
+        tree: &Tree,
         data: &Value,
         out: &mut String,
         depth: usize,
@@ -232,7 +289,7 @@ impl Templates {
         }
         let mut st = State {
             tmpl: self,
-            tree: tree.clone(),
+            tree,
             out,
             vars: vec![("$", Cur::plain(data.clone()))],
             depth,
@@ -334,7 +391,7 @@ enum Flow {
 
 struct State<'a, 'o> {
     tmpl: &'a Rc<Templates>,
-    tree: Rc<Tree>,
+    tree: &'a Tree,
     out: &'o mut String,
     /// Variables in scope, innermost last; names borrow the tree.
     vars: Vec<(&'a str, Cur)>,
@@ -454,7 +511,7 @@ impl<'a> State<'a, '_> {
                 };
                 let mut sub = State {
                     tmpl,
-                    tree: tree.clone(),
+                    tree,
                     out: &mut *self.out,
                     vars: vec![("$", Cur::plain(v.clone()))],
                     depth: self.depth + 1,
@@ -744,8 +801,17 @@ impl<'a> State<'a, '_> {
             Arg::Dot(_) => Ok(dot.v.clone()),
             Arg::Nil(_) => self.errorf("nil is not a command"),
             Arg::Number(_, n) => self.ideal_constant(n),
-            Arg::String { text, .. } => Ok(Value::String(text.clone())),
+            Arg::String { text, .. } => Ok(self.literal(text)),
             _ => self.errorf(format!("can't evaluate command {first:?}")),
+        }
+    }
+
+    /// A string literal of the tree as a value: the tree's own string, or
+    /// in a set borrowing the tree, a copy this thread owns (made once).
+    fn literal(&self, text: &Rc<str>) -> Value {
+        match &self.tmpl.literals {
+            Some(literals) => literals.own(text),
+            None => Value::String(text.clone()),
         }
     }
 
@@ -1105,7 +1171,7 @@ impl<'a> State<'a, '_> {
                 _ => self.errorf(format!("expected unsigned integer; found {arg}")),
             },
             Ty::String => match arg {
-                Arg::String { text, .. } => Ok(Value::String(text.clone())),
+                Arg::String { text, .. } => Ok(self.literal(text)),
                 _ => self.errorf(format!("expected string; found {arg}")),
             },
             Ty::Any | Ty::Reflect => self.eval_empty_interface(dot, arg),
@@ -1122,7 +1188,7 @@ impl<'a> State<'a, '_> {
             Arg::Bool(_, b) => Ok(Value::Bool(*b)),
             Arg::Dot(_) => Ok(dot.v.clone()),
             Arg::Number(_, n) => self.ideal_constant(n),
-            Arg::String { text, .. } => Ok(Value::String(text.clone())),
+            Arg::String { text, .. } => Ok(self.literal(text)),
             _ => self.eval_arg_untyped(dot, arg).map(|c| c.v),
         }
     }

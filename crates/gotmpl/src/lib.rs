@@ -10,6 +10,7 @@ mod exec;
 pub mod fmt;
 mod funcs;
 pub mod gostr;
+mod lend;
 mod lex;
 pub mod limits;
 mod literal;
@@ -20,6 +21,7 @@ pub mod value;
 
 pub use exec::{CallCtx, Error, MissingKey, Options, Templates};
 pub use funcs::FuncMap;
+pub use lend::LentTrees;
 pub use parse_cache::{parse_detached, DetachedParse, ParseCache};
 pub use value::{
     Func, FuncError, IntKind, Kind, List, ListKind, Map, MapKind, MapRef, Object, Ty, UintKind,

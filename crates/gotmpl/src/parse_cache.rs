@@ -190,7 +190,7 @@ mod parse_cache_tests {
         let mut two = set_with(&cache);
         two.parse("t", src).unwrap();
         assert_eq!(cache.borrow().len(), 1);
-        assert!(Rc::ptr_eq(
+        assert!(std::ptr::eq(
             one.lookup("d").unwrap(),
             two.lookup("d").unwrap()
         ));

@@ -168,12 +168,14 @@ impl MapRef {
         self.inner.borrow()
     }
     pub fn borrow_mut(&self) -> RefMut<'_, Map> {
+        watch::writing(self);
         self.inner.borrow_mut()
     }
     pub fn get(&self, key: &str) -> Option<Value> {
         self.inner.borrow().get(key).cloned()
     }
     pub fn insert(&self, key: impl Into<String>, v: Value) {
+        watch::writing(self);
         self.inner.borrow_mut().insert(key.into(), v);
     }
     pub fn len(&self) -> usize {
@@ -788,4 +790,111 @@ impl fmt::Debug for Func {
 /// values may nest as deep as Go's readers allow (10,000 levels).
 fn deep<R>(f: impl FnOnce() -> R) -> R {
     stacker::maybe_grow(64 * 1024, 1024 * 1024, f)
+}
+
+/// Noticing writes to the maps a thread's templates share: Helm runs a
+/// chart's templates one after another over the same `.Values` (and the
+/// rest of each chart's context), so a template that changes one of those
+/// maps (Sprig's `set`, `unset`, `merge`…) changes what the later ones
+/// see. A host that runs templates on two threads, each over its own copy
+/// of the contexts, watches the maps reachable from them and keeps the
+/// split only when none was written.
+pub mod watch {
+    use std::cell::RefCell;
+    use std::collections::HashSet;
+
+    use super::{MapRef, Value};
+
+    struct Watch {
+        maps: HashSet<usize>,
+        written: bool,
+    }
+
+    thread_local! {
+        static WATCH: RefCell<Option<Watch>> = const { RefCell::new(None) };
+    }
+
+    fn key(m: &MapRef) -> usize {
+        std::rc::Rc::as_ptr(&m.inner) as usize
+    }
+
+    /// Starts watching, on this thread, every map reachable from `roots`
+    /// (values nested in maps and lists), as they are now.
+    pub fn start(roots: &[Value]) {
+        let mut maps = HashSet::new();
+        let mut stack: Vec<Value> = roots.to_vec();
+        while let Some(v) = stack.pop() {
+            match v {
+                Value::Map(m) if maps.insert(key(&m)) => {
+                    stack.extend(m.borrow().values().cloned());
+                }
+                Value::List(l) => stack.extend(l.iter().cloned()),
+                _ => {}
+            }
+        }
+        WATCH.with(|w| {
+            *w.borrow_mut() = Some(Watch {
+                maps,
+                written: false,
+            })
+        });
+    }
+
+    /// Stops watching on this thread; whether a watched map was written
+    /// since [`start`].
+    pub fn stop() -> bool {
+        WATCH.with(|w| w.borrow_mut().take().is_some_and(|w| w.written))
+    }
+
+    /// Whether a watched map was written since [`start`] (watching goes on).
+    pub fn written() -> bool {
+        WATCH.with(|w| w.borrow().as_ref().is_some_and(|w| w.written))
+    }
+
+    /// Runs `f` with this thread's watch (if any) looking away: for the
+    /// host's own writes, which are no template's doing.
+    pub fn ignoring<R>(f: impl FnOnce() -> R) -> R {
+        let watch = WATCH.with(|w| w.borrow_mut().take());
+        let r = f();
+        WATCH.with(|w| *w.borrow_mut() = watch);
+        r
+    }
+
+    /// Notes a write to `m` (called before every change of a map).
+    pub(super) fn writing(m: &MapRef) {
+        WATCH.with(|w| {
+            if let Some(w) = w.borrow_mut().as_mut() {
+                if !w.written && w.maps.contains(&key(m)) {
+                    w.written = true;
+                }
+            }
+        });
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::super::Map;
+        use super::*;
+
+        #[test]
+        fn notices_writes_to_the_watched_maps_only() {
+            let mut inner = Map::new();
+            inner.insert("a".into(), Value::int(1));
+            let inner = MapRef::new(inner);
+            let mut top = Map::new();
+            top.insert("list".into(), Value::list(vec![Value::Map(inner.clone())]));
+            let top = Value::map(top);
+            start(std::slice::from_ref(&top));
+            let fresh = MapRef::new(Map::new());
+            fresh.insert("x", Value::int(1));
+            drop(fresh.borrow_mut());
+            assert!(!stop(), "a map made after the start is not watched");
+            start(std::slice::from_ref(&top));
+            inner.insert("b", Value::int(2));
+            assert!(stop(), "a map nested in a list is watched");
+            inner.insert("c", Value::int(3));
+            start(&[]);
+            assert!(!stop(), "nothing is watched once stopped");
+        }
+    }
 }

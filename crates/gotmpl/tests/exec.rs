@@ -310,3 +310,49 @@ fn parse_returns_the_tree_it_parsed_even_when_it_replaced_nothing() {
     assert_eq!(out, "");
     assert_eq!(layer.execute("t", &Value::Nil).as_deref(), Ok("first"));
 }
+
+/// A set lent to another thread runs there as it runs here: `template`
+/// calls, string literals (made that thread's own), and templates that
+/// thread parses over the lent ones.
+#[test]
+fn lent_templates_run_on_another_thread_as_here() {
+    let src = r#"{{ define "greet" }}{{ "hello" }}, {{ .name | upper }}{{ end }}{{ template "greet" . }}/{{ printf "%s-%v" "lit" .n }}"#;
+    let funcs = || {
+        let mut f = FuncMap::new();
+        f.insert(
+            "upper",
+            Func::new(&[Ty::String], |_, a| {
+                Ok(Value::string(
+                    a[0].as_str().unwrap_or_default().to_uppercase(),
+                ))
+            }),
+        );
+        Rc::new(f)
+    };
+    let mut set = Templates::new(funcs());
+    set.parse("t", src).unwrap();
+    let set = Rc::new(set);
+    let here = set.execute("t", &data()).unwrap();
+    assert_eq!(here, "hello, WORLD/lit-3");
+    let lent = set.lend();
+    let there = std::thread::scope(|s| {
+        s.spawn(move || {
+            // SAFETY: `set` outlives the scope, and is not changed in it.
+            let mut theirs = unsafe { Templates::borrowing(funcs(), &lent) };
+            theirs
+                .parse("u", r#"{{ template "t" . }}+{{ template "greet" . }}"#)
+                .unwrap();
+            let theirs = Rc::new(theirs);
+            let once = theirs.execute("t", &data()).unwrap();
+            let twice = theirs.execute("u", &data()).unwrap();
+            (once, twice, theirs.written())
+        })
+        .join()
+        .unwrap()
+    });
+    assert_eq!(there.0, here);
+    assert_eq!(there.1, "hello, WORLD/lit-3+hello, WORLD");
+    assert_eq!(there.2, there.0.len() + there.1.len(), "counted on its own");
+    // Still whole here, and still runs.
+    assert_eq!(set.execute("t", &data()).unwrap(), here);
+}

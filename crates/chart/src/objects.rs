@@ -409,6 +409,13 @@ impl Capabilities {
         }
     }
 
+    /// Its parts as plain (sendable) values: what [`Capabilities::exact`]
+    /// takes to make it again.
+    pub(crate) fn into_parts(self) -> (KubeVersion, Vec<String>) {
+        let versions = Rc::try_unwrap(self.api_versions.0).unwrap_or_else(|v| (*v).clone());
+        (self.kube_version, versions)
+    }
+
     /// Exactly `api_versions` (a cluster's discovered set), without the defaults.
     pub(crate) fn exact(kube_version: KubeVersion, api_versions: Vec<String>) -> Self {
         Capabilities {

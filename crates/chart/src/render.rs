@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::rc::Rc;
+use std::sync::Arc;
 
 use gotmpl::{MapKind, MapRef, Value};
 
@@ -54,6 +55,10 @@ pub struct RenderOptions {
     pub lookup: Option<LookupFn>,
     /// Validate values against `values.schema.json`.
     pub skip_schema_validation: bool,
+    /// Run the templates on two threads where the machine has the cores
+    /// (see `engine::beside`): for one-shot renders, where the render is
+    /// all the process does.
+    pub two_threads: bool,
 }
 
 /// Why a chart could not be rendered.
@@ -124,9 +129,9 @@ fn nested_map(root: &MapRef, path: &[String]) -> Option<MapRef> {
 }
 
 /// Builds the per-chart contexts and the list of templates to render.
-fn renderables(p: &PreparedChart, opts: &RenderOptions, caps: Value) -> Vec<Renderable> {
+fn renderables(p: &PreparedChart, release: &ReleaseInfo, caps: Value) -> Vec<Renderable> {
     let root_values = Value::map_from_json(&p.values).retyped(MapKind::Named("common.Values"));
-    let release = release_value(&opts.release);
+    let release = release_value(release);
     // Contexts are built children first, so `.Subcharts` can hold them.
     let mut contexts: Vec<Option<MapRef>> = vec![None; p.charts.len()];
     for idx in (0..p.charts.len()).rev() {
@@ -214,10 +219,12 @@ pub fn render_templates_feeding(
 /// its templates are still being parsed on another core (see
 /// [`crate::ahead::Ahead::finish_with`]).
 pub struct StagedRender {
-    prepared: PreparedChart,
+    prepared: Arc<PreparedChart>,
     tpls: Vec<Renderable>,
     validate_after: bool,
     lookup: Option<LookupFn>,
+    /// What another thread needs to build the same objects for itself.
+    beside: Option<(ReleaseInfo, Capabilities)>,
 }
 
 /// The first half of [`render_templates`]: everything up to running the
@@ -261,13 +268,16 @@ pub fn stage(
     } else {
         Capabilities::new(kube, &opts.api_versions)
     };
+    let beside = (opts.two_threads && opts.lookup.is_none() && gocodec::depth::cores() > 1)
+        .then(|| (opts.release.clone(), caps.clone()));
     let caps = Value::Object(Rc::new(caps));
-    let tpls = renderables(&prepared, opts, caps);
+    let tpls = renderables(&prepared, &opts.release, caps);
     Ok(StagedRender {
-        prepared,
+        prepared: Arc::new(prepared),
         tpls,
         validate_after,
         lookup: opts.lookup.clone(),
+        beside,
     })
 }
 
@@ -286,16 +296,29 @@ impl StagedRender {
             tpls,
             validate_after,
             lookup,
+            beside,
         } = self;
         let mut engine = Engine::new();
         if let Some(l) = lookup {
             engine = engine.with_lookup(l);
         }
-        let files = engine.render_feeding(&tpls, feed);
+        let files = match beside {
+            Some((release, caps)) => {
+                let theirs = prepared.clone();
+                let (kube, versions) = caps.into_parts();
+                engine.render_feeding_beside(&tpls, feed, move || {
+                    let caps = Value::Object(Rc::new(Capabilities::exact(kube, versions)));
+                    renderables(&theirs, &release, caps)
+                })
+            }
+            None => engine.render_feeding(&tpls, feed),
+        };
         if validate_after {
             validate(&prepared)?;
         }
         let files = files?;
+        // The other thread, joined, has let go of its share.
+        let prepared = Arc::try_unwrap(prepared).unwrap_or_else(|shared| (*shared).clone());
         Ok(RenderedFiles {
             chart_name: prepared.chart.name().to_string(),
             crds: prepared

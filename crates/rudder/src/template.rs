@@ -188,6 +188,7 @@ fn run_here(args: TemplateArgs) -> anyhow::Result<i32> {
         api_versions: args.api_versions.clone(),
         check_kube_version: true,
         skip_schema_validation: args.skip_schema_validation,
+        two_threads: true,
         ..RenderOptions::default()
     };
     // Documents are read on the other core while the templates run; JSON

@@ -11,6 +11,8 @@ use std::rc::Rc;
 
 use crate::loader::Chart;
 use crate::values::prepare::{rendered_templates, subchart_path};
+
+mod beside;
 use gotmpl::{
     Func, FuncError, FuncMap, MapKind, MapRef, MissingKey, ParseCache, Templates, Ty, Value,
 };
@@ -277,6 +279,22 @@ impl Engine {
         tpls: &[Renderable],
         feed: &mut dyn FnMut(&str, &str),
     ) -> Result<BTreeMap<String, String>, RenderError> {
+        let (set, runs) = self.template_set(tpls)?;
+        let mut out = BTreeMap::new();
+        for t in runs {
+            let text = run_template(&set, t)?;
+            feed(&t.name, &text);
+            out.insert(t.name.clone(), text);
+        }
+        Ok(out)
+    }
+
+    /// Every template parsed into one set, in Helm's order, and the
+    /// templates to run (all but partials), in the order Helm runs them.
+    fn template_set<'t>(
+        &self,
+        tpls: &'t [Renderable],
+    ) -> Result<(Rc<Templates>, Vec<&'t Renderable>), RenderError> {
         let mut set = Templates::new(self.render_funcs());
         set.set_root_name("gotpl");
         PARSE_CACHE.with(|c| set.set_parse_cache(c.clone()));
@@ -301,32 +319,33 @@ impl Engine {
             set.parse(&t.name, &t.text)
                 .map_err(|e| parse_error(&t.name, e.message()))?;
         }
-        let set = Rc::new(set);
-        let mut out = BTreeMap::new();
-        for t in &order {
+        order.retain(|t| {
             let base = t.name.rsplit('/').next().unwrap_or(&t.name);
-            if base.starts_with('_') {
-                continue;
-            }
-            let mut tm = gotmpl::Map::new();
-            tm.insert("Name".into(), Value::str(&t.name));
-            tm.insert("BasePath".into(), Value::str(&t.base_path));
-            t.vals.insert(
-                "Template",
-                Value::Map(MapRef::with_kind(tm, MapKind::Named("common.Values"))),
-            );
-            let data = Value::Map(t.vals.clone());
-            let text = set
-                .execute(&t.name, &data)
-                .map_err(|e| RenderError::Exec(exec_error(&t.name, e.message())))?;
-            // Stray bytes (see gotmpl::gostr) leave as U+FFFD, as Go's
-            // JSON and YAML decoders read them.
-            let text = gotmpl::gostr::to_text(&text).replace("<no value>", "");
-            feed(&t.name, &text);
-            out.insert(t.name.clone(), text);
-        }
-        Ok(out)
+            !base.starts_with('_')
+        });
+        Ok((Rc::new(set), order))
     }
+}
+
+/// Runs one template of `set` with its chart's objects (and `.Template`).
+fn run_template(set: &Rc<Templates>, t: &Renderable) -> Result<String, RenderError> {
+    let mut tm = gotmpl::Map::new();
+    tm.insert("Name".into(), Value::str(&t.name));
+    tm.insert("BasePath".into(), Value::str(&t.base_path));
+    // Helm sets `.Template` itself: no template's doing (see `beside`).
+    gotmpl::value::watch::ignoring(|| {
+        t.vals.insert(
+            "Template",
+            Value::Map(MapRef::with_kind(tm, MapKind::Named("common.Values"))),
+        )
+    });
+    let data = Value::Map(t.vals.clone());
+    let text = set
+        .execute(&t.name, &data)
+        .map_err(|e| RenderError::Exec(exec_error(&t.name, e.message())))?;
+    // Stray bytes (see gotmpl::gostr) leave as U+FFFD, as Go's
+    // JSON and YAML decoders read them.
+    Ok(gotmpl::gostr::to_text(&text).replace("<no value>", ""))
 }
 
 /// Helm passes `interface{}` data to templates; a nil there is "no value".

@@ -1,6 +1,10 @@
 //! Template sets and execution, following Go's `text/template` evaluator:
 //! the same truthiness, nil/missing-key semantics, argument conversion and
 //! error messages (`template: NAME:LINE:COL: executing "NAME" at <NODE>: ...`).
+//!
+//! Execution only reads the trees it runs, and must stay so: a set may run
+//! trees lent by a set on another thread (see `lend`), so nothing here may
+//! clone or drop a part of a tree (its `Rc`s), nor keep one in a value.
 
 use std::cell::{Cell, RefCell};
 // Names are looked up on every parse and call: a fast hasher.

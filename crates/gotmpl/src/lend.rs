@@ -33,12 +33,12 @@ impl Held {
 }
 
 /// Every template of a set, lent to a set on another thread
-/// ([`Templates::borrowing`]) so that both can execute them at once
-/// without a copy. Trees share their parts through `Rc`, which cannot
-/// cross threads: a borrowing set only ever reads the trees, never
-/// clones or drops any of their parts (string literals become its own
-/// values through a table of its own), so no reference count is touched
-/// by two threads.
+/// ([`Templates::borrowing`](crate::Templates::borrowing)) so that both
+/// can execute them at once without a copy. Trees share their parts
+/// through `Rc`, which cannot cross threads: a borrowing set only ever
+/// reads the trees, never clones or drops any of their parts (string
+/// literals become its own values through a table of its own), so no
+/// reference count is touched by two threads.
 pub struct LentTrees {
     pub(crate) trees: Vec<(String, NonNull<Tree>)>,
     pub(crate) root_name: String,

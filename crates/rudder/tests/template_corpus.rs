@@ -5,18 +5,10 @@
 //! covers what only the command does (parsing beside the chart read,
 //! staging beside the parse, templates run on two threads).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
-use testkit::oracle::{corpus_cases, CaseOptions};
-
-fn corpus_dir() -> Option<PathBuf> {
-    if let Ok(p) = std::env::var("RUDDER_CORPUS") {
-        return Some(PathBuf::from(p));
-    }
-    let p = testkit::tools::shared_dir()?.join("corpus");
-    p.join("expected").exists().then_some(p)
-}
+use testkit::oracle::{compare_with_helm, corpus_cases, corpus_with_expected, CaseOptions};
 
 /// `rudder template … -o json` arguments of a case.
 fn template_args(dir: &Path, values: &Path, opts: &CaseOptions) -> Vec<String> {
@@ -50,19 +42,9 @@ fn template_args(dir: &Path, values: &Path, opts: &CaseOptions) -> Vec<String> {
 
 #[test]
 fn template_command_matches_helm_on_the_corpus() {
-    let Some(corpus) = corpus_dir() else {
-        testkit::skip!("no corpus with expected renders (../shared/corpus, or set RUDDER_CORPUS)");
-    };
-    let Some(oracle) = testkit::tools::oracle_cli() else {
+    let Some(corpus) = corpus_with_expected() else {
         return;
     };
-    let have_python = Command::new("python3")
-        .args(["-c", "import yaml"])
-        .status()
-        .is_ok_and(|s| s.success());
-    if !have_python {
-        testkit::skip!("PyYAML is missing (run ../shared/tools/install-oracle.sh)");
-    }
     let out = std::env::temp_dir().join(format!("rudder-template-corpus-{}", std::process::id()));
     let cases = corpus_cases(&corpus);
     assert!(!cases.is_empty(), "no cases in {}", corpus.display());
@@ -82,31 +64,16 @@ fn template_command_matches_helm_on_the_corpus() {
         std::fs::create_dir_all(file.parent().expect("parent")).expect("mkdir");
         std::fs::write(&file, &run.stdout).expect("write");
     }
-    let res = Command::new("python3")
-        .arg(oracle.path())
-        .arg("compare")
-        .arg(corpus.join("expected"))
-        .arg(&out)
-        .output()
-        .expect("run helm-oracle compare");
-    let stdout = String::from_utf8_lossy(&res.stdout);
-    println!("{stdout}");
-    let summary = stdout
-        .lines()
-        .rev()
-        .find(|l| l.contains("passed"))
-        .unwrap_or_default();
-    let nums: Vec<usize> = summary
-        .split(|c: char| !c.is_ascii_digit())
-        .filter_map(|t| t.parse().ok())
-        .collect();
-    assert!(nums.len() >= 2, "cannot read compare summary: {summary:?}");
-    let (passed, failed) = (nums[0], nums[1]);
-    println!(
-        "rudder template: {passed}/{} corpus cases identical to Helm",
-        passed + failed
-    );
+    let Some(compared) = compare_with_helm(&corpus, &out) else {
+        return;
+    };
     let _ = std::fs::remove_dir_all(&out);
-    assert_eq!(failed, 0, "{summary}");
-    assert_eq!(passed, cases.len(), "{summary}");
+    println!("{}", compared.report);
+    println!(
+        "rudder template: {}/{} corpus cases identical to Helm",
+        compared.passed,
+        cases.len()
+    );
+    assert_eq!(compared.failed, 0, "{}", compared.report);
+    assert_eq!(compared.passed, cases.len());
 }

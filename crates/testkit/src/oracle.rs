@@ -141,3 +141,66 @@ pub fn corpus_cases(corpus: &Path) -> Vec<(String, String, PathBuf, PathBuf)> {
     }
     out
 }
+
+/// The corpus with Helm's expected renders: `RUDDER_CORPUS`, else
+/// `../shared/corpus` (a skip message when absent).
+pub fn corpus_with_expected() -> Option<PathBuf> {
+    if let Ok(p) = std::env::var("RUDDER_CORPUS") {
+        return Some(PathBuf::from(p));
+    }
+    let p = crate::tools::shared_dir()?.join("corpus");
+    if p.join("expected").exists() {
+        Some(p)
+    } else {
+        crate::skip_message(&format!("no expected renders in {}", p.display()));
+        None
+    }
+}
+
+/// What the oracle's `compare` said of a folder of renders.
+pub struct Compared {
+    pub passed: usize,
+    pub failed: usize,
+    /// Its report, a line per case.
+    pub report: String,
+}
+
+/// Has `helm-oracle compare` judge `rendered` (`<chart>/<scenario>.json`,
+/// each in `helm-oracle render`'s shape) against the corpus's expected
+/// renders: document and key order ignored, nondeterministic paths masked.
+/// `None` (with a skip message) when the oracle or its PyYAML is missing.
+pub fn compare_with_helm(corpus: &Path, rendered: &Path) -> Option<Compared> {
+    let oracle = crate::tools::oracle_cli()?;
+    let have_python = std::process::Command::new("python3")
+        .args(["-c", "import yaml"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !have_python {
+        crate::skip_message("PyYAML is missing (run ../shared/tools/install-oracle.sh)");
+        return None;
+    }
+    let res = std::process::Command::new("python3")
+        .arg(oracle.path())
+        .arg("compare")
+        .arg(corpus.join("expected"))
+        .arg(rendered)
+        .output()
+        .expect("run helm-oracle compare");
+    let report = String::from_utf8_lossy(&res.stdout).into_owned();
+    eprint!("{}", String::from_utf8_lossy(&res.stderr));
+    let summary = report
+        .lines()
+        .rev()
+        .find(|l| l.contains("passed"))
+        .unwrap_or_default();
+    let nums: Vec<usize> = summary
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|t| t.parse().ok())
+        .collect();
+    assert!(nums.len() >= 2, "cannot read compare summary: {summary:?}");
+    Some(Compared {
+        passed: nums[0],
+        failed: nums[1],
+        report,
+    })
+}

@@ -124,6 +124,26 @@ impl Helper {
     }
 }
 
+impl Helper {
+    /// Stops the other thread without waiting for it: if it has not
+    /// reported yet, `set` (and so the trees it reads) is kept alive for
+    /// good rather than waited for.
+    fn abandon(&mut self, set: &Rc<Templates>) {
+        self.claims.stop.store(true, Ordering::Relaxed);
+        if let Some((thread, report)) = self.thread.take() {
+            match report.try_recv() {
+                Ok(_) => {}
+                Err(TryRecvError::Empty) => std::mem::forget(set.clone()),
+                Err(TryRecvError::Disconnected) => {
+                    if let Err(panic) = thread.join() {
+                        std::panic::resume_unwind(panic)
+                    }
+                }
+            }
+        }
+    }
+}
+
 impl Drop for Helper {
     fn drop(&mut self) {
         self.claims.stop.store(true, Ordering::Relaxed);
@@ -215,13 +235,16 @@ impl Engine {
             }
         }
         let wrote_shared = watch::stop();
+        if let Some(e) = failed {
+            // The one-thread render stops here too: whatever the other
+            // thread is running (a long loop, say) need not hold the error.
+            helper.abandon(&set);
+            return Err(e);
+        }
         let theirs = match theirs {
             Some(theirs) => theirs,
             None => helper.wait(),
         };
-        if let Some(e) = failed {
-            return Err(e);
-        }
         for (i, text) in held {
             give(i, text, &mut out);
         }
@@ -423,6 +446,30 @@ mod tests {
                 assert_eq!(beside.unwrap_err(), plain);
             }
         }
+    }
+
+    #[test]
+    fn a_failure_is_not_held_by_a_long_template_on_the_other_thread() {
+        // The other thread takes the last template first: a loop of some
+        // minutes, which the one-thread render never reaches.
+        let long = "{{ range until 20000 }}{{ range until 20000 }}{{ end }}{{ end }}";
+        let texts = chart(60, &[(30, "{{ fail \"early\" }}"), (59, long)]);
+        let values = serde_json::json!({"a": 1, "b": {"c": "x"}});
+        let (tell, told) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let (theirs_values, theirs_texts) = (values.clone(), texts.clone());
+            let beside = Engine::new().render_feeding_beside(
+                &renderables(&values, &texts),
+                &mut |_, _| {},
+                move || renderables(&theirs_values, &theirs_texts),
+            );
+            let _ = tell.send(beside.map_err(|e| e.to_string()));
+        });
+        let err = told
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("the error waited for the other thread's loop")
+            .unwrap_err();
+        assert!(err.contains("early"), "{err}");
     }
 
     #[test]

@@ -14,6 +14,7 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 
@@ -313,10 +314,21 @@ impl Work {
     }
 }
 
+/// The other thread and the work it shares. It reports what it parsed,
+/// then sleeps until let go (`release` dropped) before it exits: a thread
+/// woken by another may be queued on the waker's core, and would wait
+/// there, its own core idle, while the waker went on exiting.
+struct Aside {
+    work: Arc<Work>,
+    thread: JoinHandle<()>,
+    report: Receiver<Done>,
+    release: SyncSender<()>,
+}
+
 /// A loaded chart whose values may still be being parsed.
 pub struct Ahead {
     chart: Chart,
-    aside: Option<(Arc<Work>, JoinHandle<Done>)>,
+    aside: Option<Aside>,
     path: PathBuf,
     budget: Budget,
 }
@@ -340,15 +352,26 @@ pub fn load(path: impl AsRef<Path>, budget: &Budget) -> Result<Ahead, LoadError>
     }
     let work = Arc::new(Work::new());
     let theirs = work.clone();
+    let (tell, report) = sync_channel(1);
+    let (release, released) = sync_channel::<()>(0);
     let Ok(thread) = gocodec::depth::spawn_deep("values", move || {
-        theirs.run_aside(|| {
+        let done = theirs.run_aside(|| {
             let funcs = crate::engine::Engine::new().render_funcs();
             move |name: &str, text: &str| {
                 gotmpl::parse_detached(name, text, &|n| funcs.contains(n)).ok()
             }
-        })
+        });
+        if tell.send(done).is_ok() {
+            let _ = released.recv();
+        }
     }) else {
         return plain();
+    };
+    let aside = Aside {
+        work: work.clone(),
+        thread,
+        report,
+        release,
     };
     let loaded = load_in(path, budget, &ValuesMode::Aside(&*work));
     match loaded {
@@ -366,7 +389,7 @@ pub fn load(path: impl AsRef<Path>, budget: &Budget) -> Result<Ahead, LoadError>
             work.close();
             Ok(Ahead {
                 chart,
-                aside: Some((work, thread)),
+                aside: Some(aside),
                 path: path.to_path_buf(),
                 budget: *budget,
             })
@@ -407,7 +430,13 @@ impl Ahead {
             path,
             budget,
         } = self;
-        let Some((work, thread)) = aside else {
+        let Some(Aside {
+            work,
+            thread,
+            report,
+            release,
+        }) = aside
+        else {
             return Ok(stage(chart));
         };
         let mut here = crate::engine::ParseHere::new();
@@ -418,10 +447,15 @@ impl Ahead {
             here.parse(name, text);
             None
         });
-        match thread.join() {
+        match report.recv() {
             Ok(theirs) => done.extend(theirs),
-            Err(panic) => std::panic::resume_unwind(panic),
+            Err(_) => {
+                if let Err(panic) = thread.join() {
+                    std::panic::resume_unwind(panic)
+                }
+            }
         }
+        drop(release);
         done.sort_by_key(|(at, _)| *at);
         for parse in done.into_iter().filter_map(|(_, parse)| parse) {
             here.adopt(parse);

@@ -22,7 +22,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{sync_channel, Receiver, TryRecvError};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TryRecvError};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
@@ -86,11 +86,15 @@ struct Theirs {
 }
 
 /// The other thread, waited for however this thread leaves: it reads
-/// this thread's trees, which must outlive its reading. It reports before
-/// it drops its own objects, which it then does while this thread goes on.
+/// this thread's trees, which must outlive its reading. It reports, then
+/// sleeps until this thread lets it go (when this one is dropped) before
+/// it drops its own objects: a thread woken by another may be queued on
+/// the waker's core, and would wait there, its own core idle, for as long
+/// as the waker kept going.
 struct Helper {
     claims: Arc<Claims>,
     thread: Option<(JoinHandle<()>, Receiver<Theirs>)>,
+    release: Option<SyncSender<()>>,
 }
 
 impl Helper {
@@ -129,6 +133,7 @@ impl Helper {
     /// reported yet, `set` (and so the trees it reads) is kept alive for
     /// good rather than waited for.
     fn abandon(&mut self, set: &Rc<Templates>) {
+        self.release.take();
         self.claims.stop.store(true, Ordering::Relaxed);
         if let Some((thread, report)) = self.thread.take() {
             match report.try_recv() {
@@ -146,6 +151,7 @@ impl Helper {
 
 impl Drop for Helper {
     fn drop(&mut self) {
+        self.release.take();
         self.claims.stop.store(true, Ordering::Relaxed);
         if let Some((thread, report)) = self.thread.take() {
             if report.recv().is_err() {
@@ -177,20 +183,25 @@ impl Engine {
             let strict = self.strict;
             let shared = claims.clone();
             let (tell, report) = sync_channel(1);
+            let (release, released) = sync_channel::<()>(0);
             gocodec::depth::spawn_deep("templates", move || {
                 run_aside(&lent, &names, &shared, theirs, strict, |done| {
-                    let _ = tell.send(done);
+                    if tell.send(done).is_ok() {
+                        let _ = released.recv();
+                    }
                 })
             })
             .ok()
-            .map(|thread| (thread, report))
+            .map(|thread| ((thread, report), release))
         } else {
             None
         };
+        let (helper, release) = helper.unzip();
         // Declared after `set`, so dropped (waited for) before it.
         let mut helper = Helper {
             claims: claims.clone(),
             thread: helper,
+            release,
         };
         let mut give = |i: usize, text: String, out: &mut BTreeMap<String, String>| {
             let name = &runs[i].name;

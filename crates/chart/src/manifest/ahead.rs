@@ -1,10 +1,11 @@
 //! Reading rendered files into manifests while the render is still going.
-//! A one-shot render (`rudder template`) executes its templates on one
-//! thread and leaves the other core idle; here each file is split and its
-//! documents read on that core as soon as the file is out, so that little
-//! is left to read once the last template has run.
+//! A one-shot render (`rudder template`) hands each file over as soon as
+//! the other core is free of templates (all at once when the render ran
+//! on both cores); here each file is split and its documents read on that
+//! core, so that little is left to read once the last template has run.
 
 use std::collections::{BTreeMap, VecDeque};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 
@@ -52,8 +53,19 @@ pub struct SortAhead {
     held: Vec<(String, String)>,
     held_bytes: usize,
     shared: Arc<Shared>,
-    worker: Option<JoinHandle<Vec<(String, FileRead)>>>,
+    worker: Option<Worker>,
     no_thread: bool,
+}
+
+/// The worker thread. It reports what it read, then sleeps until let go
+/// (`_release` dropped, with the `SortAhead`) before it exits: a thread
+/// woken by another may be queued on the waker's core, and would wait
+/// there, its own core idle, while the waker went on exiting.
+struct Worker {
+    thread: JoinHandle<()>,
+    report: Receiver<Vec<(String, FileRead)>>,
+    /// Held only to be dropped: the worker then exits.
+    _release: SyncSender<()>,
 }
 
 impl SortAhead {
@@ -83,10 +95,20 @@ impl SortAhead {
         let shared = self.shared.clone();
         // Parsing and dropping deep documents recurse; the worker gets the
         // stack the callers of the sort give their own work.
-        let spawned = gocodec::depth::spawn_deep("sort-manifests", move || read_queued(&shared));
+        let (tell, report) = sync_channel(1);
+        let (release, released) = sync_channel::<()>(0);
+        let spawned = gocodec::depth::spawn_deep("sort-manifests", move || {
+            if tell.send(read_queued(&shared)).is_ok() {
+                let _ = released.recv();
+            }
+        });
         match spawned {
-            Ok(worker) => {
-                self.worker = Some(worker);
+            Ok(thread) => {
+                self.worker = Some(Worker {
+                    thread,
+                    report,
+                    _release: release,
+                });
                 self.shared.lock().files.extend(self.held.drain(..));
                 self.shared.filled.notify_one();
             }
@@ -111,10 +133,14 @@ impl SortAhead {
                 let r = read_one(&path, &text);
                 read.insert(path, r);
             }
-            let theirs = worker
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-            read.extend(theirs);
+            match worker.report.recv() {
+                Ok(theirs) => read.extend(theirs),
+                Err(_) => {
+                    if let Err(panic) = worker.thread.join() {
+                        std::panic::resume_unwind(panic)
+                    }
+                }
+            }
         }
         let mut entries = Vec::new();
         for (_, file) in read {

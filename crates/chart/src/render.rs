@@ -56,8 +56,8 @@ pub struct RenderOptions {
     /// Validate values against `values.schema.json`.
     pub skip_schema_validation: bool,
     /// Run the templates on two threads where the machine has the cores
-    /// (see `engine::beside`): for one-shot renders, where the render is
-    /// all the process does.
+    /// and the chart is large enough to gain (see `engine::beside`): for
+    /// one-shot renders, where the render is all the process does.
     pub two_threads: bool,
 }
 
@@ -212,6 +212,12 @@ pub fn render_templates_feeding(
     stage(chart, user_values, opts)?.render_feeding(feed)
 }
 
+/// Template text (the chart's and its subcharts', partials included)
+/// below which a render runs on one thread even when asked for two: the
+/// other thread's start and its own copy of the chart's objects take
+/// longer than it would save.
+const TWO_THREADS_MIN_BYTES: usize = 48 << 10;
+
 /// A chart ready to have its templates run: checked against the Kubernetes
 /// version, its values coalesced (and validated, unless a schema is still
 /// compiling beside), and every chart's built-in objects built. Staging
@@ -268,7 +274,11 @@ pub fn stage(
     } else {
         Capabilities::new(kube, &opts.api_versions)
     };
-    let beside = (opts.two_threads && opts.lookup.is_none() && gocodec::depth::cores() > 1)
+    let template_bytes: usize = prepared.templates.iter().map(|t| t.data.len()).sum();
+    let beside = (opts.two_threads
+        && opts.lookup.is_none()
+        && template_bytes >= TWO_THREADS_MIN_BYTES
+        && gocodec::depth::cores() > 1)
         .then(|| (opts.release.clone(), caps.clone()));
     let caps = Value::Object(Rc::new(caps));
     let tpls = renderables(&prepared, &opts.release, caps);

@@ -16,7 +16,6 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-use std::thread::JoinHandle;
 
 use crate::loader::{
     load_in, load_with, skips_subchart, Budget, Chart, LoadError, LoadSink, ValuesMode,
@@ -320,7 +319,7 @@ impl Work {
 /// there, its own core idle, while the waker went on exiting.
 struct Aside {
     work: Arc<Work>,
-    thread: JoinHandle<()>,
+    thread: gocodec::placement::Beside<()>,
     report: Receiver<Done>,
     release: SyncSender<()>,
 }
@@ -449,11 +448,8 @@ impl Ahead {
         });
         match report.recv() {
             Ok(theirs) => done.extend(theirs),
-            Err(_) => {
-                if let Err(panic) = thread.join() {
-                    std::panic::resume_unwind(panic)
-                }
-            }
+            // It panicked: the panic goes on here.
+            Err(_) => thread.join(),
         }
         drop(release);
         done.sort_by_key(|(at, _)| *at);

@@ -13,7 +13,6 @@
 
 use std::cell::RefCell;
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 
 use crate::loader::Chart;
 use crate::values::Values;
@@ -184,9 +183,9 @@ fn compile(schema: &[u8]) -> Compiled {
         let at = pending.iter().position(|(doc, _)| **doc == *schema);
         at.map(|i| pending.swap_remove(i).1)
     };
-    let v = match beside.map(JoinHandle::join) {
-        Some(Ok(compiled)) => compiled,
-        Some(Err(panic)) => std::panic::resume_unwind(panic),
+    // A panic in the compile goes on here.
+    let v = match beside {
+        Some(compiling) => compiling.join(),
         None => compile_uncached(schema),
     };
     remember(schema, v.clone());
@@ -194,7 +193,7 @@ fn compile(schema: &[u8]) -> Compiled {
 }
 
 /// A schema document being compiled on a thread of its own.
-type Compiling = (Arc<[u8]>, JoinHandle<Compiled>);
+type Compiling = (Arc<[u8]>, gocodec::placement::Beside<Compiled>);
 
 /// Schemas being compiled on threads of their own, by document.
 static BESIDE: Mutex<Vec<Compiling>> = Mutex::new(Vec::new());

@@ -65,19 +65,24 @@ pub fn cores() -> usize {
     *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
-/// Starts `f` on a thread named `name` with a [`DEEP_STACK_BYTES`] stack,
-/// beside the caller: for work that meets the same input as
-/// [`on_deep_stack`]'s. The thread first runs on another core than the
-/// caller's, at once (see [`crate::placement`]), and may move freely after that.
-/// Fails only when no thread can be started.
+/// Runs `f` on another thread with a [`DEEP_STACK_BYTES`] stack, beside
+/// the caller: for work that meets the same input as [`on_deep_stack`]'s.
+/// The thread is one the caller started before for such work and that
+/// waits for more, else a new one named `name`; it first runs on another
+/// core than the caller's, at once, and may move freely after that (see
+/// [`crate::placement`]). Fails only when no thread can be started.
 pub fn spawn_deep<R: Send + 'static>(
     name: &str,
     f: impl FnOnce() -> R + Send + 'static,
-) -> std::io::Result<std::thread::JoinHandle<R>> {
-    let thread = std::thread::Builder::new()
-        .name(name.into())
-        .stack_size(DEEP_STACK_BYTES);
-    crate::placement::spawn(thread, f)
+) -> std::io::Result<crate::placement::Beside<R>> {
+    crate::placement::reuse(
+        || {
+            std::thread::Builder::new()
+                .name(name.into())
+                .stack_size(DEEP_STACK_BYTES)
+        },
+        f,
+    )
 }
 
 /// Runs `f` with at least `levels * per_level` bytes of stack (plus a

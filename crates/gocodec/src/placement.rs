@@ -9,8 +9,16 @@
 //! the thread is first pinned away from the creator's core, and given back
 //! every core the process may use as soon as it runs, so that the
 //! scheduler stays free to move it later.
+//!
+//! A thread that has done its job for [`reuse`] waits for the next one
+//! rather than exiting: its start, its allocator's fresh memory and what it
+//! set up for itself (Sprig's function table, say) serve the next job of
+//! the same render. It is pinned away the same way before each job.
 
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::cell::RefCell;
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::Arc;
 use std::thread::{Builder, JoinHandle};
 
@@ -28,6 +36,105 @@ pub fn spawn<R: Send + 'static>(
     })?;
     placing.place(&handle);
     Ok(handle)
+}
+
+/// A job for a kept thread, and whether it was pinned away for it.
+type Job = (Box<dyn FnOnce() + Send>, bool);
+
+/// A thread [`reuse`] started, kept for the next job; `idle` while it
+/// waits for one.
+struct Kept {
+    thread: JoinHandle<()>,
+    jobs: SyncSender<Job>,
+    idle: Arc<AtomicBool>,
+}
+
+thread_local! {
+    /// The threads this thread started with [`reuse`]: they exit with it.
+    static KEPT: RefCell<Vec<Kept>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Most threads one thread keeps for its next jobs.
+const KEPT_MAX: usize = 4;
+
+/// The outcome of a job [`reuse`] runs on another thread.
+pub struct Beside<T> {
+    result: Receiver<std::thread::Result<T>>,
+}
+
+impl<T> Beside<T> {
+    /// Waits for the job's result; a panic in the job goes on here.
+    pub fn join(self) -> T {
+        match self.result.recv() {
+            Ok(Ok(value)) => value,
+            Ok(Err(panic)) => resume_unwind(panic),
+            // The job is caught whole: its thread cannot end without it.
+            Err(_) => unreachable!("a kept thread ended before its job"),
+        }
+    }
+}
+
+/// Runs `f` on a thread this thread started earlier and that now waits for
+/// a job, else on a new one started as `thread` (and [`spawn`]) and kept
+/// for later jobs. Every job of the threads kept must suit the way `thread`
+/// builds them (their stack size): one kind of thread per caller. A kept
+/// thread keeps the name it was started with. Fails only when no thread
+/// can be had.
+pub fn reuse<T: Send + 'static>(
+    thread: impl FnOnce() -> Builder,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> std::io::Result<Beside<T>> {
+    let (tell, result) = sync_channel(1);
+    let job: Box<dyn FnOnce() + Send> = Box::new(move || {
+        let _ = tell.send(catch_unwind(AssertUnwindSafe(f)));
+    });
+    let job = KEPT.with(|kept| {
+        let mut job = job;
+        for k in kept.borrow().iter() {
+            if k.idle
+                .compare_exchange(true, false, Ordering::AcqRel, Ordering::Acquire)
+                .is_err()
+            {
+                continue;
+            }
+            let pinned = os::pin_away(&k.thread).is_some();
+            match k.jobs.send((job, pinned)) {
+                Ok(()) => return None,
+                Err(back) => job = back.0 .0,
+            }
+        }
+        Some(job)
+    });
+    let Some(job) = job else {
+        return Ok(Beside { result });
+    };
+    let (jobs, next) = sync_channel::<Job>(1);
+    let idle = Arc::new(AtomicBool::new(false));
+    let waiting = idle.clone();
+    let handle = spawn(thread(), move || {
+        job();
+        loop {
+            waiting.store(true, Ordering::Release);
+            let Ok((job, pinned)) = next.recv() else {
+                break;
+            };
+            if pinned {
+                os::unpin_self();
+            }
+            job();
+        }
+    })?;
+    KEPT.with(|kept| {
+        let mut kept = kept.borrow_mut();
+        if kept.len() < KEPT_MAX {
+            kept.push(Kept {
+                thread: handle,
+                jobs,
+                idle,
+            });
+        }
+    });
+    Ok(Beside { result })
 }
 
 /// The handshake between a creator ([`Placing::place`]) and its new thread
@@ -206,6 +313,50 @@ mod tests {
                 eprintln!("SKIPPED the placement check: this process may use one core only");
             }
         }
+    }
+
+    /// Waits (briefly) until this thread's kept threads all wait for a job.
+    fn kept_idle() {
+        for _ in 0..2000 {
+            let idle = KEPT.with(|k| k.borrow().iter().all(|k| k.idle.load(Ordering::Acquire)));
+            if idle {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        panic!("a kept thread never came back for a job");
+    }
+
+    #[test]
+    fn a_kept_thread_takes_the_next_job_and_survives_a_panic() {
+        let builder = || Builder::new().name("kept".into());
+        let first = reuse(builder, || std::thread::current().id())
+            .unwrap()
+            .join();
+        assert_ne!(first, std::thread::current().id());
+        kept_idle();
+        let second = reuse(builder, || std::thread::current().id())
+            .unwrap()
+            .join();
+        assert_eq!(first, second, "the kept thread took the next job");
+        kept_idle();
+        let panicked = reuse(builder, || -> u8 { panic!("in the job") }).unwrap();
+        let caught = catch_unwind(AssertUnwindSafe(|| panicked.join()));
+        assert!(caught.is_err(), "the job's panic goes on in join");
+        kept_idle();
+        let after = reuse(builder, || std::thread::current().id())
+            .unwrap()
+            .join();
+        assert_eq!(after, first, "still kept after a panic");
+        // A busy kept thread is not waited for: a second thread takes the job.
+        let (go, wait) = std::sync::mpsc::channel::<()>();
+        let busy = reuse(builder, move || wait.recv().ok()).unwrap();
+        let other = reuse(builder, || std::thread::current().id())
+            .unwrap()
+            .join();
+        assert_ne!(other, first);
+        go.send(()).unwrap();
+        busy.join();
     }
 
     #[test]

@@ -24,8 +24,8 @@ use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TryRecvError};
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 
+use gocodec::placement::Beside;
 use gotmpl::value::watch;
 use gotmpl::{LentTrees, Templates, Value};
 
@@ -93,7 +93,7 @@ struct Theirs {
 /// as the waker kept going.
 struct Helper {
     claims: Arc<Claims>,
-    thread: Option<(JoinHandle<()>, Receiver<Theirs>)>,
+    thread: Option<(Beside<()>, Receiver<Theirs>)>,
     release: Option<SyncSender<()>>,
 }
 
@@ -119,11 +119,11 @@ impl Helper {
         let (thread, report) = self.thread.take()?;
         match report.recv() {
             Ok(theirs) => Some(theirs),
-            // It panicked: pass the panic on.
-            Err(_) => match thread.join() {
-                Err(panic) => std::panic::resume_unwind(panic),
-                Ok(()) => None,
-            },
+            // It panicked: the panic goes on here.
+            Err(_) => {
+                thread.join();
+                None
+            }
         }
     }
 }
@@ -139,11 +139,7 @@ impl Helper {
             match report.try_recv() {
                 Ok(_) => {}
                 Err(TryRecvError::Empty) => std::mem::forget(set.clone()),
-                Err(TryRecvError::Disconnected) => {
-                    if let Err(panic) = thread.join() {
-                        std::panic::resume_unwind(panic)
-                    }
-                }
+                Err(TryRecvError::Disconnected) => thread.join(),
             }
         }
     }
@@ -155,7 +151,8 @@ impl Drop for Helper {
         self.claims.stop.store(true, Ordering::Relaxed);
         if let Some((thread, report)) = self.thread.take() {
             if report.recv().is_err() {
-                let _ = thread.join();
+                // It panicked; this thread is leaving already.
+                drop(thread);
             }
         }
     }

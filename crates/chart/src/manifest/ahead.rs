@@ -7,7 +7,6 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
-use std::thread::JoinHandle;
 
 use super::{
     holds_manifests, in_order, read_file, Entry, ManifestError, Sorted, PARALLEL_MIN_BYTES,
@@ -62,7 +61,7 @@ pub struct SortAhead {
 /// woken by another may be queued on the waker's core, and would wait
 /// there, its own core idle, while the waker went on exiting.
 struct Worker {
-    thread: JoinHandle<()>,
+    thread: gocodec::placement::Beside<()>,
     report: Receiver<Vec<(String, FileRead)>>,
     /// Held only to be dropped: the worker then exits.
     _release: SyncSender<()>,
@@ -135,11 +134,8 @@ impl SortAhead {
             }
             match worker.report.recv() {
                 Ok(theirs) => read.extend(theirs),
-                Err(_) => {
-                    if let Err(panic) = worker.thread.join() {
-                        std::panic::resume_unwind(panic)
-                    }
-                }
+                // It panicked: the panic goes on here.
+                Err(_) => worker.thread.join(),
             }
         }
         let mut entries = Vec::new();

@@ -45,6 +45,17 @@ struct ReadSoFar {
     charts: HashMap<String, (String, bool)>,
     /// The names of the templates queued.
     queued: HashSet<String>,
+    /// The texts queued, by [`gotmpl::ParseCache::key`]: a text met again
+    /// (a library chart such as Bitnami's `common` under two subcharts)
+    /// is not parsed again, as the render finds its parse under any name.
+    texts: HashSet<u64>,
+}
+
+impl ReadSoFar {
+    /// Whether `text` is new to the queue, which now has it.
+    fn first_time(&mut self, text: &str) -> bool {
+        self.texts.insert(gotmpl::ParseCache::key(text))
+    }
 }
 
 #[derive(Default)]
@@ -125,10 +136,13 @@ impl LoadSink for Work {
             }
             let name = template_name(path, rest);
             if read.queued.insert(name.clone()) {
-                self.push(Job::Template {
-                    name,
-                    text: crate::loader::utf8_lossy(data).into_owned(),
-                });
+                let text = crate::loader::utf8_lossy(data);
+                if read.first_time(&text) {
+                    self.push(Job::Template {
+                        name,
+                        text: text.into_owned(),
+                    });
+                }
             }
         }
     }
@@ -375,10 +389,10 @@ pub fn load(path: impl AsRef<Path>, budget: &Budget) -> Result<Ahead, LoadError>
     let loaded = load_in(path, budget, &ValuesMode::Aside(&*work));
     match loaded {
         Ok(chart) => {
-            let queued =
-                std::mem::take(&mut work.read.lock().unwrap_or_else(|e| e.into_inner()).queued);
+            let mut read =
+                std::mem::take(&mut *work.read.lock().unwrap_or_else(|e| e.into_inner()));
             crate::engine::for_each_template(&chart, &mut |name, text| {
-                if !queued.contains(name) {
+                if !read.queued.contains(name) && read.first_time(text) {
                     work.push(Job::Template {
                         name: name.to_string(),
                         text: text.to_string(),
@@ -725,6 +739,50 @@ mod tests {
             "{queued:?}"
         );
         assert_eq!(queued.len(), 5, "{queued:?}");
+    }
+
+    #[test]
+    fn a_text_met_twice_is_parsed_once_and_renders_under_both_names() {
+        let common = "{{ define \"common.name\" }}{{ .Chart.Name }}{{ end }}";
+        let user = "name: {{ include \"common.name\" . }}\nfile: {{ .Template.Name }}\n";
+        let sub = |n: &'static str| {
+            [
+                (
+                    format!("charts/{n}/Chart.yaml"),
+                    format!("apiVersion: v2\nname: {n}\nversion: 1.0.0\n"),
+                ),
+                (format!("charts/{n}/templates/user.yaml"), user.to_string()),
+                (
+                    format!("charts/{n}/charts/common/Chart.yaml"),
+                    "apiVersion: v2\nname: common\ntype: library\nversion: 1.0.0\n".to_string(),
+                ),
+                (
+                    format!("charts/{n}/charts/common/templates/_names.tpl"),
+                    common.to_string(),
+                ),
+            ]
+        };
+        let files: Vec<(String, String)> = sub("a").into_iter().chain(sub("b")).collect();
+        let mut all: Vec<(&str, &str)> =
+            vec![("Chart.yaml", "apiVersion: v2\nname: top\nversion: 1.0.0\n")];
+        all.extend(files.iter().map(|(p, t)| (p.as_str(), t.as_str())));
+        let d = ChartDir::new("top", &all);
+
+        let work = Work::new();
+        load_in(d.path(), &Budget::default(), &ValuesMode::Aside(&work)).unwrap();
+        let queued = work.read.lock().unwrap().queued.len();
+        let jobs = work.queue().jobs.len();
+        assert_eq!(queued, 4, "four templates by name");
+        assert_eq!(jobs, 2, "two texts to parse");
+
+        let budget = Budget::default();
+        crate::engine::clear_caches();
+        let plain = render(load_with(d.path(), &budget).unwrap()).unwrap();
+        crate::engine::clear_caches();
+        let ahead = render(load(d.path(), &budget).and_then(Ahead::finish).unwrap()).unwrap();
+        assert_eq!(format!("{ahead:?}"), format!("{plain:?}"));
+        let text = format!("{ahead:?}");
+        assert!(text.contains("top/charts/b/templates/user.yaml"), "{text}");
     }
 
     #[test]

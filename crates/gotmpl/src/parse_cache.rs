@@ -40,7 +40,12 @@ impl ParseCache {
         }
     }
 
-    fn key(text: &str) -> u64 {
+    /// The key a text is cached under: texts with different keys are
+    /// different, texts with the same key most likely the same. A host
+    /// that hands parses from elsewhere ([`ParseCache::adopt`]) can skip a
+    /// text whose key it has handed already: the parse of a text serves
+    /// every name it is parsed under.
+    pub fn key(text: &str) -> u64 {
         use std::hash::BuildHasher;
         // Fast rather than DoS-resistant: a hit is confirmed on the text.
         foldhash::quality::FixedState::default().hash_one(text)

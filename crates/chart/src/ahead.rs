@@ -244,13 +244,21 @@ impl Work {
         self.ready.notify_all();
     }
 
+    /// The first step queued, if any, taken off the queue.
+    fn take(&self, q: &mut Queue) -> Option<(usize, Job)> {
+        let job = q.jobs.pop_front();
+        if job.is_some() {
+            self.queued.fetch_sub(1, Ordering::Relaxed);
+        }
+        job
+    }
+
     /// The next step, waiting for one while the queue is open.
     fn next(&self) -> Option<(usize, Job)> {
         let mut q = self.queue();
         let mut spun = false;
         loop {
-            if let Some(job) = q.jobs.pop_front() {
-                self.queued.fetch_sub(1, Ordering::Relaxed);
+            if let Some(job) = self.take(&mut q) {
                 return Some(job);
             }
             if q.closed {
@@ -308,11 +316,7 @@ impl Work {
                 done.sort_by_key(|(at, _)| *at);
                 return done.into_iter().map(|(_, v)| v).collect();
             }
-            let job = q.jobs.pop_front();
-            if job.is_some() {
-                self.queued.fetch_sub(1, Ordering::Relaxed);
-            }
-            match job {
+            match self.take(&mut q) {
                 Some((at, Job::Values(text))) => {
                     drop(q);
                     self.parse_values(at, text);

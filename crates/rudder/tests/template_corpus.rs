@@ -8,7 +8,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use testkit::oracle::{compare_with_helm, corpus_cases, corpus_with_expected, CaseOptions};
+use testkit::oracle::{judge_corpus, CaseOptions};
 
 /// `rudder template … -o json` arguments of a case.
 fn template_args(dir: &Path, values: &Path, opts: &CaseOptions) -> Vec<String> {
@@ -42,38 +42,29 @@ fn template_args(dir: &Path, values: &Path, opts: &CaseOptions) -> Vec<String> {
 
 #[test]
 fn template_command_matches_helm_on_the_corpus() {
-    let Some(corpus) = corpus_with_expected() else {
-        return;
-    };
-    let out = std::env::temp_dir().join(format!("rudder-template-corpus-{}", std::process::id()));
-    let cases = corpus_cases(&corpus);
-    assert!(!cases.is_empty(), "no cases in {}", corpus.display());
-    for (chart, scenario, dir, values) in &cases {
-        let opts = CaseOptions::for_scenario(values).expect("options");
+    let judged = judge_corpus("template-corpus", |case| {
         let run = Command::new(env!("CARGO_BIN_EXE_rudder"))
-            .args(template_args(dir, values, &opts))
+            .args(template_args(case.dir, case.values, &case.options))
             .output()
             .expect("run rudder template");
         // Failing cases print their error in the same JSON shape.
         assert!(
             !run.stdout.is_empty(),
-            "{chart}/{scenario}: no output; stderr: {}",
+            "{}/{}: no output; stderr: {}",
+            case.chart,
+            case.scenario,
             String::from_utf8_lossy(&run.stderr)
         );
-        let file = out.join(chart).join(format!("{scenario}.json"));
-        std::fs::create_dir_all(file.parent().expect("parent")).expect("mkdir");
-        std::fs::write(&file, &run.stdout).expect("write");
-    }
-    let Some(compared) = compare_with_helm(&corpus, &out) else {
+        run.stdout
+    });
+    let Some((compared, cases)) = judged else {
         return;
     };
-    let _ = std::fs::remove_dir_all(&out);
     println!("{}", compared.report);
     println!(
-        "rudder template: {}/{} corpus cases identical to Helm",
+        "rudder template: {}/{cases} corpus cases identical to Helm",
         compared.passed,
-        cases.len()
     );
     assert_eq!(compared.failed, 0, "{}", compared.report);
-    assert_eq!(compared.passed, cases.len());
+    assert_eq!(compared.passed, cases);
 }

@@ -144,7 +144,7 @@ pub fn corpus_cases(corpus: &Path) -> Vec<(String, String, PathBuf, PathBuf)> {
 
 /// The corpus with Helm's expected renders: `RUDDER_CORPUS`, else
 /// `../shared/corpus` (a skip message when absent).
-pub fn corpus_with_expected() -> Option<PathBuf> {
+fn corpus_with_expected() -> Option<PathBuf> {
     if let Ok(p) = std::env::var("RUDDER_CORPUS") {
         return Some(PathBuf::from(p));
     }
@@ -155,6 +155,47 @@ pub fn corpus_with_expected() -> Option<PathBuf> {
         crate::skip_message(&format!("no expected renders in {}", p.display()));
         None
     }
+}
+
+/// A case of the corpus, as [`judge_corpus`] hands it to a render.
+pub struct CorpusCase<'c> {
+    pub chart: &'c str,
+    pub scenario: &'c str,
+    /// The chart's folder.
+    pub dir: &'c Path,
+    /// The scenario's values file.
+    pub values: &'c Path,
+    pub options: CaseOptions,
+}
+
+/// Renders every case of the corpus with `render` (the render in
+/// `helm-oracle render`'s JSON shape) into a scratch folder, and has the
+/// oracle's `compare` judge them against Helm's expected renders; with the
+/// number of cases. `None` (with a skip message) when the corpus, the
+/// oracle or its PyYAML is missing.
+pub fn judge_corpus(
+    label: &str,
+    mut render: impl FnMut(&CorpusCase) -> Vec<u8>,
+) -> Option<(Compared, usize)> {
+    let corpus = corpus_with_expected()?;
+    let out = std::env::temp_dir().join(format!("rudder-{label}-{}", std::process::id()));
+    let cases = corpus_cases(&corpus);
+    assert!(!cases.is_empty(), "no cases in {}", corpus.display());
+    for (chart, scenario, dir, values) in &cases {
+        let case = CorpusCase {
+            chart,
+            scenario,
+            dir,
+            values,
+            options: CaseOptions::for_scenario(values).expect("options"),
+        };
+        let file = out.join(chart).join(format!("{scenario}.json"));
+        std::fs::create_dir_all(file.parent().expect("parent")).expect("mkdir");
+        std::fs::write(&file, render(&case)).expect("write");
+    }
+    let compared = compare_with_helm(&corpus, &out);
+    let _ = std::fs::remove_dir_all(&out);
+    Some((compared?, cases.len()))
 }
 
 /// What the oracle's `compare` said of a folder of renders.
@@ -169,7 +210,7 @@ pub struct Compared {
 /// each in `helm-oracle render`'s shape) against the corpus's expected
 /// renders: document and key order ignored, nondeterministic paths masked.
 /// `None` (with a skip message) when the oracle or its PyYAML is missing.
-pub fn compare_with_helm(corpus: &Path, rendered: &Path) -> Option<Compared> {
+fn compare_with_helm(corpus: &Path, rendered: &Path) -> Option<Compared> {
     let oracle = crate::tools::oracle_cli()?;
     let have_python = std::process::Command::new("python3")
         .args(["-c", "import yaml"])

@@ -11,7 +11,8 @@ fn data() -> Value {
     }))
 }
 
-fn run_with(src: &str, missing: MissingKey) -> Result<String, String> {
+/// The functions the tests' templates call: `upper`.
+fn funcs() -> Rc<FuncMap> {
     let mut funcs = FuncMap::new();
     funcs.insert(
         "upper",
@@ -21,7 +22,11 @@ fn run_with(src: &str, missing: MissingKey) -> Result<String, String> {
             ))
         }),
     );
-    let mut set = Templates::new(Rc::new(funcs));
+    Rc::new(funcs)
+}
+
+fn run_with(src: &str, missing: MissingKey) -> Result<String, String> {
+    let mut set = Templates::new(funcs());
     set.set_options(Options {
         missing_key: missing,
         ..Options::default()
@@ -317,18 +322,6 @@ fn parse_returns_the_tree_it_parsed_even_when_it_replaced_nothing() {
 #[test]
 fn lent_templates_run_on_another_thread_as_here() {
     let src = r#"{{ define "greet" }}{{ "hello" }}, {{ .name | upper }}{{ end }}{{ template "greet" . }}/{{ printf "%s-%v" "lit" .n }}"#;
-    let funcs = || {
-        let mut f = FuncMap::new();
-        f.insert(
-            "upper",
-            Func::new(&[Ty::String], |_, a| {
-                Ok(Value::string(
-                    a[0].as_str().unwrap_or_default().to_uppercase(),
-                ))
-            }),
-        );
-        Rc::new(f)
-    };
     let mut set = Templates::new(funcs());
     set.parse("t", src).unwrap();
     let set = Rc::new(set);

@@ -19,6 +19,17 @@
 //! long-running commands (`run`, `apiserver`, `up`) purge at once, the others do
 //! not; `MIMALLOC_ARENA_EAGER_COMMIT` and `MIMALLOC_PURGE_DELAY` in the environment
 //! still win.
+//!
+//! mimalloc is built with 16 KiB slices instead of its 64 KiB (`.cargo/config.toml`
+//! passes the define to its C build). Each thread allocates from segments of its
+//! own, a 64 KiB page per size class, and the arena is marked for transparent huge
+//! pages, so every 2 MiB a thread's pages reach is a fresh huge page the kernel
+//! zeroes; on a VM that was 15% of the CPU of `rudder template` on real charts.
+//! With 64 KiB pages, `rudder template` of wordpress touched 10 MiB in 14–16 huge
+//! pages over its 5 threads; with 16 KiB pages it touches 7–9 (kafka 10 → 5,
+//! keycloak 14 → 7), and runs 4–11% faster (wordpress 12.40 → 11.73 ms, prometheus
+//! 9.73 → 8.83, thanos 31.75 → 28.18, 31 alternating runs each). 8 KiB slices
+//! were within 1–2% of 16 KiB.
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -108,6 +119,65 @@ mod tuning {
 #[cfg(all(test, target_os = "linux", target_env = "gnu"))]
 mod tests {
     use super::tuning::*;
+    use std::os::raw::c_void;
+
+    /// `mi_heap_area_t` of mimalloc v2 (include/mimalloc.h).
+    #[repr(C)]
+    struct HeapArea {
+        blocks: *mut c_void,
+        reserved: usize,
+        committed: usize,
+        used: usize,
+        block_size: usize,
+        full_block_size: usize,
+        heap_tag: std::os::raw::c_int,
+    }
+
+    type Visitor =
+        extern "C" fn(*const c_void, *const HeapArea, *mut c_void, usize, *mut c_void) -> bool;
+
+    extern "C" {
+        fn mi_heap_new() -> *mut c_void;
+        fn mi_heap_malloc(heap: *mut c_void, size: usize) -> *mut c_void;
+        fn mi_heap_visit_blocks(
+            heap: *const c_void,
+            all: bool,
+            visit: Visitor,
+            arg: *mut c_void,
+        ) -> bool;
+        fn mi_heap_destroy(heap: *mut c_void);
+    }
+
+    extern "C" fn area_size(
+        _heap: *const c_void,
+        area: *const HeapArea,
+        _block: *mut c_void,
+        _size: usize,
+        arg: *mut c_void,
+    ) -> bool {
+        // SAFETY: mimalloc passes a valid area, and `arg` is the `usize` the test
+        // handed to `mi_heap_visit_blocks`.
+        unsafe { *arg.cast::<usize>() = (*area).reserved };
+        false
+    }
+
+    #[test]
+    fn small_objects_share_16_kib_pages() {
+        let mut reserved = 0usize;
+        // SAFETY: a heap of the test's own, holding one block, destroyed whole.
+        unsafe {
+            let heap = mi_heap_new();
+            assert!(!heap.is_null());
+            assert!(!mi_heap_malloc(heap, 64).is_null());
+            mi_heap_visit_blocks(heap, false, area_size, (&raw mut reserved).cast());
+            mi_heap_destroy(heap);
+        }
+        assert!(
+            reserved > 0 && reserved <= 16 << 10,
+            "a page of 64-byte blocks spans {reserved} bytes: mimalloc was built \
+             without the 16 KiB slices of .cargo/config.toml (is CFLAGS set?)"
+        );
+    }
 
     #[test]
     fn only_long_running_commands_purge_at_once() {

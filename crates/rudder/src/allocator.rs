@@ -22,8 +22,8 @@
 //!
 //! mimalloc is built with 16 KiB slices instead of its 64 KiB (`.cargo/config.toml`
 //! passes the define to its C build). Each thread allocates from segments of its
-//! own, a 64 KiB page per size class, and the arena is marked for transparent huge
-//! pages, so every 2 MiB a thread's pages reach is a fresh huge page the kernel
+//! own, a page (one slice) per size class, and the arena is marked for transparent
+//! huge pages, so every 2 MiB a thread's pages reach is a fresh huge page the kernel
 //! zeroes; on a VM that was 15% of the CPU of `rudder template` on real charts.
 //! With 64 KiB pages, `rudder template` of wordpress touched 10 MiB in 14–16 huge
 //! pages over its 5 threads; with 16 KiB pages it touches 7–9 (kafka 10 → 5,

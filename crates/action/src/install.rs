@@ -166,10 +166,10 @@ impl<'a> Install<'a> {
         } else {
             adoption
         };
-        let version = store
-            .next_version(name)
-            .await
-            .map_err(|e| Error::storage(name, e))?;
+        // From the read that found the release new or ended: a release without
+        // records is locked only by creating revision 1, so an installer that read
+        // again here would number its record after another's and both would install.
+        let version = last.as_ref().map_or(1, |l| l.version + 1);
         let chart_rec = chart_record(chart);
         let (rendered, lookups) = self
             .cfg

@@ -70,5 +70,10 @@ msrv:
         cargo check --workspace --all-targets
     fi
 
+# Licenses, banned crates and sources of every dependency (deny.toml); needs
+# `cargo install cargo-deny --locked`. Advisories need the network: `cargo deny check advisories`.
+deny:
+    cargo deny check licenses bans sources
+
 # What CI runs, cheapest first, so a lint failure stops before the long tests.
-ci: fmt-check clippy doc fuzz-check test
+ci: fmt-check deny clippy doc fuzz-check test

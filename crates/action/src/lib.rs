@@ -65,7 +65,7 @@ pub use list::{List, Namespaces, StateFilter};
 pub use lock::hostname;
 pub use name::{validate_release_name, MAX_RELEASE_NAME_LEN};
 pub use options::{ActionOptions, Transform, TransformFn, UninstallOptions};
-pub use record::{chart_record, manifest_kinds, APPLY_METHOD_SSA};
+pub use record::{chart_metadata, chart_record, manifest_kinds, APPLY_METHOD_SSA};
 pub use recover::Recover;
 pub use render::{render, renders, Revision};
 pub use repair::{Repair, RepairReport};

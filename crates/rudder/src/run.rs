@@ -27,6 +27,12 @@ pub(crate) struct RunArgs {
     #[arg(long, default_value = "10h0m0s", value_parser = parse_duration)]
     reapply_period: Duration,
 
+    /// Release records kept per custom resource, counting the newest (a watch's
+    /// maxHistory wins; 0 keeps all). Superseded and failed records go first; the
+    /// deployed one is always kept.
+    #[arg(long, default_value_t = release::storage::DEFAULT_MAX_HISTORY)]
+    max_history: usize,
+
     /// Maximum number of concurrent reconciles for controllers.
     #[arg(long, default_value_t = default_max_concurrent_reconciles(),
           value_parser = parse_concurrency)]
@@ -226,6 +232,7 @@ fn options(args: &RunArgs) -> anyhow::Result<Options> {
         watch_namespaces: split_namespaces(&args.watch_namespace),
         suppress_override_values: args.suppress_override_values,
         shards: args.shards,
+        max_history: args.max_history,
         ..Options::default()
     })
 }
@@ -330,6 +337,21 @@ mod tests {
             log_settings(&a).unwrap(),
             ("info".to_string(), LogFormat::Json)
         );
+    }
+
+    #[test]
+    fn history_limit() {
+        let a = parse(&[]).unwrap();
+        assert_eq!(options(&a).unwrap().max_history, 10, "Helm's --history-max");
+        let a = parse(&["--max-history=1"]).unwrap();
+        assert_eq!(options(&a).unwrap().max_history, 1);
+        assert_eq!(
+            options(&parse(&["--max-history", "0"]).unwrap())
+                .unwrap()
+                .max_history,
+            0
+        );
+        assert!(parse(&["--max-history=-1"]).is_err());
     }
 
     #[test]

@@ -1007,3 +1007,118 @@ fn a_cr_rendering_deeply_nested_output_fails_alone() {
     );
     assert!(c.records("deep").iter().all(|(_, s)| s != "deployed"));
 }
+
+/// Runs the real `helm` against the test's namespace, requiring success.
+fn helm(c: &Cluster, tool: &testkit::Tool, args: &[&str]) -> String {
+    let home = c.dir().join("helm-home");
+    let out = Command::new(tool.path())
+        .args(args)
+        .args(["-n", c.ns()])
+        .env("KUBECONFIG", c.ns.kubeconfig())
+        .env_remove("HELM_DRIVER")
+        .env_remove("HELM_NAMESPACE")
+        .env("HELM_CACHE_HOME", home.join("cache"))
+        .env("HELM_CONFIG_HOME", home.join("config"))
+        .env("HELM_DATA_HOME", home.join("data"))
+        .output()
+        .expect("helm runs");
+    assert!(
+        out.status.success(),
+        "helm {} failed: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn a_history_helm_wrote_is_pruned_to_the_limit_and_helm_still_reads_it() {
+    let Some(c) = Cluster::start("helm-history") else {
+        return;
+    };
+    let Some(tool) = testkit::tools::helm() else {
+        return;
+    };
+    // The example CR's spec, as helm values.
+    let values = c.dir().join("cr-values.yaml");
+    std::fs::write(
+        &values,
+        "replicaCount: 2\nmessage: Hello from a custom resource\nservice:\n  port: 8080\n",
+    )
+    .expect("values file");
+    let values = values.to_str().expect("utf-8 path");
+    let chart = repo_root().join("examples/charts/hello");
+    let chart = chart.to_str().expect("utf-8 path");
+    // Twelve revisions by helm, unbounded (`--history-max 0`); the last one has the
+    // CR's spec, so the operator adopts it rather than upgrading.
+    for i in 1..=12 {
+        let message = format!("message=helm revision {i}");
+        let mut args = if i == 1 {
+            vec!["install", "hello-sample", chart, "-f", values]
+        } else {
+            vec![
+                "upgrade",
+                "hello-sample",
+                chart,
+                "--history-max",
+                "0",
+                "-f",
+                values,
+            ]
+        };
+        if i < 12 {
+            args.extend(["--set", &message]);
+        }
+        helm(&c, &tool, &args);
+    }
+    assert_eq!(c.records("hello-sample").len(), 12);
+
+    c.apply_file(&examples().join("crd.yaml"));
+    c.wait_crd(HELLO_CRD);
+    let op = c.operator(
+        "operator",
+        &examples().join("watches.yaml"),
+        &["--max-history=3"],
+    );
+    c.apply_file(&examples().join("cr.yaml"));
+    c.wait_condition("hello", "hello-sample", "Deployed", "True", &op);
+    let superseded = "superseded".to_string();
+    let kept = vec![
+        (10, superseded.clone()),
+        (11, superseded),
+        (12, "deployed".to_string()),
+    ];
+    wait_for("the history pruned to 3 records", SETTLE, || {
+        (c.records("hello-sample") == kept).then_some(())
+    });
+
+    // helm reads what is left as its own: the history, and an old revision's values.
+    let history: Value =
+        serde_json::from_str(&helm(&c, &tool, &["history", "hello-sample", "-o", "json"]))
+            .expect("helm history prints JSON");
+    let revisions: Vec<(i64, String)> = history
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|r| {
+            let n = r["revision"].as_i64().unwrap_or_default();
+            (n, r["status"].as_str().unwrap_or_default().to_string())
+        })
+        .collect();
+    assert_eq!(revisions, kept);
+    let old: Value = serde_json::from_str(&helm(
+        &c,
+        &tool,
+        &[
+            "get",
+            "values",
+            "hello-sample",
+            "--revision",
+            "10",
+            "-o",
+            "json",
+        ],
+    ))
+    .expect("helm get values prints JSON");
+    assert_eq!(old["message"], "helm revision 10");
+}

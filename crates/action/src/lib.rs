@@ -28,6 +28,7 @@ mod diff;
 mod error;
 mod get;
 mod history;
+pub mod identity;
 mod install;
 mod kube;
 mod list;

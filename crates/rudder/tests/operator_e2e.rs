@@ -1008,6 +1008,92 @@ fn a_cr_rendering_deeply_nested_output_fails_alone() {
     assert!(c.records("deep").iter().all(|(_, s)| s != "deployed"));
 }
 
+/// `manager/operation[/subresource]` of each managed-fields entry of `obj`, sorted.
+fn managers(obj: &Value) -> Vec<String> {
+    let mut out: Vec<String> = obj
+        .pointer("/metadata/managedFields")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|e| {
+            let s = |k: &str| e.get(k).and_then(Value::as_str).unwrap_or_default();
+            let sub = s("subresource");
+            let sub = if sub.is_empty() {
+                String::new()
+            } else {
+                format!("/{sub}")
+            };
+            format!("{}/{}{sub}", s("manager"), s("operation"))
+        })
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// The fields (`f:…` keys, at any depth) the entry of `manager` on `obj` owns.
+fn owned_fields(obj: &Value, manager: &str, subresource: &str) -> String {
+    obj.pointer("/metadata/managedFields")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|e| e["manager"] == manager)
+        .filter(|e| e["subresource"].as_str().unwrap_or_default() == subresource)
+        .map(|e| e["fieldsV1"].to_string())
+        .collect()
+}
+
+#[test]
+fn every_write_of_the_operator_carries_its_name() {
+    let Some(c) = Cluster::start("writers") else {
+        return;
+    };
+    let name = "hello-operator";
+    let (op, _) = hello_deployed(&c, &[&format!("--field-manager={name}")]);
+    let get = |kind: &str, obj: &str| {
+        c.get(&[kind, obj, "-n", c.ns(), "--show-managed-fields"])
+            .unwrap_or_else(|| panic!("{kind}/{obj} exists\n{}", op.logs()))
+    };
+
+    // The CR: the finalizer on the object, the conditions on its status.
+    let cr = get("hello", "hello-sample");
+    let m = managers(&cr);
+    assert!(m.contains(&format!("{name}/Update")), "{m:?}");
+    assert!(m.contains(&format!("{name}/Update/status")), "{m:?}");
+    assert!(
+        owned_fields(&cr, name, "").contains("f:finalizers"),
+        "{cr:#}"
+    );
+    assert!(owned_fields(&cr, name, "status").contains("f:conditions"));
+
+    // The release record, and the lock the operator put on it and took off.
+    let record = get("secret", "sh.helm.release.v1.hello-sample.v1");
+    assert_eq!(managers(&record), [format!("{name}/Update")]);
+
+    // The release's objects are applied as Helm, whatever the operator is called.
+    for kind in ["deployment", "service", "configmap"] {
+        let obj = get(kind, "hello-sample");
+        let main: Vec<String> = managers(&obj)
+            .into_iter()
+            .filter(|m| !m.ends_with("/status"))
+            .collect();
+        assert_eq!(main, ["helm/Apply"], "{kind}");
+    }
+
+    // The Events about the CR.
+    let events: Vec<Value> = wait_for("the operator's Events", SETTLE, || {
+        let events: Vec<Value> = c
+            .items(&["events", "-n", c.ns(), "--show-managed-fields"])
+            .into_iter()
+            .filter(|e| e.pointer("/involvedObject/name") == Some(&json!("hello-sample")))
+            .collect();
+        (!events.is_empty()).then_some(events)
+    });
+    for e in &events {
+        assert_eq!(managers(e), [format!("{name}/Update")], "{e:#}");
+    }
+}
+
 /// Runs the real `helm` against the test's namespace, requiring success.
 fn helm(c: &Cluster, tool: &testkit::Tool, args: &[&str]) -> String {
     let home = c.dir().join("helm-home");

@@ -127,6 +127,21 @@ impl ActionConfig {
         self.storage(namespace).with_stamp(Arc::new(stamp))
     }
 
+    /// Deletes old records of release `name` in `namespace` until at most `max` remain
+    /// (what [`release::storage::prunable`] allows: superseded, failed and abandoned
+    /// pending ones, never the deployed, the newest or the last failed one), holding
+    /// the release's lock so no action reads a revision while it goes. Returns the
+    /// deleted versions; [`crate::Error::Locked`] while another action holds it.
+    pub async fn prune_history(&self, namespace: &str, name: &str, max: usize) -> Result<Vec<i64>> {
+        self.with_lock(namespace, name, |held| async move {
+            self.locked_storage(namespace, None, &held)
+                .remove_least_recent(name, max)
+                .await
+                .map_err(|e| crate::Error::storage(name, e))
+        })
+        .await
+    }
+
     /// A cluster client for one action: its own resource mappings (kinds planned from
     /// the chart's CRDs stay with the action) over the shared discovery cache.
     pub(crate) fn kube(&self) -> KubeClient {

@@ -23,7 +23,8 @@ use crate::lock::Held;
 use crate::options::ActionOptions;
 use crate::plan::{self, Plan};
 use crate::record::{
-    chart_record, hook_record, new_release, record_labels, record_lookups, sort_by_kind, Draft,
+    hook_record, new_release, processed_chart_record, record_labels, record_lookups, sort_by_kind,
+    Draft,
 };
 use crate::render::{self, Revision};
 use crate::store;
@@ -170,7 +171,7 @@ impl<'a> Install<'a> {
         // records is locked only by creating revision 1, so an installer that read
         // again here would number its record after another's and both would install.
         let version = last.as_ref().map_or(1, |l| l.version + 1);
-        let chart_rec = chart_record(chart);
+        let chart_rec = processed_chart_record(chart, &values);
         let (rendered, lookups) = self
             .cfg
             .render_in_cluster(
@@ -350,7 +351,7 @@ pub(crate) fn dry_run_record(
     let draft = Draft {
         opts,
         version,
-        chart: chart_record(chart),
+        chart: processed_chart_record(chart, &values),
         config: values,
         rendered,
         hooks: rendered.hooks.iter().map(hook_record).collect(),

@@ -6,9 +6,12 @@ use std::collections::BTreeMap;
 use chart::loader::Chart as LoadedChart;
 use chart::manifest::{split_documents, INSTALL_ORDER};
 use chart::render::Rendered;
+use chart::values::prepare::{prepare_with, PrepareOptions};
 use chart::values::Values;
 use kube::core::GroupVersionKind;
-use release::record::{Chart, File, Hook, Info, Metadata, Release, Status};
+use release::record::{
+    Chart, Dependency, File, Hook, Info, Lock, Maintainer, Metadata, Release, Status,
+};
 use release::Time;
 
 use crate::options::ActionOptions;
@@ -20,16 +23,49 @@ use crate::options::ActionOptions;
 /// applies the next upgrade server-side as well.
 pub const APPLY_METHOD_SSA: &str = "ssa";
 
-/// The chart part of a release record, as Helm stores it.
-pub fn chart_record(chart: &LoadedChart) -> Chart {
+/// A dependency entry (of `Chart.yaml` or of the lock file) as Helm's
+/// `chart.Dependency` writes it. A macro, as the chart crate keeps the type of its
+/// `Chart.yaml` model private: only its fields are reachable.
+macro_rules! dependency_record {
+    ($d:expr) => {{
+        let d = $d;
+        Dependency {
+            name: d.name.clone(),
+            version: d.version.clone(),
+            repository: d.repository.clone(),
+            condition: d.condition.clone(),
+            tags: d.tags.clone(),
+            enabled: d.enabled,
+            import_values: d.import_values.clone(),
+            alias: d.alias.clone(),
+            ..Dependency::default()
+        }
+    }};
+}
+
+/// `Chart.yaml` as a release record holds it: every field Helm's `chart.Metadata`
+/// writes, as the chart has it.
+pub fn chart_metadata(chart: &LoadedChart) -> Metadata {
     let m = &chart.metadata;
-    let metadata = Metadata {
+    Metadata {
         name: m.name.clone(),
         home: m.home.clone(),
         sources: m.sources.clone(),
         version: m.version.clone(),
         description: m.description.clone(),
         keywords: m.keywords.clone(),
+        // Validation refuses `null` list items, so none reach a record.
+        maintainers: m
+            .maintainers
+            .iter()
+            .flatten()
+            .map(|x| Maintainer {
+                name: x.name.clone(),
+                email: x.email.clone(),
+                url: x.url.clone(),
+                ..Maintainer::default()
+            })
+            .collect(),
         icon: m.icon.clone(),
         api_version: m.api_version.clone(),
         condition: m.condition.clone(),
@@ -38,22 +74,80 @@ pub fn chart_record(chart: &LoadedChart) -> Chart {
         deprecated: m.deprecated,
         annotations: m.annotations.clone().unwrap_or_default(),
         kube_version: m.kube_version.clone(),
+        dependencies: m.deps().map(|d| dependency_record!(d)).collect(),
         chart_type: m.chart_type.clone(),
         ..Metadata::default()
-    };
+    }
+}
+
+/// `Chart.lock` (or `requirements.lock`) as a record holds it.
+fn lock_record(chart: &LoadedChart) -> Option<Lock> {
+    let lock = chart.lock.as_ref()?;
+    Some(Lock {
+        // Helm's loader fails on a time it cannot read; ours keeps the text.
+        generated: Time::parse(lock.generated.trim()).unwrap_or(Time::ZERO),
+        digest: lock.digest.clone(),
+        dependencies: Some(
+            lock.dependencies
+                .iter()
+                .flatten()
+                .map(|d| dependency_record!(d))
+                .collect(),
+        ),
+        ..Lock::default()
+    })
+}
+
+/// The chart part of a release record for `chart` as loaded: its metadata, lock,
+/// templates, default values, schema and files (subcharts are not recorded, as in
+/// Helm).
+pub fn chart_record(chart: &LoadedChart) -> Chart {
     let files = |v: &[chart::loader::File]| {
         v.iter()
             .map(|f| File::new(f.name.clone(), f.data.clone()))
             .collect::<Vec<_>>()
     };
     Chart {
-        metadata: Some(metadata),
+        metadata: Some(chart_metadata(chart)),
+        lock: lock_record(chart),
         templates: files(&chart.templates),
         values: Some(chart.values.clone()),
         schema: chart.schema.clone(),
         files: files(&chart.files),
         ..Chart::default()
     }
+}
+
+/// The chart part of the record an install or upgrade with `values` writes: as Helm
+/// stores it after `ProcessDependenciesWithMerge`, which rewrites the chart in place
+/// before the record is made: disabled dependencies leave `dependencies`, aliased
+/// ones carry their alias as name, import-values are spelled out, and the default
+/// values become the chart's merged with its subcharts' and the imported ones. A
+/// chart without dependencies is recorded as loaded.
+pub(crate) fn processed_chart_record(chart: &LoadedChart, values: &Values) -> Chart {
+    let mut record = chart_record(chart);
+    if chart.metadata.dependencies.is_empty() {
+        return record;
+    }
+    let opts = PrepareOptions {
+        check_dependencies: false,
+        validate_schema: false,
+        merge_import_values: true,
+    };
+    // The render processes the same chart with the same values and reports any
+    // error; a chart it cannot process is recorded as loaded.
+    if let Ok(prepared) = prepare_with(chart.clone(), values.clone(), opts) {
+        let processed = &prepared.chart;
+        if let Some(m) = record.metadata.as_mut() {
+            m.dependencies = processed
+                .metadata
+                .deps()
+                .map(|d| dependency_record!(d))
+                .collect();
+        }
+        record.values = Some(processed.values.clone());
+    }
+    record
 }
 
 /// A rendered hook in the record's shape.

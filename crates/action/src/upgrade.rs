@@ -20,7 +20,7 @@ use crate::kube::{wait, KubeClient, Object};
 use crate::lock::Held;
 use crate::options::ActionOptions;
 use crate::plan::{self, Plan};
-use crate::record::{chart_record, new_release, record_labels, record_lookups, Draft};
+use crate::record::{new_release, processed_chart_record, record_labels, record_lookups, Draft};
 use crate::render::{self, Revision};
 use crate::rollback;
 use crate::store;
@@ -198,7 +198,7 @@ impl<'a> Upgrade<'a> {
         let previous = store::deployed(&store, name).await?;
         let version = last.version + 1;
         let (chart, values) = self.reuse.apply(chart, values, Some(&previous));
-        let chart_rec = chart_record(&chart);
+        let chart_rec = processed_chart_record(&chart, &values);
         let (rendered, lookups) = self
             .cfg
             .render_in_cluster(chart, values.clone(), opts, Revision::upgrade(version))

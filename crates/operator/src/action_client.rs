@@ -71,6 +71,12 @@ pub trait ActionClient: Send + Sync {
         name: &str,
     ) -> Result<Option<String>, release::Error>;
 
+    /// Deletes old records of the release until at most `max` remain (superseded,
+    /// failed and abandoned pending ones, oldest first; never the deployed, the newest
+    /// or the last failed one), holding the release's lock; returns the deleted
+    /// versions.
+    async fn prune(&self, namespace: &str, name: &str, max: usize) -> action::Result<Vec<i64>>;
+
     /// After an uninstall: deletes again what of `manifest` still exists and returns
     /// it (empty once everything is gone); see `action::Uninstall::leftovers`.
     async fn leftovers(
@@ -176,6 +182,10 @@ impl ActionClient for Actions {
             .and_then(|c| c.metadata)
             .map(|m| m.name)
             .filter(|n| !n.is_empty()))
+    }
+
+    async fn prune(&self, namespace: &str, name: &str, max: usize) -> action::Result<Vec<i64>> {
+        self.cfg.prune_history(namespace, name, max).await
     }
 
     async fn leftovers(

@@ -58,6 +58,9 @@ pub struct Options {
     pub shutdown_timeout: Duration,
     /// `--shards`: whether replicas split the CRs among themselves.
     pub shards: Sharding,
+    /// `--max-history`: release records kept per CR, counting the newest (a watch's
+    /// own `maxHistory` wins); 0 keeps all. Helm's `--history-max` default, 10.
+    pub max_history: usize,
 }
 
 /// `--shards`: `off` (every replica, or the leader with `--leader-elect`, reconciles
@@ -99,6 +102,7 @@ impl Default for Options {
             suppress_override_values: false,
             shutdown_timeout: DEFAULT_SHUTDOWN_TIMEOUT,
             shards: Sharding::Off,
+            max_history: release::storage::DEFAULT_MAX_HISTORY,
         }
     }
 }

@@ -50,6 +50,9 @@ pub struct Watch {
     /// rudder extension (`waitTimeout`): how long those waits last before
     /// `ReleaseFailed` (default 5m).
     pub wait_timeout: Option<Duration>,
+    /// rudder extension (`maxHistory`): release records kept per CR, overriding
+    /// `--max-history` (0: keep all).
+    pub max_history: Option<usize>,
 }
 
 impl Default for Watch {
@@ -70,6 +73,7 @@ impl Default for Watch {
             install_wait: false,
             upgrade_wait: false,
             wait_timeout: None,
+            max_history: None,
         }
     }
 }
@@ -241,6 +245,7 @@ const FIELDS: &[&str] = &[
     "installWait",
     "upgradeWait",
     "waitTimeout",
+    "maxHistory",
 ];
 
 /// Warnings about what was ignored, one line each.
@@ -479,6 +484,16 @@ fn parse_entry(
         };
         let d = parse_go_duration(s).map_err(|e| fail(format!("waitTimeout: {e}")))?;
         w.wait_timeout = Some(d).filter(|d| !d.is_zero());
+    }
+    if let Some(v) = get("maxHistory") {
+        match v.as_u64() {
+            Some(n) => w.max_history = Some(usize::try_from(n).unwrap_or(usize::MAX)),
+            None => {
+                return Err(fail(format!(
+                    "maxHistory must be a whole number (release records kept per custom resource; 0 keeps all), found {v}"
+                )))
+            }
+        }
     }
     if let Some(v) = get("allowClusterScoped") {
         w.allow_cluster_scoped = v.as_bool().ok_or_else(|| {

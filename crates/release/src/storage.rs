@@ -20,6 +20,7 @@ use crate::driver::{
     SecretDriver, WriteMeta, OWNER_HELM,
 };
 use crate::error::{Error, Result};
+use crate::lock::LockState;
 use crate::record::{Release, Status};
 
 /// Where release records are kept: Helm's `HELM_DRIVER` choices.
@@ -109,8 +110,9 @@ pub const DEFAULT_MAX_HISTORY: usize = 10;
 #[derive(Clone)]
 pub struct Storage {
     driver: Arc<dyn Driver>,
-    /// Revisions kept per release, counting the newest; 0 means unlimited. The deployed
-    /// revision is never pruned.
+    /// Revisions kept per release, counting the newest; 0 means unlimited. Only what
+    /// [`prunable`] names is deleted: never the deployed revision, the newest, or one
+    /// under a live lock.
     pub max_history: usize,
     /// Owner references, annotations and the lock holder of every record written.
     stamp: Option<Arc<dyn RecordStamp>>,
@@ -276,26 +278,14 @@ impl Storage {
             .map_or(1, |m| m.version + 1))
     }
 
-    /// Deletes the oldest revisions until at most `max` remain, never the deployed one.
-    /// Uses labels only and never decodes, so damaged revisions are pruned as well.
-    /// Returns the deleted versions.
+    /// Deletes the oldest revisions [`prunable`] names until at most `max` remain:
+    /// superseded and failed ones, and `pending-*` ones no live lock holds; never the
+    /// deployed one, the newest (it carries the release's lock) or the last failed
+    /// one. Uses labels only and never decodes, so damaged revisions are pruned as
+    /// well. Returns the deleted versions.
     pub async fn remove_least_recent(&self, name: &str, max: usize) -> Result<Vec<i64>> {
         let history = self.history_meta(name).await?;
-        if history.len() <= max {
-            return Ok(Vec::new());
-        }
-        let deployed = history
-            .iter()
-            .filter(|m| m.status == Status::Deployed)
-            .map(|m| m.version)
-            .max();
-        let excess = history.len() - max;
-        let doomed: Vec<i64> = history
-            .iter()
-            .map(|m| m.version)
-            .filter(|v| Some(*v) != deployed)
-            .take(excess)
-            .collect();
+        let doomed = prunable(&history, max, jiff::Timestamp::now());
         // Delete as many as possible; the next call retries whatever failed.
         let mut first_err = None;
         let mut deleted = Vec::new();
@@ -315,9 +305,100 @@ impl Storage {
     }
 }
 
+/// The versions to delete, oldest first, so that at most `max` of `history` (one
+/// release's records, oldest first) remain, judged by the labels and the lock at
+/// `now`. Only superseded and failed records go, and `pending-*` ones that no live
+/// lock holds (what a crashed writer left behind). Never deleted: a deployed record;
+/// a record with a live lock on it; the newest record, which holds the release's lock
+/// and numbers the next revision; the newest failed record, the last failure a
+/// caller may still be backing off from (the operator counts its retries on it); and
+/// records of other statuses (`uninstalled`, `unknown`), which are not ours to prune
+/// silently. So more than `max` records remain when that many are kept.
+pub fn prunable(history: &[RecordMeta], max: usize, now: jiff::Timestamp) -> Vec<i64> {
+    let Some(excess) = history.len().checked_sub(max).filter(|e| *e > 0) else {
+        return Vec::new();
+    };
+    let newest = history.iter().map(|m| m.version).max();
+    let last_failure = history
+        .iter()
+        .filter(|m| m.status == Status::Failed)
+        .map(|m| m.version)
+        .max();
+    history
+        .iter()
+        .filter(|m| Some(m.version) != newest && Some(m.version) != last_failure)
+        .filter(|m| {
+            let done = matches!(m.status, Status::Superseded | Status::Failed);
+            let locked = LockState::of(&m.annotations).is_some_and(|l| l.is_live(now));
+            (done || m.status.is_pending()) && !locked
+        })
+        .map(|m| m.version)
+        .take(excess)
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lock::LOCK_ANNOTATION;
+
+    fn meta(version: i64, status: Status) -> RecordMeta {
+        RecordMeta {
+            key: make_key("app", version),
+            name: "app".into(),
+            version,
+            status,
+            ..RecordMeta::default()
+        }
+    }
+
+    fn locked(mut m: RecordMeta, renewed: jiff::Timestamp) -> RecordMeta {
+        let lock = LockState {
+            holder: "other".into(),
+            acquired: renewed,
+            renewed,
+            duration_seconds: 60,
+        };
+        m.annotations.insert(LOCK_ANNOTATION.into(), lock.encode());
+        m
+    }
+
+    #[test]
+    fn prunes_superseded_and_failed_oldest_first() {
+        let now = jiff::Timestamp::now();
+        let history = [
+            meta(1, Status::Superseded),
+            meta(2, Status::Failed),
+            meta(3, Status::Superseded),
+            meta(4, Status::Failed),
+            meta(5, Status::Superseded),
+            meta(6, Status::Deployed),
+        ];
+        assert_eq!(prunable(&history, 4, now), [1, 2]);
+        // The last failure (4) stays, however low the limit.
+        assert_eq!(prunable(&history, 1, now), [1, 2, 3, 5]);
+        assert!(prunable(&history, 6, now).is_empty());
+        assert!(prunable(&history, 10, now).is_empty());
+    }
+
+    #[test]
+    fn never_prunes_the_deployed_the_newest_or_a_live_lock() {
+        let now = jiff::Timestamp::now();
+        let long_ago = now - jiff::SignedDuration::from_hours(1);
+        let history = [
+            meta(1, Status::Deployed),
+            locked(meta(2, Status::PendingUpgrade), now),
+            locked(meta(3, Status::PendingUpgrade), long_ago),
+            meta(4, Status::Uninstalled),
+            meta(5, Status::Unknown),
+            meta(6, Status::Failed),
+        ];
+        // The deployed 1, the pending 2 under a live lock, the uninstalled 4, the
+        // unreadable 5 and the newest 6 (also the last failure) stay, however low the
+        // limit; the pending 3 whose lock lapsed is what a crashed writer left.
+        assert_eq!(prunable(&history, 1, now), [3]);
+        assert_eq!(prunable(&history, 0, now), [3]);
+    }
 
     #[test]
     fn helm_driver_names() {

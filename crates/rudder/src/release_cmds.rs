@@ -44,6 +44,11 @@ pub(crate) struct KubeArgs {
     /// Name of the kubeconfig context to use.
     #[arg(long, env = "HELM_KUBECONTEXT")]
     pub kube_context: Option<String>,
+    /// The name rudder's writes carry: the field manager of its release record
+    /// writes and its User-Agent (NAME/<version>). Objects are applied as "helm".
+    #[arg(long, env = "RUDDER_FIELD_MANAGER", default_value = action::identity::DEFAULT_NAME,
+          value_parser = crate::run::parse_field_manager)]
+    pub field_manager: String,
 }
 
 /// Output formats of the read commands.
@@ -436,7 +441,7 @@ async fn client(k: &KubeArgs) -> anyhow::Result<(Client, String)> {
         cluster: None,
         user: None,
     };
-    let config = match &k.kubeconfig {
+    let mut config = match &k.kubeconfig {
         Some(path) => {
             let kc = Kubeconfig::read_from(path)
                 .with_context(|| format!("reading kubeconfig {}", path.display()))?;
@@ -461,6 +466,7 @@ async fn client(k: &KubeArgs) -> anyhow::Result<(Client, String)> {
     } else {
         namespace
     };
+    action::identity::identify(&mut config, &k.field_manager)?;
     let client = Client::try_from(config).context("creating the Kubernetes client")?;
     Ok((client, namespace))
 }

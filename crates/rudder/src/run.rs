@@ -27,6 +27,19 @@ pub(crate) struct RunArgs {
     #[arg(long, default_value = "10h0m0s", value_parser = parse_duration)]
     reapply_period: Duration,
 
+    /// Release records kept per custom resource, counting the newest (a watch's
+    /// maxHistory wins; 0 keeps all). Superseded and failed records go first; the
+    /// deployed one is always kept.
+    #[arg(long, default_value_t = release::storage::DEFAULT_MAX_HISTORY)]
+    max_history: usize,
+
+    /// The name the operator's writes carry: the field manager of its finalizer,
+    /// status, release record and Event writes, and its User-Agent
+    /// (NAME/<version>). Objects of releases are applied as field manager "helm".
+    #[arg(long, env = "RUDDER_FIELD_MANAGER", default_value = action::identity::DEFAULT_NAME,
+          value_parser = parse_field_manager)]
+    field_manager: String,
+
     /// Maximum number of concurrent reconciles for controllers.
     #[arg(long, default_value_t = default_max_concurrent_reconciles(),
           value_parser = parse_concurrency)]
@@ -157,6 +170,13 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
     operator::watches::parse_go_duration(s)
 }
 
+/// A name for `--field-manager`, refused early when Kubernetes would not keep it.
+pub(crate) fn parse_field_manager(s: &str) -> Result<String, String> {
+    action::identity::validate_name(s)
+        .map(|()| s.to_string())
+        .map_err(|e| e.to_string())
+}
+
 fn parse_sharding(s: &str) -> Result<Sharding, String> {
     s.parse()
 }
@@ -226,13 +246,19 @@ fn options(args: &RunArgs) -> anyhow::Result<Options> {
         watch_namespaces: split_namespaces(&args.watch_namespace),
         suppress_override_values: args.suppress_override_values,
         shards: args.shards,
+        max_history: args.max_history,
         ..Options::default()
     })
 }
 
-/// The operator's client, every request of which `rest_client_requests_total` counts.
-async fn client(kubeconfig: Option<&PathBuf>, metrics: &Metrics) -> anyhow::Result<kube::Client> {
-    let config = match kubeconfig {
+/// The operator's client, every request of which `rest_client_requests_total` counts
+/// and says it comes from `name` (see `action::identity`).
+async fn client(
+    kubeconfig: Option<&PathBuf>,
+    metrics: &Metrics,
+    name: &str,
+) -> anyhow::Result<kube::Client> {
+    let mut config = match kubeconfig {
         Some(path) => {
             let kc = kube::config::Kubeconfig::read_from(path)
                 .with_context(|| format!("cannot read kubeconfig {}", path.display()))?;
@@ -244,6 +270,7 @@ async fn client(kubeconfig: Option<&PathBuf>, metrics: &Metrics) -> anyhow::Resu
             "cannot find cluster credentials: set --kubeconfig or KUBECONFIG, or run in a pod",
         )?,
     };
+    action::identity::identify(&mut config, name)?;
     let layer = RestClientMetricsLayer::new(
         metrics.clone(),
         RestClientMetricsLayer::host_of(&config.cluster_url),
@@ -285,7 +312,7 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<()> {
     let runtime = crate::runtime::deep_stack_runtime().context("cannot start the async runtime")?;
     runtime.block_on(async move {
         let metrics = Metrics::new();
-        let client = client(args.kubeconfig.as_ref(), &metrics).await?;
+        let client = client(args.kubeconfig.as_ref(), &metrics, &args.field_manager).await?;
         operator::Operator::from_options(client, options)?
             .with_metrics(metrics)
             .run(operator::shutdown_signal())
@@ -330,6 +357,29 @@ mod tests {
             log_settings(&a).unwrap(),
             ("info".to_string(), LogFormat::Json)
         );
+    }
+
+    #[test]
+    fn history_limit_and_writer_name() {
+        let a = parse(&[]).unwrap();
+        assert_eq!(options(&a).unwrap().max_history, 10, "Helm's --history-max");
+        if std::env::var_os("RUDDER_FIELD_MANAGER").is_none() {
+            assert_eq!(a.field_manager, "rudder");
+        }
+        let a = parse(&["--max-history=1", "--field-manager=my-operator"]).unwrap();
+        assert_eq!(options(&a).unwrap().max_history, 1);
+        assert_eq!(a.field_manager, "my-operator");
+        assert_eq!(
+            options(&parse(&["--max-history", "0"]).unwrap())
+                .unwrap()
+                .max_history,
+            0
+        );
+        for bad in [&["--max-history=-1"][..], &["--field-manager=a/b"]] {
+            assert!(parse(bad).is_err(), "{bad:?}");
+        }
+        let e = parse(&["--field-manager", "two words"]).expect_err("refused");
+        assert!(e.to_string().contains("cannot name the writes"), "{e}");
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! The release records `rudder` writes are the ones the real `helm` v4 CLI writes for
 //! the same install and upgrade, with both of Helm's drivers (`HELM_DRIVER` secret and
 //! configmap): the same objects (name, type, labels, annotations) holding the same
-//! release JSON, field by field, timestamps aside. And each tool reads the other's
+//! release JSON, field by field, timestamps aside — also for a chart that sets every
+//! `Chart.yaml` field Helm records, with a lock file and dependencies Helm's processing
+//! rewrites (`tests/fixtures/metadata`). And each tool reads the other's
 //! records as it reads its own: `helm get values|manifest|notes|hooks|metadata|all`,
 //! `helm status|history|list -A` print the same for rudder's release as for Helm's,
 //! and so do `rudder get values|manifest|notes|hooks|metadata|all`,
@@ -17,7 +19,7 @@ mod interop;
 use std::io::Read;
 
 use base64::Engine;
-use interop::{chart, state_file, Cluster, Namespace, Tool};
+use interop::{chart, path_str, state_file, Cluster, Namespace, Tool};
 use serde_json::{json, Map, Value};
 
 use Tool::{Helm, Rudder};
@@ -442,6 +444,74 @@ fn rudder_writes_and_reads_helms_secret_records() {
 #[test]
 fn rudder_writes_and_reads_helms_configmap_records() {
     records_match("configmap");
+}
+
+/// The `Chart.yaml` fields Helm writes into a record's `chart.metadata`. The
+/// `metadata` fixture chart sets every one, so the comparison below cannot pass by
+/// both records lacking one.
+const METADATA_FIELDS: &[&str] = &[
+    "name",
+    "home",
+    "sources",
+    "version",
+    "description",
+    "keywords",
+    "maintainers",
+    "icon",
+    "apiVersion",
+    "appVersion",
+    "deprecated",
+    "annotations",
+    "kubeVersion",
+    "dependencies",
+    "type",
+];
+
+#[test]
+fn records_keep_every_chart_metadata_field() {
+    let Some(cluster) = Cluster::start("records-metadata") else {
+        return;
+    };
+    let chart = path_str(
+        &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/metadata/chart"),
+    );
+    let by_helm = cluster.namespace("meta-helm");
+    let by_rudder = cluster.namespace("meta-rudder");
+    for (ns, tool) in [(&by_helm, Helm), (&by_rudder, Rudder)] {
+        // Revision 1 with one dependency disabled, revision 2 with both enabled.
+        ns.ok(tool, Some("secret"), &["install", RELEASE, &chart]);
+        let upgrade = ["upgrade", RELEASE, &chart, "--set", "spare.enabled=true"];
+        ns.ok(tool, Some("secret"), &upgrade);
+    }
+    let (ours, theirs) = (records(&by_rudder, "secret"), records(&by_helm, "secret"));
+    assert_eq!(theirs.len(), 2, "helm wrote two records: {}", json!(theirs));
+    assert_eq!(ours.len(), 2, "rudder wrote two records: {}", json!(ours));
+    for (revision, h) in theirs.iter().enumerate() {
+        let chart = &h["release"]["chart"];
+        for field in METADATA_FIELDS {
+            let v = &chart["metadata"][field];
+            assert!(
+                !is_empty(v),
+                "helm's record {revision} has {field}: {chart:#}"
+            );
+        }
+        assert!(
+            chart["lock"].is_object(),
+            "helm records the lock: {chart:#}"
+        );
+    }
+    let deps = |r: &Value| r["release"]["chart"]["metadata"]["dependencies"].clone();
+    assert_eq!(deps(&theirs[0]).as_array().map(Vec::len), Some(1));
+    assert_eq!(deps(&theirs[1]).as_array().map(Vec::len), Some(2));
+    for (r, h) in ours.iter().zip(&theirs) {
+        assert_same(&format!("record {}", h["name"]), r, h);
+    }
+    let metadata = ["get", "metadata", RELEASE, "-o", "json"];
+    assert_same(
+        "helm get metadata",
+        &read(&by_rudder, Helm, "secret", &metadata),
+        &read(&by_helm, Helm, "secret", &metadata),
+    );
 }
 
 #[test]

@@ -1007,3 +1007,204 @@ fn a_cr_rendering_deeply_nested_output_fails_alone() {
     );
     assert!(c.records("deep").iter().all(|(_, s)| s != "deployed"));
 }
+
+/// `manager/operation[/subresource]` of each managed-fields entry of `obj`, sorted.
+fn managers(obj: &Value) -> Vec<String> {
+    let mut out: Vec<String> = obj
+        .pointer("/metadata/managedFields")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|e| {
+            let s = |k: &str| e.get(k).and_then(Value::as_str).unwrap_or_default();
+            let sub = s("subresource");
+            let sub = if sub.is_empty() {
+                String::new()
+            } else {
+                format!("/{sub}")
+            };
+            format!("{}/{}{sub}", s("manager"), s("operation"))
+        })
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// The fields (`f:…` keys, at any depth) the entry of `manager` on `obj` owns.
+fn owned_fields(obj: &Value, manager: &str, subresource: &str) -> String {
+    obj.pointer("/metadata/managedFields")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|e| e["manager"] == manager)
+        .filter(|e| e["subresource"].as_str().unwrap_or_default() == subresource)
+        .map(|e| e["fieldsV1"].to_string())
+        .collect()
+}
+
+#[test]
+fn every_write_of_the_operator_carries_its_name() {
+    let Some(c) = Cluster::start("writers") else {
+        return;
+    };
+    let name = "hello-operator";
+    let (op, _) = hello_deployed(&c, &[&format!("--field-manager={name}")]);
+    let get = |kind: &str, obj: &str| {
+        c.get(&[kind, obj, "-n", c.ns(), "--show-managed-fields"])
+            .unwrap_or_else(|| panic!("{kind}/{obj} exists\n{}", op.logs()))
+    };
+
+    // The CR: the finalizer on the object, the conditions on its status.
+    let cr = get("hello", "hello-sample");
+    let m = managers(&cr);
+    assert!(m.contains(&format!("{name}/Update")), "{m:?}");
+    assert!(m.contains(&format!("{name}/Update/status")), "{m:?}");
+    assert!(
+        owned_fields(&cr, name, "").contains("f:finalizers"),
+        "{cr:#}"
+    );
+    assert!(owned_fields(&cr, name, "status").contains("f:conditions"));
+
+    // The release record, and the lock the operator put on it and took off.
+    let record = get("secret", "sh.helm.release.v1.hello-sample.v1");
+    assert_eq!(managers(&record), [format!("{name}/Update")]);
+
+    // The release's objects are applied as Helm, whatever the operator is called.
+    for kind in ["deployment", "service", "configmap"] {
+        let obj = get(kind, "hello-sample");
+        let main: Vec<String> = managers(&obj)
+            .into_iter()
+            .filter(|m| !m.ends_with("/status"))
+            .collect();
+        assert_eq!(main, ["helm/Apply"], "{kind}");
+    }
+
+    // The Events about the CR.
+    let events: Vec<Value> = wait_for("the operator's Events", SETTLE, || {
+        let events: Vec<Value> = c
+            .items(&["events", "-n", c.ns(), "--show-managed-fields"])
+            .into_iter()
+            .filter(|e| e.pointer("/involvedObject/name") == Some(&json!("hello-sample")))
+            .collect();
+        (!events.is_empty()).then_some(events)
+    });
+    for e in &events {
+        assert_eq!(managers(e), [format!("{name}/Update")], "{e:#}");
+    }
+}
+
+/// Runs the real `helm` against the test's namespace, requiring success.
+fn helm(c: &Cluster, tool: &testkit::Tool, args: &[&str]) -> String {
+    let home = c.dir().join("helm-home");
+    let out = Command::new(tool.path())
+        .args(args)
+        .args(["-n", c.ns()])
+        .env("KUBECONFIG", c.ns.kubeconfig())
+        .env_remove("HELM_DRIVER")
+        .env_remove("HELM_NAMESPACE")
+        .env("HELM_CACHE_HOME", home.join("cache"))
+        .env("HELM_CONFIG_HOME", home.join("config"))
+        .env("HELM_DATA_HOME", home.join("data"))
+        .output()
+        .expect("helm runs");
+    assert!(
+        out.status.success(),
+        "helm {} failed: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn a_history_helm_wrote_is_pruned_to_the_limit_and_helm_still_reads_it() {
+    let Some(c) = Cluster::start("helm-history") else {
+        return;
+    };
+    let Some(tool) = testkit::tools::helm() else {
+        return;
+    };
+    // The example CR's spec, as helm values.
+    let values = c.dir().join("cr-values.yaml");
+    std::fs::write(
+        &values,
+        "replicaCount: 2\nmessage: Hello from a custom resource\nservice:\n  port: 8080\n",
+    )
+    .expect("values file");
+    let values = values.to_str().expect("utf-8 path");
+    let chart = repo_root().join("examples/charts/hello");
+    let chart = chart.to_str().expect("utf-8 path");
+    // Twelve revisions by helm, unbounded (`--history-max 0`); the last one has the
+    // CR's spec, so the operator adopts it rather than upgrading.
+    for i in 1..=12 {
+        let message = format!("message=helm revision {i}");
+        let mut args = if i == 1 {
+            vec!["install", "hello-sample", chart, "-f", values]
+        } else {
+            vec![
+                "upgrade",
+                "hello-sample",
+                chart,
+                "--history-max",
+                "0",
+                "-f",
+                values,
+            ]
+        };
+        if i < 12 {
+            args.extend(["--set", &message]);
+        }
+        helm(&c, &tool, &args);
+    }
+    assert_eq!(c.records("hello-sample").len(), 12);
+
+    c.apply_file(&examples().join("crd.yaml"));
+    c.wait_crd(HELLO_CRD);
+    let op = c.operator(
+        "operator",
+        &examples().join("watches.yaml"),
+        &["--max-history=3"],
+    );
+    c.apply_file(&examples().join("cr.yaml"));
+    c.wait_condition("hello", "hello-sample", "Deployed", "True", &op);
+    let superseded = "superseded".to_string();
+    let kept = vec![
+        (10, superseded.clone()),
+        (11, superseded),
+        (12, "deployed".to_string()),
+    ];
+    wait_for("the history pruned to 3 records", SETTLE, || {
+        (c.records("hello-sample") == kept).then_some(())
+    });
+
+    // helm reads what is left as its own: the history, and an old revision's values.
+    let history: Value =
+        serde_json::from_str(&helm(&c, &tool, &["history", "hello-sample", "-o", "json"]))
+            .expect("helm history prints JSON");
+    let revisions: Vec<(i64, String)> = history
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|r| {
+            let n = r["revision"].as_i64().unwrap_or_default();
+            (n, r["status"].as_str().unwrap_or_default().to_string())
+        })
+        .collect();
+    assert_eq!(revisions, kept);
+    let old: Value = serde_json::from_str(&helm(
+        &c,
+        &tool,
+        &[
+            "get",
+            "values",
+            "hello-sample",
+            "--revision",
+            "10",
+            "-o",
+            "json",
+        ],
+    ))
+    .expect("helm get values prints JSON");
+    assert_eq!(old["message"], "helm revision 10");
+}

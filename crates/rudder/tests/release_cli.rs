@@ -765,3 +765,77 @@ async fn reuse_values_keeps_the_last_charts_defaults_like_helm() {
         serde_json::json!({"message": "two", "extra": "b", "added": "new"})
     );
 }
+
+/// `(manager, operation, subresource)` of each entry of an object's managed fields.
+fn managers(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> Vec<String> {
+    let mut out: Vec<String> = meta
+        .managed_fields
+        .iter()
+        .flatten()
+        .map(|e| {
+            format!(
+                "{}/{}{}",
+                e.manager.as_deref().unwrap_or("<none>"),
+                e.operation.as_deref().unwrap_or("<none>"),
+                e.subresource
+                    .as_deref()
+                    .map(|s| format!("/{s}"))
+                    .unwrap_or_default()
+            )
+        })
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cli_names_its_record_writes_and_applies_as_helm() {
+    let ns = start();
+    let client = ns.client();
+    let kc = ns.kubeconfig().to_path_buf();
+    let chart = chart_dir();
+    let chart = chart.to_str().expect("utf-8 path");
+    ok(&kc, &["install", "named", chart]).await;
+    ok(
+        &kc,
+        &[
+            "upgrade",
+            "named",
+            chart,
+            "--set",
+            "replicaCount=2",
+            "--field-manager=ops-cli",
+        ],
+    )
+    .await;
+    let secrets: Api<Secret> = Api::default_namespaced(client.clone());
+    let record = |v: i64| {
+        let secrets = secrets.clone();
+        async move {
+            let name = format!("sh.helm.release.v1.named.v{v}");
+            secrets.get(&name).await.expect("record").metadata
+        }
+    };
+    // Revision 1 was written by the install and marked superseded by the upgrade.
+    assert_eq!(
+        managers(&record(1).await),
+        ["ops-cli/Update", "rudder/Update"]
+    );
+    assert_eq!(managers(&record(2).await), ["ops-cli/Update"]);
+    let deployments: Api<Deployment> = Api::default_namespaced(client.clone());
+    let dep = deployments
+        .get("named-hello")
+        .await
+        .expect("the Deployment");
+    // A cluster's controllers write the status (`…/Update/status`); the object is Helm's.
+    let main: Vec<String> = managers(&dep.metadata)
+        .into_iter()
+        .filter(|m| !m.ends_with("/status"))
+        .collect();
+    assert_eq!(
+        main,
+        ["helm/Apply"],
+        "objects are applied as Helm, whatever the writes are named"
+    );
+}

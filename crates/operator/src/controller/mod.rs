@@ -125,6 +125,7 @@ struct ContextSettings {
     suppress_override_values: bool,
     drift: Arc<DriftTracker>,
     reapply_period: Duration,
+    max_history: usize,
 }
 
 impl ContextSettings {
@@ -146,7 +147,8 @@ impl ContextSettings {
         .with_reconcile_period(self.period)
         .with_suppress_override_values(self.suppress_override_values)
         .with_drift(Arc::clone(&self.drift))
-        .with_reapply_period(self.reapply_period))
+        .with_reapply_period(self.reapply_period)
+        .with_max_history(self.max_history))
     }
 }
 
@@ -202,6 +204,7 @@ pub(crate) async fn run_watch(
         suppress_override_values: options.suppress_override_values,
         drift: Arc::new(DriftTracker::new()),
         reapply_period: options.reapply_period,
+        max_history: watch.max_history.unwrap_or(options.max_history),
     };
     let ctx = match settings.build(Arc::clone(&chart)) {
         Ok(ctx) => ctx,

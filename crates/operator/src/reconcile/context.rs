@@ -47,6 +47,8 @@ pub struct Context {
     pub(super) drift: Arc<DriftTracker>,
     /// `--reapply-period`: the longest an unchanged release goes without a full apply.
     pub(super) reapply_period: Duration,
+    /// The watch's `maxHistory` or `--max-history`: records kept per release (0: all).
+    pub(super) max_history: usize,
 }
 
 /// The chart's name as a label value; `None` (no label) for a name Kubernetes would
@@ -64,7 +66,8 @@ fn chart_label(chart: &Chart) -> Option<String> {
 
 impl Context {
     /// The context of one watch: the real actions through `client` (with a discovery
-    /// cache of their own), fresh metrics, reporter `rudder`, no reconcile period.
+    /// cache of their own), fresh metrics, reporter `rudder`, no reconcile period, the
+    /// watch's `maxHistory` (else Helm's 10).
     /// Fails when the watch's `overrideValues` cannot be parsed.
     pub fn new(
         client: Client,
@@ -73,6 +76,9 @@ impl Context {
         resource: ApiResource,
     ) -> Result<Context, WatchesError> {
         let overrides = watch.override_values()?;
+        let watch_max_history = watch
+            .max_history
+            .unwrap_or(release::storage::DEFAULT_MAX_HISTORY);
         let discovery = Arc::new(action::DiscoveryCache::new(DISCOVERY_TTL));
         Ok(Context {
             actions: Arc::new(Actions::new(client.clone(), discovery)),
@@ -95,6 +101,7 @@ impl Context {
             suppress_override_values: false,
             drift: Arc::new(DriftTracker::new()),
             reapply_period: crate::options::DEFAULT_REAPPLY_PERIOD,
+            max_history: watch_max_history,
         })
     }
 
@@ -139,6 +146,12 @@ impl Context {
     /// (zero: every reconcile applies it, as the Go operator does).
     pub fn with_reapply_period(mut self, period: Duration) -> Context {
         self.reapply_period = period;
+        self
+    }
+
+    /// How many records each release keeps (0: all); see `--max-history`.
+    pub fn with_max_history(mut self, max_history: usize) -> Context {
+        self.max_history = max_history;
         self
     }
 

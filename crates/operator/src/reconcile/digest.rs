@@ -85,7 +85,13 @@ fn field(h: &mut Sha256, bytes: &[u8]) {
 
 fn hash_chart(h: &mut Sha256, chart: &Chart) {
     field(h, b"chart");
-    let meta = action::chart_record(chart).metadata;
+    let mut meta = action::chart_metadata(chart);
+    // Records used to leave these out, and so did the digest: hashing them now would
+    // change the digest of every deployed release whose chart has maintainers or
+    // dependencies, and the operator's next start would upgrade each of them once
+    // (running its hooks) for nothing. Subcharts and values are hashed below.
+    meta.maintainers.clear();
+    meta.dependencies.clear();
     let meta = serde_json::to_value(meta).unwrap_or(Value::Null);
     let mut buf = Vec::new();
     canonical(&meta, &mut buf);
@@ -213,6 +219,33 @@ mod tests {
             inputs_digest(&c, &values(json!({"a": 1}))),
             "8407a7921636ff37652817818f898e3e82cb2164c448c61b814129eca0c1cb1"
         );
+    }
+
+    #[test]
+    fn maintainers_and_dependency_entries_keep_the_digest_records_were_stamped_with() {
+        let load = |chart_yaml: &str| {
+            let file = |name: &str, data: &str| chart::loader::BufferedFile {
+                name: name.into(),
+                data: data.as_bytes().to_vec(),
+            };
+            chart::loader::load_files(vec![
+                file("Chart.yaml", chart_yaml),
+                file("templates/a.yaml", "kind: ConfigMap"),
+            ])
+            .expect("chart loads")
+        };
+        let plain = load("apiVersion: v2\nname: demo\nversion: 0.1.0\n");
+        let full = load(
+            "apiVersion: v2\nname: demo\nversion: 0.1.0\nmaintainers: [{name: Ada}]\n\
+             dependencies: [{name: sub, version: 0.1.0, repository: ''}]\n",
+        );
+        assert_eq!(
+            action::chart_metadata(&full).maintainers.len(),
+            1,
+            "the record keeps the maintainers"
+        );
+        let v = values(json!({"a": 1}));
+        assert_eq!(inputs_digest(&full, &v), inputs_digest(&plain, &v));
     }
 
     #[test]

@@ -7,16 +7,18 @@
 //!
 //! This module is the flow only. What to do with the release is decided by
 //! [`plan::decide`] from its history; the release actions go through an
-//! [`ActionClient`](crate::ActionClient); `finalize` handles deletion (and `uninstall-wait`), `ownership`
-//! refuses a release of another chart, `lookups` notices changed looked-up objects,
-//! `readiness` holds `Deployed` back until the workloads are ready (opt-in), `progress`
-//! shows what an install or upgrade is waiting for while it waits, and
+//! [`ActionClient`](crate::ActionClient); `finalize` handles deletion (and
+//! `uninstall-wait`), `ownership` refuses a release of another chart, `history`
+//! keeps the records within `--max-history`, `lookups` notices changed looked-up
+//! objects, `readiness` holds `Deployed` back until the workloads are ready (opt-in),
+//! `progress` shows what an install or upgrade is waiting for while it waits, and
 //! `report` writes how each step ended into the status, an Event and the metrics.
 
 mod context;
 pub mod digest;
 mod error;
 mod finalize;
+mod history;
 mod lookups;
 mod ownership;
 pub mod plan;
@@ -278,6 +280,7 @@ impl Run {
         opts.lookups_label = Some(LOOKUPS_LABEL.to_string());
         opts.transform = Some(transform::transform(Arc::new(policy)));
         opts.revision_label = Some(REVISION_LABEL.to_string());
+        opts.max_history = self.ctx.max_history;
         opts
     }
 
@@ -396,12 +399,13 @@ impl Run {
         let (values, requeue_after) = self.prepare().await?;
         let digest = self.ctx.chart_digest.with_values(&values);
         let actions = Arc::clone(&self.ctx.actions);
-        let mut history = actions
+        let history = actions
             .history(&self.namespace, &self.name)
             .await
             .map_err(|e| self.storage_err(e))?;
         // Before the finalizer: a CR refused here must never uninstall that release.
         self.check_owner(&history).await?;
+        let mut history = self.prune_history(history).await;
         self.ensure_finalizer().await?;
         self.status.set(st::INITIALIZED, st::TRUE, "", "");
         self.status.remove(st::IRRECONCILABLE);
@@ -606,6 +610,7 @@ impl Run {
             ropts.record_owner = Some(self.owner_reference());
             ropts.lookups_label = Some(LOOKUPS_LABEL.to_string());
             ropts.revision_label = Some(REVISION_LABEL.to_string());
+            ropts.max_history = self.ctx.max_history;
             ropts.labels = BTreeMap::from([
                 (ROLLBACK_OF_LABEL.to_string(), digest.to_string()),
                 (ATTEMPT_LABEL.to_string(), number.to_string()),

@@ -247,6 +247,19 @@ fn max_concurrent_reconciles_must_be_positive() {
 }
 
 #[test]
+fn max_history_is_a_count_and_zero_keeps_all() {
+    assert_eq!(parse_ok(&one(""))[0].max_history, None);
+    for (text, kept) in [("3", 3), ("0", 0)] {
+        let w = &parse_ok(&one(&format!("  maxHistory: {text}\n")))[0];
+        assert_eq!(w.max_history, Some(kept));
+    }
+    for bad in ["-1", "1.5", "many"] {
+        let e = parse_err(&one(&format!("  maxHistory: {bad}\n")));
+        assert!(e.contains("maxHistory must be a whole number"), "{e}");
+    }
+}
+
+#[test]
 fn bad_selector_operator_is_named() {
     let e = parse_err(&one(
         "  selector:\n    matchExpressions:\n      - {key: env, operator: Equals, values: [a]}\n",

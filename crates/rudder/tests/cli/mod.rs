@@ -3,8 +3,8 @@
 use std::path::Path;
 use std::process::Output;
 
-/// Runs `rudder ARGS --kubeconfig KC`, with no `HELM_DRIVER` or `HELM_NAMESPACE` from
-/// the environment the tests run in.
+/// Runs `rudder ARGS --kubeconfig KC`, with no `HELM_DRIVER`, `HELM_NAMESPACE` or
+/// `RUDDER_FIELD_MANAGER` from the environment the tests run in.
 pub async fn rudder(kc: &Path, args: &[&str]) -> Output {
     run(Path::new(env!("CARGO_BIN_EXE_rudder")), kc, args).await
 }
@@ -17,6 +17,7 @@ pub async fn run(program: &Path, kc: &Path, args: &[&str]) -> Output {
         .arg(kc)
         .env_remove("HELM_DRIVER")
         .env_remove("HELM_NAMESPACE")
+        .env_remove("RUDDER_FIELD_MANAGER")
         .output()
         .await
         .expect("the program runs")

@@ -317,6 +317,22 @@ impl ActionClient for FakeActions {
         Ok(s.chart.clone())
     }
 
+    async fn prune(&self, _ns: &str, name: &str, max: usize) -> action::Result<Vec<i64>> {
+        self.called("prune", None)?;
+        let mut s = self.lock();
+        if s.locked {
+            return Err(action::Error::Locked {
+                release: name.into(),
+                holder: "another".into(),
+                since: "now".into(),
+                retry_after: "10s".into(),
+            });
+        }
+        let doomed = release::storage::prunable(&s.history, max, jiff::Timestamp::now());
+        s.history.retain(|m| !doomed.contains(&m.version));
+        Ok(doomed)
+    }
+
     async fn leftovers(
         &self,
         _opts: UninstallOptions,
@@ -538,6 +554,7 @@ async fn reconcile_once(
 }
 
 mod go_parity;
+mod history;
 
 #[tokio::test]
 async fn a_new_cr_is_installed_with_its_digest() {

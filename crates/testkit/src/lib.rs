@@ -14,6 +14,7 @@
 //! | a child process (`rudder run`, a replica) with logs | [`Process`], [`free_port`] |
 //! | ready workloads without a kubelet | automatic: see [`readiness`](crate#readiness) |
 //! | render a corpus case as the oracle does | [`oracle`] |
+//! | an aggregated API whose service is down | [`TestNamespace::unavailable_api`] |
 //!
 //! # Readiness
 //!
@@ -27,6 +28,7 @@
 
 #![warn(unreachable_pub)]
 
+mod aggregation;
 mod charts;
 mod cluster;
 pub mod crd;
@@ -39,6 +41,7 @@ mod process;
 mod readiness;
 pub mod tools;
 
+pub use aggregation::{UnavailableApi, UNAVAILABLE_BODY};
 /// The embedded server's crate, for tests that reach into it (fault injection) where
 /// [`Cluster::embedded`] gives a server.
 pub use apiserver;

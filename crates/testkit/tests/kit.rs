@@ -144,3 +144,45 @@ fn a_cluster_works_from_a_synchronous_test() {
     assert_eq!(cm["metadata"]["namespace"], ns.name());
     assert!(kubectl.get(&["configmap", "absent"]).is_none());
 }
+
+/// The unavailable-API proxy lists the group and answers it as kube-apiserver does for
+/// an APIService whose service is down, and passes everything else on.
+#[tokio::test]
+async fn the_unavailable_api_proxy_answers_as_kube_apiserver_does() {
+    let cluster = Cluster::start();
+    let ns = cluster.namespace("kit-unavailable");
+    let proxy = ns.unavailable_api("custom.metrics.k8s.io/v1beta1");
+    let mut config = proxy.config(ns.name());
+    config.default_retry = false;
+    let client = kube::Client::try_from(config).expect("client");
+    let groups = client.list_api_groups().await.expect("/apis");
+    assert!(groups
+        .groups
+        .iter()
+        .any(|g| g.name == "custom.metrics.k8s.io"
+            && g.versions
+                .iter()
+                .any(|v| v.group_version == "custom.metrics.k8s.io/v1beta1")));
+    assert!(groups.groups.iter().any(|g| g.name == "apps"));
+    let err = client
+        .list_api_group_resources("custom.metrics.k8s.io/v1beta1")
+        .await
+        .expect_err("unavailable");
+    match err {
+        kube::Error::Api(s) => {
+            assert_eq!(s.code, 503);
+            assert_eq!(s.message.trim(), testkit::UNAVAILABLE_BODY.trim());
+        }
+        other => panic!("expected a 503, got {other}"),
+    }
+    assert_eq!(proxy.requests(), 1);
+    assert_eq!(proxy.requests_for("/apis/custom.metrics.k8s.io/v1beta1"), 1);
+    assert_eq!(proxy.apiservice(), "v1beta1.custom.metrics.k8s.io");
+    let cms: Api<ConfigMap> = Api::default_namespaced(client);
+    assert!(cms
+        .list(&Default::default())
+        .await
+        .expect("passed on")
+        .items
+        .is_empty());
+}

@@ -49,6 +49,13 @@ mod uninstall;
 mod upgrade;
 
 pub use self::kube::capabilities::{discover, Capabilities, DiscoveryCache, DiscoveryError};
+/// The retry policy of every Kubernetes request rudder makes, and clients that follow it.
+pub mod retry {
+    pub use crate::kube::retry::{
+        client, client_builder, with_retries, BaseService, MAX_RETRIES, REPORT_AFTER,
+        RETRY_BUDGET,
+    };
+}
 pub use self::kube::wait::{WaitReport, WaitReportFn, WAIT_LOG_TARGET};
 pub use self::kube::{
     ObjectRef, FIELD_MANAGER, MANAGED_BY_LABEL, RELEASE_NAMESPACE_ANNOTATION,

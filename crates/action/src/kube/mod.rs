@@ -5,14 +5,15 @@
 //! release are refused before anything is written.
 //!
 //! Beside it: readiness (`wait`), hooks (`hooks`), `lookup` for templates (`lookup`),
-//! the cluster's `.Capabilities` (`capabilities`) and field ownership (`managers`:
-//! rudder applies as Helm's field manager and takes over what other writers of the
-//! release recorded).
+//! the cluster's `.Capabilities` (`capabilities`), the retry policy of every request
+//! (`retry`) and field ownership (`managers`: rudder applies as Helm's field manager and
+//! takes over what other writers of the release recorded).
 
 pub(crate) mod capabilities;
 pub(crate) mod hooks;
 pub(crate) mod lookup;
 pub(crate) mod managers;
+pub(crate) mod retry;
 pub(crate) mod wait;
 
 use std::collections::HashMap;

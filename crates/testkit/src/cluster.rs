@@ -9,6 +9,7 @@
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -130,6 +131,13 @@ impl ClusterBuilder {
                 .run(async move { kube::Client::try_from(config) })
                 .map_err(|e| Error::kube("build a client", e))?
         };
+        let quick = {
+            let mut config = config.clone();
+            config.default_retry = false;
+            worker
+                .run(async move { kube::Client::try_from(config) })
+                .map_err(|e| Error::kube("build a client", e))?
+        };
         let kubelet = match (&backend, kubelet_override()) {
             (_, Some(v)) => v,
             (Backend::Embedded(_), None) => false,
@@ -145,12 +153,14 @@ impl ClusterBuilder {
             (Backend::External, true) if kubelet => Readiness::Kubelet,
             (Backend::External, true) => Readiness::Helper,
         };
+        LIVE.fetch_add(1, Ordering::SeqCst);
         Ok(Cluster {
             inner: Arc::new(Inner {
                 backend,
                 kubeconfig,
                 config,
                 client,
+                quick,
                 kubelet,
                 readiness,
                 scratch,
@@ -172,11 +182,17 @@ pub(crate) struct Inner {
     config: kube::Config,
     /// A client on the kit's own runtime, for the kit's own work.
     pub(crate) client: kube::Client,
+    /// The same without kube's retries, for discovery and reads that must not wait on
+    /// an unavailable API.
+    pub(crate) quick: kube::Client,
     kubelet: bool,
     pub(crate) readiness: Readiness,
     scratch: tempfile::TempDir,
     pub(crate) worker: Worker,
 }
+
+/// Clusters alive in this process: the run's shared CRDs are let go with the last.
+static LIVE: AtomicUsize = AtomicUsize::new(0);
 
 enum Backend {
     /// `Option` so that `Drop` can hand the server back to its runtime to stop it.
@@ -251,7 +267,7 @@ impl Cluster {
 
     /// Whether this is an external cluster (`RUDDER_TEST_KUBECONFIG`).
     pub fn is_external(&self) -> bool {
-        matches!(self.inner.backend, Backend::External)
+        self.inner.is_external()
     }
 
     /// Whether Pods really run here (a Ready Node exists, or `RUDDER_TEST_KUBELET=true`).
@@ -286,8 +302,17 @@ impl Cluster {
     }
 }
 
+impl Inner {
+    pub(crate) fn is_external(&self) -> bool {
+        matches!(self.backend, Backend::External)
+    }
+}
+
 impl Drop for Inner {
     fn drop(&mut self) {
+        if LIVE.fetch_sub(1, Ordering::SeqCst) == 1 {
+            crate::crd::release_users(self);
+        }
         if let Backend::Embedded(server) = &mut self.backend {
             if let Some(server) = server.take() {
                 self.worker.run(server.stop());

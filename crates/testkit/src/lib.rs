@@ -50,7 +50,7 @@ pub use cluster::{Cluster, ClusterBuilder, KUBECONFIG_ENV, KUBELET_ENV};
 pub use error::Error;
 pub use eventually::{eventually, eventually_blocking, Settled};
 pub use kubectl::{unique, Kubectl};
-pub use namespace::{TestNamespace, CREATED_BY};
+pub use namespace::{TestNamespace, CREATED_BY, OPERATOR_FINALIZERS};
 pub use process::{free_port, Process};
 pub use readiness::settle;
 pub use tools::{skip_message, Tool};

@@ -145,6 +145,109 @@ fn a_cluster_works_from_a_synchronous_test() {
     assert!(kubectl.get(&["configmap", "absent"]).is_none());
 }
 
+/// A chart's cluster-scoped objects (an APIService, a ClusterRole) are Helm-annotated
+/// with their release's namespace: teardown deletes them even when the test never
+/// uninstalled the release, and removes the operator's finalizer no operator is left
+/// to run.
+#[tokio::test]
+async fn teardown_deletes_what_releases_left_and_operator_finalizers() {
+    let cluster = Cluster::start();
+    let resource = cluster.install_crd(&crd::open_crd("kit.rudder.dev", "v1", "Released"));
+    let ns = cluster.namespace("kit-release");
+    let name = ns.name().to_string();
+    let client = ns.client();
+    let helm = |kind: &str, api: &str, object: &str, extra: serde_json::Value| {
+        let mut v = json!({
+            "apiVersion": api, "kind": kind,
+            "metadata": {"name": object,
+                "labels": {"app.kubernetes.io/managed-by": "Helm"},
+                "annotations": {"meta.helm.sh/release-name": "r",
+                                "meta.helm.sh/release-namespace": name}},
+        });
+        if let (Some(o), Some(e)) = (v.as_object_mut(), extra.as_object()) {
+            o.extend(e.clone());
+        }
+        serde_json::from_value::<DynamicObject>(v).expect("object")
+    };
+    let role_name = format!("{name}-reader");
+    let roles: Api<DynamicObject> = Api::all_with(client.clone(), &role_resource());
+    roles
+        .create(
+            &PostParams::default(),
+            &helm(
+                "ClusterRole",
+                "rbac.authorization.k8s.io/v1",
+                &role_name,
+                json!({"rules": []}),
+            ),
+        )
+        .await
+        .expect("create ClusterRole");
+    let group = format!("{name}.metrics.rudder.dev");
+    let apiservice = format!("v1beta1.{group}");
+    let apiservices: Api<DynamicObject> = Api::all_with(client.clone(), &apiservice_resource());
+    let spec = json!({"spec": {"group": group, "version": "v1beta1", "groupPriorityMinimum": 100,
+        "versionPriority": 100, "service": {"name": "adapter", "namespace": name, "port": 443}}});
+    apiservices
+        .create(
+            &PostParams::default(),
+            &helm("APIService", "apiregistration.k8s.io/v1", &apiservice, spec),
+        )
+        .await
+        .expect("create APIService");
+    // Someone else's ClusterRole stays.
+    let other_name = format!("{name}-other");
+    let mut other = helm(
+        "ClusterRole",
+        "rbac.authorization.k8s.io/v1",
+        &other_name,
+        json!({"rules": []}),
+    );
+    if let Some(a) = other.metadata.annotations.as_mut() {
+        a.insert("meta.helm.sh/release-namespace".into(), "elsewhere".into());
+    }
+    roles
+        .create(&PostParams::default(), &other)
+        .await
+        .expect("create the other ClusterRole");
+    let held: Api<DynamicObject> = Api::namespaced_with(client.clone(), &name, &resource);
+    let cr: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "kit.rudder.dev/v1", "kind": "Released",
+        "metadata": {"name": "cr", "finalizers": [testkit::OPERATOR_FINALIZERS[0]]},
+        "spec": {},
+    }))
+    .unwrap();
+    held.create(&PostParams::default(), &cr).await.unwrap();
+
+    drop(ns);
+    let admin = cluster.client();
+    let namespaces: Api<Namespace> = Api::all(admin.clone());
+    assert!(namespaces.get_opt(&name).await.unwrap().is_none());
+    let roles: Api<DynamicObject> = Api::all_with(admin.clone(), &role_resource());
+    assert!(roles.get_opt(&role_name).await.unwrap().is_none());
+    let apiservices: Api<DynamicObject> = Api::all_with(admin, &apiservice_resource());
+    assert!(apiservices.get_opt(&apiservice).await.unwrap().is_none());
+    assert!(roles.get_opt(&other_name).await.unwrap().is_some());
+    roles
+        .delete(&other_name, &Default::default())
+        .await
+        .expect("clean up the other ClusterRole");
+}
+
+fn role_resource() -> kube::api::ApiResource {
+    kube::api::ApiResource::from_gvk_with_plural(
+        &kube::api::GroupVersionKind::gvk("rbac.authorization.k8s.io", "v1", "ClusterRole"),
+        "clusterroles",
+    )
+}
+
+fn apiservice_resource() -> kube::api::ApiResource {
+    kube::api::ApiResource::from_gvk_with_plural(
+        &kube::api::GroupVersionKind::gvk("apiregistration.k8s.io", "v1", "APIService"),
+        "apiservices",
+    )
+}
+
 /// The unavailable-API proxy lists the group and answers it as kube-apiserver does for
 /// an APIService whose service is down, and passes everything else on.
 #[tokio::test]

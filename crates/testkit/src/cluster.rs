@@ -17,6 +17,7 @@ use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, ListParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
+use crate::deadline;
 use crate::namespace::TestNamespace;
 use crate::Error;
 
@@ -32,6 +33,7 @@ pub struct ClusterBuilder {
     helper: bool,
     tls: bool,
     authorization: apiserver::Authorization,
+    deadline: Option<Duration>,
 }
 
 impl Default for ClusterBuilder {
@@ -41,11 +43,19 @@ impl Default for ClusterBuilder {
             helper: false,
             tls: false,
             authorization: apiserver::Authorization::AlwaysAllow,
+            deadline: None,
         }
     }
 }
 
 impl ClusterBuilder {
+    /// The test's overall deadline (default: `RUDDER_TEST_DEADLINE` seconds, else 30
+    /// minutes), for suites that run long on purpose; see [`crate::deadline`].
+    pub fn deadline(mut self, deadline: Duration) -> Self {
+        self.deadline = Some(deadline);
+        self
+    }
+
     /// Whether workloads, Jobs and PVCs report ready although nothing runs them
     /// (default: yes). Off, an embedded server leaves every status as written, and no
     /// readiness helper runs on an external cluster; a cluster with a kubelet still
@@ -153,6 +163,11 @@ impl ClusterBuilder {
             (Backend::External, true) if kubelet => Readiness::Kubelet,
             (Backend::External, true) => Readiness::Helper,
         };
+        let test = deadline::current_test();
+        deadline::cluster_started(
+            &test,
+            self.deadline.unwrap_or_else(deadline::default_deadline),
+        );
         LIVE.fetch_add(1, Ordering::SeqCst);
         Ok(Cluster {
             inner: Arc::new(Inner {
@@ -164,6 +179,7 @@ impl ClusterBuilder {
                 kubelet,
                 readiness,
                 scratch,
+                test,
                 worker,
             }),
         })
@@ -179,7 +195,7 @@ pub struct Cluster {
 pub(crate) struct Inner {
     backend: Backend,
     kubeconfig: PathBuf,
-    config: kube::Config,
+    pub(crate) config: kube::Config,
     /// A client on the kit's own runtime, for the kit's own work.
     pub(crate) client: kube::Client,
     /// The same without kube's retries, for discovery and reads that must not wait on
@@ -188,6 +204,8 @@ pub(crate) struct Inner {
     kubelet: bool,
     pub(crate) readiness: Readiness,
     scratch: tempfile::TempDir,
+    /// The test the cluster was started for.
+    test: String,
     pub(crate) worker: Worker,
 }
 
@@ -310,6 +328,7 @@ impl Inner {
 
 impl Drop for Inner {
     fn drop(&mut self) {
+        deadline::cluster_dropped(&self.test);
         if LIVE.fetch_sub(1, Ordering::SeqCst) == 1 {
             crate::crd::release_users(self);
         }

@@ -267,17 +267,23 @@ pub(crate) fn release_users(inner: &Inner) {
         return;
     }
     let client = inner.client.clone();
-    let outcome = inner.worker.run(async move {
-        let mut errors = Vec::new();
-        for name in names {
-            if let Err(e) = release(&client, &name).await {
-                errors.push(e.to_string());
-            }
+    inner
+        .worker
+        .run(async move { release_all(&client, names).await });
+}
+
+/// [`release_users`] on the caller's runtime, with a client of its own (the deadline
+/// watchdog's, which cannot count on the kit's runtime).
+pub(crate) async fn release_used(client: &kube::Client) {
+    let names = std::mem::take(&mut *USED.lock().unwrap_or_else(|e| e.into_inner()));
+    release_all(client, names).await;
+}
+
+async fn release_all(client: &kube::Client, names: BTreeSet<String>) {
+    for name in names {
+        if let Err(e) = release(client, &name).await {
+            eprintln!("testkit: {e}");
         }
-        errors
-    });
-    for e in outcome {
-        eprintln!("testkit: {e}");
     }
 }
 

@@ -15,6 +15,7 @@
 //! | ready workloads without a kubelet | automatic: see [`readiness`](crate#readiness) |
 //! | render a corpus case as the oracle does | [`oracle`] |
 //! | an aggregated API whose service is down | [`TestNamespace::unavailable_api`] |
+//! | an overall deadline per test, cleanup after an overrun | automatic: see [`deadline`] |
 //!
 //! # Readiness
 //!
@@ -32,6 +33,7 @@ mod aggregation;
 mod charts;
 mod cluster;
 pub mod crd;
+pub mod deadline;
 mod error;
 mod eventually;
 mod kubectl;

@@ -22,6 +22,7 @@ use kube::config::Kubeconfig;
 use serde_json::{json, Value};
 
 use crate::cluster::{Cluster, Readiness};
+use crate::deadline;
 use crate::Error;
 
 /// The label every test namespace carries, so leftovers of a killed run are easy to find:
@@ -110,6 +111,11 @@ impl TestNamespace {
             ))
         });
         let cluster_objects = ClusterObjects::default();
+        deadline::namespace_created(
+            &name,
+            Arc::downgrade(&cluster.inner),
+            cluster_objects.clone(),
+        );
         Ok(TestNamespace {
             name,
             cluster: cluster.clone(),
@@ -178,11 +184,15 @@ impl Drop for TestNamespace {
         let client = self.cluster.inner.client.clone();
         let quick = self.cluster.inner.quick.clone();
         let name = self.name.clone();
+        let _waiting = deadline::waiting_for(&deadline::current_test(), || {
+            format!("the teardown of namespace {}", self.name)
+        });
         let outcome = self
             .cluster
             .inner
             .worker
             .run(async move { delete_all(client, quick, name, objects).await });
+        deadline::namespace_gone(&self.name);
         if let Err(e) = outcome {
             // Not a panic: the test's own outcome is what matters, and a panic while
             // unwinding would abort the whole run.

@@ -289,3 +289,67 @@ async fn the_unavailable_api_proxy_answers_as_kube_apiserver_does() {
         .items
         .is_empty());
 }
+
+/// Set for the child process of `an_overrunning_test_is_reported_and_cleaned_up`.
+const OVERRUN_CHILD_ENV: &str = "TESTKIT_OVERRUN_CHILD";
+
+/// A test that hangs past its deadline; run (as a child process) only by
+/// `an_overrunning_test_is_reported_and_cleaned_up`.
+#[tokio::test]
+#[ignore = "hangs on purpose: run in a child process by an_overrunning_test_is_reported_and_cleaned_up"]
+async fn overrunning_child() {
+    if std::env::var_os(OVERRUN_CHILD_ENV).is_none() {
+        testkit::skip!(
+            "only meaningful as the child of an_overrunning_test_is_reported_and_cleaned_up"
+        );
+    }
+    let cluster = Cluster::builder().deadline(Duration::from_secs(2)).start();
+    let ns = cluster.namespace("kit-overrun");
+    println!("NAMESPACE {}", ns.name());
+    eventually(Duration::from_secs(3600), || async { false }).await;
+}
+
+/// A test past its deadline is reported with what it waited for, its namespace is
+/// deleted (on an external cluster: the embedded server goes with the process) and
+/// the process exits instead of hanging the run.
+#[test]
+fn an_overrunning_test_is_reported_and_cleaned_up() {
+    let exe = std::env::current_exe().expect("the test binary");
+    let child = std::process::Command::new(exe)
+        .args(["--exact", "overrunning_child", "--ignored", "--nocapture"])
+        .env(OVERRUN_CHILD_ENV, "1")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run the child");
+    let out = String::from_utf8_lossy(&child.stdout);
+    let err = String::from_utf8_lossy(&child.stderr);
+    assert_eq!(
+        child.status.code(),
+        Some(101),
+        "stdout:\n{out}\nstderr:\n{err}"
+    );
+    assert!(
+        err.contains("test overrunning_child did not finish within its deadline of 2s"),
+        "{err}"
+    );
+    assert!(
+        err.contains("waiting for the check at crates/testkit/tests/kit.rs"),
+        "{err}"
+    );
+    let name = out
+        .lines()
+        .find_map(|l| l.strip_prefix("NAMESPACE "))
+        .expect("the child's namespace")
+        .trim()
+        .to_string();
+    let cluster = Cluster::start();
+    if cluster.is_external() {
+        assert!(err.contains(&format!("deleted namespace {name}")), "{err}");
+        let config = cluster.config().clone();
+        let gone = cluster.block_on(async move {
+            let client = kube::Client::try_from(config).expect("client");
+            Api::<Namespace>::all(client).get_opt(&name).await
+        });
+        assert!(gone.expect("read namespace").is_none());
+    }
+}

@@ -1,12 +1,14 @@
 //! [`ActionConfig`]: what every action works with, like Helm's `action.Configuration`:
 //! the cluster client, the release storage (its driver chosen once), the per-release
-//! locks and, when the caller keeps one, a discovery cache shared between actions.
+//! locks and what discovery found (shared between actions when the caller keeps a
+//! cache with a TTL).
 //!
 //! One `ActionConfig` serves every namespace: storage and locks are per namespace and
 //! built from it on demand, so an operator keeps one per watched kind.
 
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::Client;
@@ -19,7 +21,7 @@ use chart::render::Rendered;
 use chart::values::Values;
 
 use crate::error::Result;
-use crate::kube::capabilities::DiscoveryCache;
+use crate::kube::discovery::DiscoveryCache;
 use crate::kube::KubeClient;
 use crate::lock::{self, Backend, Held, LockCell, ReleaseLock};
 use crate::options::ActionOptions;
@@ -30,7 +32,7 @@ use crate::render::{self, Revision};
 pub struct ActionConfig {
     client: Client,
     driver: StorageDriver,
-    discovery: Option<Arc<DiscoveryCache>>,
+    discovery: Arc<DiscoveryCache>,
 }
 
 /// What the records of a locked action carry: the caller's owner reference and the
@@ -62,19 +64,20 @@ impl std::fmt::Debug for ActionConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ActionConfig")
             .field("driver", &self.driver.name())
-            .field("shared_discovery", &self.discovery.is_some())
+            .field("discovery_ttl", &self.discovery.ttl())
             .finish_non_exhaustive()
     }
 }
 
 impl ActionConfig {
     /// Helm's defaults: records as Secrets (each release's lock on its newest record),
-    /// discovery afresh for every action (as `helm` does).
+    /// discovery afresh for every render (as `helm` does; a group version whose
+    /// discovery failed is not asked again for a few seconds).
     pub fn new(client: Client) -> ActionConfig {
         ActionConfig {
             client,
             driver: StorageDriver::Secret,
-            discovery: None,
+            discovery: Arc::new(DiscoveryCache::new(Duration::ZERO)),
         }
     }
 
@@ -87,8 +90,13 @@ impl ActionConfig {
     /// Shares `cache` between actions, so a controller's many releases do not each
     /// discover the cluster again.
     pub fn with_discovery(mut self, cache: Arc<DiscoveryCache>) -> ActionConfig {
-        self.discovery = Some(cache);
+        self.discovery = cache;
         self
+    }
+
+    /// What discovery found, as the actions use it.
+    pub fn discovery(&self) -> &Arc<DiscoveryCache> {
+        &self.discovery
     }
 
     /// The cluster client.
@@ -157,7 +165,7 @@ impl ActionConfig {
         opts: &ActionOptions,
         revision: Revision,
     ) -> Result<(Rendered, Option<String>)> {
-        let discovery = self.discovery.as_deref();
+        let discovery = &self.discovery;
         render::render_in_cluster(&self.client, discovery, chart, values, opts, revision).await
     }
 

@@ -30,18 +30,14 @@ pub enum Error {
         source_path: String,
         message: String,
     },
-    /// The cluster does not serve the object's kind (missing CRD or API group).
-    #[error(
-        "release {release:?}: {object}: the cluster does not serve {api_version} {kind}: {cause}",
-        api_version = object.api_version,
-        kind = object.kind,
-        cause = discovery_cause(source)
-    )]
+    /// The cluster does not serve the object's kind (missing CRD or API group), or the
+    /// API that serves it is unavailable (an aggregated API whose service is down).
+    #[error("release {release:?}: {object}: {source}")]
     UnknownKind {
         release: String,
         object: Box<ObjectRef>,
         #[source]
-        source: Box<kube::Error>,
+        source: Box<crate::kube::discovery::KindError>,
     },
     /// The object exists and belongs to another release (or to no Helm release).
     #[error(
@@ -187,17 +183,6 @@ pub enum Error {
         cause: Box<Error>,
         undo: Box<Error>,
     },
-}
-
-/// A short cause for a failed discovery; a 404 means the group, version or kind is
-/// not served, which usually means a CRD is missing.
-fn discovery_cause(e: &kube::Error) -> String {
-    match e {
-        kube::Error::Api(s) if s.code == 404 => {
-            "no such resource type (is its CustomResourceDefinition installed?)".to_string()
-        }
-        other => describe(other),
-    }
 }
 
 impl Error {

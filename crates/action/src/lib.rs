@@ -49,7 +49,17 @@ mod testing;
 mod uninstall;
 mod upgrade;
 
-pub use self::kube::capabilities::{discover, Capabilities, DiscoveryCache, DiscoveryError};
+pub use self::kube::capabilities::{
+    apiservice_name, discover, Capabilities, DiscoveryError, GROUP_VERSION_TIMEOUT,
+    ROOT_DISCOVERY_TIMEOUT, WARNING_LOG_TARGET,
+};
+pub use self::kube::discovery::{DiscoveryCache, KindError, MISS_REFRESH};
+/// The retry policy of every Kubernetes request rudder makes, and clients that follow it.
+pub mod retry {
+    pub use crate::kube::retry::{
+        client, client_builder, with_retries, BaseService, MAX_RETRIES, REPORT_AFTER, RETRY_BUDGET,
+    };
+}
 pub use self::kube::wait::{WaitReport, WaitReportFn, WAIT_LOG_TARGET};
 pub use self::kube::{
     ObjectRef, FIELD_MANAGER, MANAGED_BY_LABEL, RELEASE_NAMESPACE_ANNOTATION,

@@ -196,12 +196,15 @@ pub(crate) async fn install_crds(
     objects: &[Object],
     timeout: Duration,
 ) -> Result<()> {
+    let mut created = Vec::new();
     for o in objects {
-        if kube.get(owner, o).await?.is_none() {
+        let absent = kube.get(owner, o).await?.is_none();
+        if absent {
             kube.apply(owner, o, false).await?;
         }
+        created.push(absent);
     }
-    for o in objects {
+    for (o, created) in objects.iter().zip(created) {
         if o.reference.kind == "CustomResourceDefinition" {
             let established = |crd: &kube::api::DynamicObject| {
                 Ok(matches!(condition(crd, "Established"), Some(("True", _))))
@@ -214,6 +217,9 @@ pub(crate) async fn install_crds(
                     object: Box::new(o.reference.clone()),
                     reason,
                 })?;
+            if created {
+                kube.crd_installed(&o.object).await;
+            }
         }
     }
     Ok(())

@@ -11,7 +11,7 @@ use chart::values::Values;
 use kube::Client;
 
 use crate::error::{Error, Result};
-use crate::kube::capabilities::{self, DiscoveryCache};
+use crate::kube::discovery::DiscoveryCache;
 use crate::kube::lookup::{cluster_lookup, LookupTrace};
 use crate::options::ActionOptions;
 
@@ -95,25 +95,24 @@ pub async fn render(
 /// Also returns the digest of what the render's lookups returned (`None`: no lookup).
 pub(crate) async fn render_in_cluster(
     client: &Client,
-    discovery: Option<&DiscoveryCache>,
+    discovery: &Arc<DiscoveryCache>,
     chart: Chart,
     values: Values,
     opts: &ActionOptions,
     revision: Revision,
 ) -> Result<(Rendered, Option<String>)> {
-    let lookup = Some(client.clone());
+    let lookup = Some((client.clone(), discovery.clone()));
     if opts.kube_version.is_some() || opts.api_versions.is_some() {
         let caps = Caps::from_options(opts);
         return render_with(chart, values, opts, caps, lookup, revision).await;
     }
-    let found = match discovery {
-        Some(cache) => cache.get(client).await,
-        None => capabilities::discover(client).await,
-    }
-    .map_err(|source| Error::Discovery {
-        release: opts.name.clone(),
-        source,
-    })?;
+    let found = discovery
+        .get(client)
+        .await
+        .map_err(|source| Error::Discovery {
+            release: opts.name.clone(),
+            source,
+        })?;
     // Like Helm: the discovered set alone (the defaults only when discovery found none).
     let caps = Caps {
         exact: !found.api_versions.is_empty(),
@@ -128,7 +127,7 @@ async fn render_with(
     values: Values,
     opts: &ActionOptions,
     caps: Caps,
-    lookup_client: Option<Client>,
+    lookup_client: Option<(Client, Arc<DiscoveryCache>)>,
     revision: Revision,
 ) -> Result<(Rendered, Option<String>)> {
     RENDERS.fetch_add(1, Ordering::Relaxed);
@@ -143,7 +142,7 @@ async fn render_with(
     let trace = Arc::new(Mutex::new(LookupTrace::default()));
     let traced = trace.clone();
     let job = tokio::task::spawn_blocking(move || {
-        let lookup = lookup_client.map(|c| cluster_lookup(c, handle, traced));
+        let lookup = lookup_client.map(|(c, d)| cluster_lookup(c, d, handle, traced));
         let ropts = RenderOptions {
             release,
             kube_version: caps.kube_version,

@@ -372,11 +372,16 @@ fn helm_err(msg: impl Into<String>) -> anyhow::Error {
     anyhow::Error::msg(msg.into())
 }
 
-/// Waits (`--wait`, hook Jobs, deletions) say on stderr what they are waiting for every
-/// few seconds, as plain lines; stdout stays what Helm prints. `RUST_LOG` shows more.
+/// Waits (`--wait`, hook Jobs, deletions, retried requests) say on stderr what they are
+/// waiting for every few seconds, and warnings (an API group skipped by discovery) are
+/// shown, as plain lines; stdout stays what Helm prints. `RUST_LOG` shows more.
 fn init_progress_log() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
-        tracing_subscriber::EnvFilter::new(format!("{}=info", action::WAIT_LOG_TARGET))
+        tracing_subscriber::EnvFilter::new(format!(
+            "{}=info,{}=info",
+            action::WAIT_LOG_TARGET,
+            action::WARNING_LOG_TARGET
+        ))
     });
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
@@ -467,7 +472,8 @@ async fn client(k: &KubeArgs) -> anyhow::Result<(Client, String)> {
         namespace
     };
     action::identity::identify(&mut config, &k.field_manager)?;
-    let client = Client::try_from(config).context("creating the Kubernetes client")?;
+    // rudder's bounded retries, not kube's (up to 15 per request, minutes in all).
+    let client = action::retry::client(config).context("creating the Kubernetes client")?;
     Ok((client, namespace))
 }
 

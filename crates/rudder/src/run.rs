@@ -252,7 +252,9 @@ fn options(args: &RunArgs) -> anyhow::Result<Options> {
 }
 
 /// The operator's client, every request of which `rest_client_requests_total` counts
-/// and says it comes from `name` (see `action::identity`).
+/// (each attempt of a retried one too, as client-go counts them) and says it comes
+/// from `name` (see `action::identity`), retried by rudder's bounded policy rather than
+/// kube's default one.
 async fn client(
     kubeconfig: Option<&PathBuf>,
     metrics: &Metrics,
@@ -275,9 +277,11 @@ async fn client(
         metrics.clone(),
         RestClientMetricsLayer::host_of(&config.cluster_url),
     );
-    let builder = kube::client::ClientBuilder::try_from(config)
-        .context("cannot create the Kubernetes client")?;
-    Ok(builder.with_layer(&layer).build())
+    let builder =
+        action::retry::client_builder(config).context("cannot create the Kubernetes client")?;
+    Ok(action::retry::with_retries(
+        builder.with_layer(&layer).build(),
+    ))
 }
 
 pub(crate) fn run(args: RunArgs) -> anyhow::Result<()> {

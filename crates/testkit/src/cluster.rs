@@ -9,6 +9,7 @@
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,6 +17,7 @@ use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, ListParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
+use crate::deadline;
 use crate::namespace::TestNamespace;
 use crate::Error;
 
@@ -31,6 +33,7 @@ pub struct ClusterBuilder {
     helper: bool,
     tls: bool,
     authorization: apiserver::Authorization,
+    deadline: Option<Duration>,
 }
 
 impl Default for ClusterBuilder {
@@ -40,11 +43,19 @@ impl Default for ClusterBuilder {
             helper: false,
             tls: false,
             authorization: apiserver::Authorization::AlwaysAllow,
+            deadline: None,
         }
     }
 }
 
 impl ClusterBuilder {
+    /// The test's overall deadline (default: `RUDDER_TEST_DEADLINE` seconds, else 30
+    /// minutes), for suites that run long on purpose; see [`crate::deadline`].
+    pub fn deadline(mut self, deadline: Duration) -> Self {
+        self.deadline = Some(deadline);
+        self
+    }
+
     /// Whether workloads, Jobs and PVCs report ready although nothing runs them
     /// (default: yes). Off, an embedded server leaves every status as written, and no
     /// readiness helper runs on an external cluster; a cluster with a kubelet still
@@ -130,6 +141,13 @@ impl ClusterBuilder {
                 .run(async move { kube::Client::try_from(config) })
                 .map_err(|e| Error::kube("build a client", e))?
         };
+        let quick = {
+            let mut config = config.clone();
+            config.default_retry = false;
+            worker
+                .run(async move { kube::Client::try_from(config) })
+                .map_err(|e| Error::kube("build a client", e))?
+        };
         let kubelet = match (&backend, kubelet_override()) {
             (_, Some(v)) => v,
             (Backend::Embedded(_), None) => false,
@@ -145,15 +163,23 @@ impl ClusterBuilder {
             (Backend::External, true) if kubelet => Readiness::Kubelet,
             (Backend::External, true) => Readiness::Helper,
         };
+        let test = deadline::current_test();
+        deadline::cluster_started(
+            &test,
+            self.deadline.unwrap_or_else(deadline::default_deadline),
+        );
+        LIVE.fetch_add(1, Ordering::SeqCst);
         Ok(Cluster {
             inner: Arc::new(Inner {
                 backend,
                 kubeconfig,
                 config,
                 client,
+                quick,
                 kubelet,
                 readiness,
                 scratch,
+                test,
                 worker,
             }),
         })
@@ -169,14 +195,22 @@ pub struct Cluster {
 pub(crate) struct Inner {
     backend: Backend,
     kubeconfig: PathBuf,
-    config: kube::Config,
+    pub(crate) config: kube::Config,
     /// A client on the kit's own runtime, for the kit's own work.
     pub(crate) client: kube::Client,
+    /// The same without kube's retries, for discovery and reads that must not wait on
+    /// an unavailable API.
+    pub(crate) quick: kube::Client,
     kubelet: bool,
     pub(crate) readiness: Readiness,
     scratch: tempfile::TempDir,
+    /// The test the cluster was started for.
+    test: String,
     pub(crate) worker: Worker,
 }
+
+/// Clusters alive in this process: the run's shared CRDs are let go with the last.
+static LIVE: AtomicUsize = AtomicUsize::new(0);
 
 enum Backend {
     /// `Option` so that `Drop` can hand the server back to its runtime to stop it.
@@ -251,7 +285,7 @@ impl Cluster {
 
     /// Whether this is an external cluster (`RUDDER_TEST_KUBECONFIG`).
     pub fn is_external(&self) -> bool {
-        matches!(self.inner.backend, Backend::External)
+        self.inner.is_external()
     }
 
     /// Whether Pods really run here (a Ready Node exists, or `RUDDER_TEST_KUBELET=true`).
@@ -286,8 +320,18 @@ impl Cluster {
     }
 }
 
+impl Inner {
+    pub(crate) fn is_external(&self) -> bool {
+        matches!(self.backend, Backend::External)
+    }
+}
+
 impl Drop for Inner {
     fn drop(&mut self) {
+        deadline::cluster_dropped(&self.test);
+        if LIVE.fetch_sub(1, Ordering::SeqCst) == 1 {
+            crate::crd::release_users(self);
+        }
         if let Backend::Embedded(server) = &mut self.backend {
             if let Some(server) = server.take() {
                 self.worker.run(server.stop());

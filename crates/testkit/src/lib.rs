@@ -14,6 +14,8 @@
 //! | a child process (`rudder run`, a replica) with logs | [`Process`], [`free_port`] |
 //! | ready workloads without a kubelet | automatic: see [`readiness`](crate#readiness) |
 //! | render a corpus case as the oracle does | [`oracle`] |
+//! | an aggregated API whose service is down | [`TestNamespace::unavailable_api`] |
+//! | an overall deadline per test, cleanup after an overrun | automatic: see [`deadline`] |
 //!
 //! # Readiness
 //!
@@ -27,9 +29,11 @@
 
 #![warn(unreachable_pub)]
 
+mod aggregation;
 mod charts;
 mod cluster;
 pub mod crd;
+pub mod deadline;
 mod error;
 mod eventually;
 mod kubectl;
@@ -39,6 +43,7 @@ mod process;
 mod readiness;
 pub mod tools;
 
+pub use aggregation::{UnavailableApi, UNAVAILABLE_BODY};
 /// The embedded server's crate, for tests that reach into it (fault injection) where
 /// [`Cluster::embedded`] gives a server.
 pub use apiserver;
@@ -47,7 +52,7 @@ pub use cluster::{Cluster, ClusterBuilder, KUBECONFIG_ENV, KUBELET_ENV};
 pub use error::Error;
 pub use eventually::{eventually, eventually_blocking, Settled};
 pub use kubectl::{unique, Kubectl};
-pub use namespace::{TestNamespace, CREATED_BY};
+pub use namespace::{TestNamespace, CREATED_BY, OPERATOR_FINALIZERS};
 pub use process::{free_port, Process};
 pub use readiness::settle;
 pub use tools::{skip_message, Tool};

@@ -10,12 +10,13 @@ use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 
 use chart::engine::LookupFn;
-use kube::api::{Api, DynamicObject, GroupVersionKind, ListParams};
-use kube::discovery::{self, Scope};
+use kube::api::{Api, DynamicObject, ListParams};
 use kube::Client;
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 use tokio::runtime::Handle;
+
+use super::discovery::{DiscoveryCache, KindError};
 
 /// What a render's lookups returned, hashed in call order.
 #[derive(Default)]
@@ -88,15 +89,23 @@ fn stable(v: &Value) -> Value {
     v
 }
 
-/// A `lookup` for a render running on a blocking thread of `handle`'s runtime, noting
-/// every call in `trace`.
+/// A `lookup` for a render running on a blocking thread of `handle`'s runtime, its
+/// kinds resolved through `discovery`, noting every call in `trace`.
 pub(crate) fn cluster_lookup(
     client: Client,
+    discovery: Arc<DiscoveryCache>,
     handle: Handle,
     trace: Arc<Mutex<LookupTrace>>,
 ) -> LookupFn {
     Rc::new(move |api_version, kind, namespace, name| {
-        let result = handle.block_on(lookup(&client, api_version, kind, namespace, name));
+        let result = handle.block_on(lookup(
+            &client,
+            &discovery,
+            api_version,
+            kind,
+            namespace,
+            name,
+        ));
         trace
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -111,27 +120,29 @@ fn empty() -> Value {
 
 async fn lookup(
     client: &Client,
+    discovery: &DiscoveryCache,
     api_version: &str,
     kind: &str,
     namespace: &str,
     name: &str,
 ) -> Result<Value, String> {
-    let (group, version) = match api_version.split_once('/') {
-        Some((g, v)) => (g, v),
-        None => ("", api_version),
+    let unresolved = |why: &str| {
+        format!("unable to get apiresource from unstructured: {api_version}, Kind={kind}: {why}")
     };
-    let gvk = GroupVersionKind::gvk(group, version, kind);
-    let (resource, caps) = match discovery::pinned_kind(client, &gvk).await {
+    let (resource, namespaced) = match discovery.resolve(client, api_version, kind).await {
         Ok(found) => found,
         // A served group version without that kind: Helm's request finds nothing.
-        Err(kube::Error::Discovery(_)) => return Ok(empty()),
-        Err(e) => {
-            return Err(format!(
-                "unable to get apiresource from unstructured: {api_version}, Kind={kind}: {e}"
+        Err(KindError::MissingKind { .. }) => return Ok(empty()),
+        // Helm asks the group version's discovery, whose 404 is its error.
+        Err(KindError::NotServed { .. }) => {
+            return Err(unresolved(
+                "the server could not find the requested resource",
             ))
         }
+        // The group version's discovery failed (remembered, not asked again per call).
+        Err(KindError::Unavailable { reason, .. }) => return Err(unresolved(&reason)),
     };
-    let api: Api<DynamicObject> = if caps.scope == Scope::Namespaced && !namespace.is_empty() {
+    let api: Api<DynamicObject> = if namespaced && !namespace.is_empty() {
         Api::namespaced_with(client.clone(), namespace, &resource)
     } else {
         Api::all_with(client.clone(), &resource)

@@ -5,29 +5,31 @@
 //! release are refused before anything is written.
 //!
 //! Beside it: readiness (`wait`), hooks (`hooks`), `lookup` for templates (`lookup`),
-//! the cluster's `.Capabilities` (`capabilities`) and field ownership (`managers`:
-//! rudder applies as Helm's field manager and takes over what other writers of the
-//! release recorded).
+//! the cluster's `.Capabilities` (`capabilities`), what discovery found, kept and
+//! shared (`discovery`), the retry policy of every request (`retry`) and field
+//! ownership (`managers`: rudder applies as Helm's field manager and takes over what
+//! other writers of the release recorded).
 
 pub(crate) mod capabilities;
+pub(crate) mod discovery;
 pub(crate) mod hooks;
 pub(crate) mod lookup;
 pub(crate) mod managers;
+pub(crate) mod retry;
 pub(crate) mod wait;
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams};
 use kube::core::{ApiResource, GroupVersionKind};
-use kube::discovery::{self, Scope};
 use kube::Client;
 use serde_json::Value;
 
 use crate::error::{Error, Result};
-use capabilities::{DiscoveryCache, Mapping};
+use discovery::{DiscoveryCache, KindError, Mapping};
 
 pub use managers::FIELD_MANAGER;
 /// Helm's annotation naming the release that owns an object.
@@ -110,33 +112,31 @@ pub(crate) struct Object {
     pub source: String,
 }
 
-/// A kube client with the resource mappings of one action (and, when the caller keeps
-/// one, a [`DiscoveryCache`] shared between actions).
+/// A kube client with the resource mappings of one action, over a [`DiscoveryCache`]
+/// (shared between actions when the caller keeps one).
 pub(crate) struct KubeClient {
     client: Client,
     cache: Mutex<HashMap<(String, String), Mapping>>,
     /// Kinds the chart's CRDs will define, for resolving objects before those CRDs
     /// are installed (so the whole release is checked before anything is written).
     planned: Mutex<HashMap<(String, String), Mapping>>,
-    /// Mappings shared with other actions, when the caller keeps them.
-    shared: Option<std::sync::Arc<DiscoveryCache>>,
+    /// What discovery found, possibly shared with other actions.
+    discovery: Arc<DiscoveryCache>,
 }
 
 impl KubeClient {
+    /// A client whose kinds resolve afresh (a discovery cache of its own, without TTL).
     pub(crate) fn new(client: Client) -> KubeClient {
-        KubeClient::with_discovery(client, None)
+        KubeClient::with_discovery(client, Arc::new(DiscoveryCache::new(Duration::ZERO)))
     }
 
-    /// A client that also reads and fills `shared`'s resource mappings.
-    pub(crate) fn with_discovery(
-        client: Client,
-        shared: Option<std::sync::Arc<DiscoveryCache>>,
-    ) -> KubeClient {
+    /// A client whose kinds resolve through `discovery`.
+    pub(crate) fn with_discovery(client: Client, discovery: Arc<DiscoveryCache>) -> KubeClient {
         KubeClient {
             client,
             cache: Mutex::new(HashMap::new()),
             planned: Mutex::new(HashMap::new()),
-            shared,
+            discovery,
         }
     }
 
@@ -171,6 +171,24 @@ impl KubeClient {
                 (resource, namespaced),
             );
         }
+    }
+
+    /// After `crd` was installed: the group versions it serves are discovered again
+    /// (by later actions sharing the cache, and by the operator's dependent watches).
+    pub(crate) async fn crd_installed(&self, crd: &DynamicObject) {
+        let Some(spec) = crd.data.get("spec") else {
+            return;
+        };
+        let group = spec.get("group").and_then(Value::as_str).unwrap_or("");
+        let versions: Vec<String> = spec
+            .get("versions")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|v| v.get("name").and_then(Value::as_str))
+            .map(|v| format!("{group}/{v}"))
+            .collect();
+        self.discovery.forget(&versions).await;
     }
 
     /// Parses one YAML document; `None` for an empty (comment-only) document.
@@ -254,33 +272,23 @@ impl KubeClient {
         }))
     }
 
-    async fn resolve(&self, api_version: &str, kind: &str) -> Result<Mapping, kube::Error> {
+    async fn resolve(&self, api_version: &str, kind: &str) -> Result<Mapping, KindError> {
         let key = (api_version.to_string(), kind.to_string());
         if let Some(hit) = self.cache.lock().ok().and_then(|c| c.get(&key).cloned()) {
             return Ok(hit);
         }
-        if let Some(hit) = self.shared.as_ref().and_then(|s| s.mapping(&key)) {
-            if let Ok(mut c) = self.cache.lock() {
-                c.insert(key, hit.clone());
-            }
-            return Ok(hit);
-        }
-        let (group, version) = match api_version.split_once('/') {
-            Some((g, v)) => (g, v),
-            None => ("", api_version),
-        };
-        let gvk = GroupVersionKind::gvk(group, version, kind);
-        let hit = match discovery::pinned_kind(&self.client, &gvk).await {
-            Ok((resource, caps)) => (resource, caps.scope == Scope::Namespaced),
+        let hit = match self
+            .discovery
+            .resolve(&self.client, api_version, kind)
+            .await
+        {
+            Ok(hit) => hit,
             Err(e) => {
                 let planned = self.planned.lock().ok().and_then(|p| p.get(&key).cloned());
                 // Not cached: the CRD gets installed later and discovery then answers.
                 return planned.ok_or(e);
             }
         };
-        if let Some(s) = &self.shared {
-            s.remember_mapping(key.clone(), hit.clone());
-        }
         if let Ok(mut c) = self.cache.lock() {
             c.insert(key, hit.clone());
         }

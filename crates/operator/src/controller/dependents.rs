@@ -11,6 +11,11 @@
 //! Every trigger is also reported to the watch's [`DriftTracker`], with when each
 //! kind's watches listed, so a periodic reconcile can tell that nothing of a release
 //! moved and leave it alone.
+//!
+//! Kinds resolve through the watch's discovery cache (the one its renders use): a kind
+//! of an unavailable API (an aggregated one whose service is down) is not watched and
+//! costs no request until the cache refreshes that API; its CRs rely on the reconcile
+//! period meanwhile.
 
 use std::collections::hash_map::DefaultHasher;
 use std::collections::{HashMap, HashSet};
@@ -23,7 +28,6 @@ use futures::future::{BoxFuture, Shared};
 use futures::StreamExt;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ObjectMeta};
 use kube::core::PartialObjectMeta;
-use kube::discovery::Scope;
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher::{self, Event};
 use kube::runtime::WatchStreamExt;
@@ -118,6 +122,8 @@ pub(crate) struct DependentWatches {
     stop: Shared<BoxFuture<'static, ()>>,
     started: Mutex<HashSet<GroupVersionKind>>,
     tasks: Mutex<JoinSet<()>>,
+    /// The watch's discovery cache once shared (a cache of its own until then).
+    discovery: std::sync::OnceLock<Arc<action::DiscoveryCache>>,
 }
 
 impl DependentWatches {
@@ -138,7 +144,14 @@ impl DependentWatches {
             stop,
             started: Mutex::new(HashSet::new()),
             tasks: Mutex::new(JoinSet::new()),
+            discovery: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Resolves kinds through `discovery` (the watch's, shared with its renders); to be
+    /// called before the first kind is watched.
+    pub(crate) fn share_discovery(&self, discovery: Arc<action::DiscoveryCache>) {
+        let _ = self.discovery.set(discovery);
     }
 
     /// Starts watching every kind of `kinds` not watched yet.
@@ -166,15 +179,32 @@ impl DependentWatches {
     }
 
     async fn start(self: Arc<Self>, gvk: GroupVersionKind) {
-        let (resource, caps) = match kube::discovery::pinned_kind(&self.client, &gvk).await {
+        let api_version = if gvk.group.is_empty() {
+            gvk.version.clone()
+        } else {
+            format!("{}/{}", gvk.group, gvk.version)
+        };
+        let discovery = self
+            .discovery
+            .get_or_init(|| Arc::new(action::DiscoveryCache::new(crate::reconcile::DISCOVERY_TTL)));
+        let resolved = discovery
+            .resolve(&self.client, &api_version, &gvk.kind)
+            .await;
+        let (resource, namespaced) = match resolved {
             Ok(found) => found,
             Err(e) => {
-                tracing::warn!(
-                    kind = %gvk_text(&gvk),
-                    owner = %self.owner.kind,
-                    "cannot watch objects of this kind for drift (discovery failed: {e}); \
-                     relying on the reconcile period for them"
-                );
+                // An unavailable API was warned about once, by the discovery cache.
+                if matches!(e, action::KindError::Unavailable { .. }) {
+                    tracing::debug!(kind = %gvk_text(&gvk), owner = %self.owner.kind,
+                        "not watching objects of this kind for drift ({e})");
+                } else {
+                    tracing::warn!(
+                        kind = %gvk_text(&gvk),
+                        owner = %self.owner.kind,
+                        "cannot watch objects of this kind for drift ({e}); \
+                         relying on the reconcile period for them"
+                    );
+                }
                 self.drift.not_watching(&gvk);
                 // Forget it so the next reconcile that deploys this kind tries again.
                 if let Ok(mut started) = self.started.lock() {
@@ -184,7 +214,7 @@ impl DependentWatches {
             }
         };
         let apis: Vec<Api<PartialObjectMeta<DynamicObject>>> =
-            if caps.scope == Scope::Cluster || self.scope.namespaces.is_empty() {
+            if !namespaced || self.scope.namespaces.is_empty() {
                 vec![Api::all_with(self.client.clone(), &resource)]
             } else {
                 self.scope

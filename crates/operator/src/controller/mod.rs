@@ -255,6 +255,10 @@ pub(crate) async fn run_watch(
             stop.clone(),
         ))
     });
+    // Dependent watches resolve kinds through the watch's discovery cache.
+    if let Some(d) = &dependents {
+        d.share_discovery(Arc::clone(ctx.discovery()));
+    }
     let writers: Vec<reflector::store::Writer<CustomResource>> = scopes
         .iter()
         .map(|_| reflector::store::Writer::new(resource.clone()))

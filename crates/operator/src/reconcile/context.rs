@@ -17,9 +17,11 @@ use crate::events::EventRecorder;
 use crate::metrics::Metrics;
 use crate::watches::{Watch, WatchesError};
 
-/// How long a watch reuses what discovery found. Upgrades are decided by
-/// the inputs digest, not by the cluster's APIs, so this only bounds how
-/// stale `.Capabilities` may be when an upgrade does happen.
+/// How long a watch reuses what discovery found: its refresh period. Upgrades are
+/// decided by the inputs digest, not by the cluster's APIs, so this only bounds how
+/// stale `.Capabilities` may be when an upgrade does happen. A kind not found
+/// refreshes its group version sooner (`action::MISS_REFRESH`), and an unavailable
+/// API (an aggregated one whose service is down) is asked again once per period.
 pub const DISCOVERY_TTL: Duration = Duration::from_secs(60);
 
 /// What a reconcile needs besides the CR: everything fixed per watch.
@@ -49,6 +51,9 @@ pub struct Context {
     pub(super) reapply_period: Duration,
     /// The watch's `maxHistory` or `--max-history`: records kept per release (0: all).
     pub(super) max_history: usize,
+    /// What discovery found, shared by the watch's renders, lookups and dependent
+    /// watches.
+    discovery: Arc<action::DiscoveryCache>,
 }
 
 /// The chart's name as a label value; `None` (no label) for a name Kubernetes would
@@ -81,7 +86,8 @@ impl Context {
             .unwrap_or(release::storage::DEFAULT_MAX_HISTORY);
         let discovery = Arc::new(action::DiscoveryCache::new(DISCOVERY_TTL));
         Ok(Context {
-            actions: Arc::new(Actions::new(client.clone(), discovery)),
+            actions: Arc::new(Actions::new(client.clone(), discovery.clone())),
+            discovery,
             chart_digest: ChartDigest::new(&chart),
             chart_label: chart_label(&chart),
             watch,
@@ -158,6 +164,11 @@ impl Context {
     /// What this watch's dependent watches saw of its releases' objects.
     pub(crate) fn drift(&self) -> &DriftTracker {
         &self.drift
+    }
+
+    /// What discovery found for this watch (shared with its dependent watches).
+    pub fn discovery(&self) -> &Arc<action::DiscoveryCache> {
+        &self.discovery
     }
 
     /// The client CRs, their status and Events are written with.

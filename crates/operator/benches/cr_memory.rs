@@ -14,7 +14,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicI64, Ordering};
 
 use kube::api::DynamicObject;
-use operator::cr::CustomResource;
+use operator::CustomResource;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
@@ -174,7 +174,7 @@ fn main() {
     );
     println!(
         "{:<44} {:>8} B {:>12.0} B",
-        "operator::cr::CustomResource (raw spec/status)",
+        "operator::CustomResource (raw spec/status)",
         std::mem::size_of::<CustomResource>(),
         own + std::mem::size_of::<CustomResource>() as f64
     );

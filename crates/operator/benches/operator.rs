@@ -25,9 +25,9 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, PostParams};
 use kube::runtime::events::Reporter;
 use kube::Client;
-use operator::reconcile::{reconcile, Context};
-use operator::watches::Watch;
 use operator::Options;
+use operator::Watch;
+use operator::{reconcile, Context};
 use serde_json::{json, Value};
 use testkit::apiserver::{Config, Server};
 use tokio::runtime::Runtime;
@@ -333,7 +333,7 @@ fn time_reconciles(
         // Fetched through the operator's client on an operator thread, so the CR the
         // reconcile drops was allocated on the operator's side of the ledger.
         let cr = on_operator(rt, crs(ctx.client()).get(name)).expect("get CR");
-        let cr = Arc::new(operator::cr::CustomResource::from(cr));
+        let cr = Arc::new(operator::CustomResource::from(cr));
         let before_alloc = ALLOCATED.load(Ordering::Relaxed);
         let before = in_use();
         reset_peak();

@@ -2,7 +2,7 @@
 //! periodic reconcile of an unchanged release can leave it alone: which revision this
 //! process last applied for each CR and when, whether a dependent watch has seen one
 //! of its objects change or go since, and since when every kind of it has been
-//! watched without a gap. [`plan::decide`](crate::reconcile::plan::decide) turns that
+//! watched without a gap. [`decide`](crate::reconcile::decide::decide) turns that
 //! into "repair" or "unchanged"; this module only keeps the facts.
 //!
 //! Nothing survives a restart: the first reconcile of each CR after a start applies
@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use kube::api::GroupVersionKind;
 
-use crate::reconcile::plan::Applied;
+use crate::reconcile::decide::Applied;
 
 /// A CR of the watch: namespace and name.
 pub(crate) type CrKey = (String, String);

@@ -2,7 +2,8 @@
 
 use std::path::PathBuf;
 
-use crate::metrics::BindAddressError;
+use runtime::metrics::BindAddressError;
+use runtime::ManagerError;
 
 /// An error that stops the operator.
 #[derive(Debug, thiserror::Error)]
@@ -35,14 +36,6 @@ pub enum Error {
         source: BindAddressError,
     },
 
-    #[error("cannot serve {what} on {addr}: {source}")]
-    Serve {
-        what: &'static str,
-        addr: std::net::SocketAddr,
-        #[source]
-        source: std::io::Error,
-    },
-
     #[error(
         "--leader-elect needs a lease name: set --leader-election-id (or the OPERATOR_NAME \
          environment variable)"
@@ -55,23 +48,15 @@ pub enum Error {
     )]
     LeaderElectionNamespaceMissing,
 
-    #[error("leader election failed: {0}")]
-    LeaderElection(String),
-
-    #[error("leader election lost: another replica holds lease {namespace}/{name}; exiting")]
-    LeadershipLost { namespace: String, name: String },
-
     #[error(
         "--shards=auto needs a namespace for the replicas' Leases: not running in a cluster, \
          so set --leader-election-namespace"
     )]
     ShardNamespaceMissing,
 
+    /// The runtime stopped: a server, leadership, sharding or a controller.
     #[error(transparent)]
-    Sharding(#[from] crate::shard::ShardError),
-
-    #[error("{0}")]
-    Other(String),
+    Manager(#[from] ManagerError),
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

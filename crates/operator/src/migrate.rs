@@ -9,7 +9,7 @@
 //! interrupted anywhere resumes on the next call with nothing lost. With nothing to
 //! migrate a call costs one label-selected list of ConfigMaps.
 
-pub mod legacy;
+mod legacy;
 
 use std::fmt;
 
@@ -169,7 +169,7 @@ pub async fn migrate(
 
 /// [`migrate`], with the watch's chart to describe a legacy status release whose own
 /// record lacks chart metadata.
-pub async fn migrate_with_chart(
+pub(crate) async fn migrate_with_chart(
     client: &Client,
     cr: &CustomResource,
     cr_resource: &ApiResource,
@@ -362,7 +362,7 @@ async fn put_verified(
 
 /// Step 2 for ConfigMap records: deletes the ConfigMaps whose Secret copies were
 /// verified by [`copy_configmap_records`]. Returns the deleted keys.
-pub async fn remove_configmap_records(
+pub(crate) async fn remove_configmap_records(
     client: &Client,
     release: &str,
     namespace: &str,
@@ -482,7 +482,7 @@ pub async fn write_status_records(
 /// (`status.release: null`; for releases inside conditions, the conditions without
 /// their `release` field, guarded by the CR's resourceVersion). Conditions and
 /// `deployedRelease` are otherwise left alone. Returns false if the CR is gone.
-pub async fn clear_status_records(
+pub(crate) async fn clear_status_records(
     client: &Client,
     cr: &CustomResource,
     cr_resource: &ApiResource,

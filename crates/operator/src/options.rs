@@ -3,19 +3,12 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::metrics::MetricsServing;
-
-/// The environment variable naming the namespaces to watch (comma-separated; empty or
-/// unset: all namespaces), as the Go helm-operator reads it.
-pub const WATCH_NAMESPACE_ENV: &str = "WATCH_NAMESPACE";
+use runtime::metrics::MetricsServing;
+use runtime::DEFAULT_SHUTDOWN_TIMEOUT;
 
 /// The deprecated environment variable the Go helm-operator falls back to for the
 /// leader election id.
-pub const OPERATOR_NAME_ENV: &str = "OPERATOR_NAME";
-
-/// How long in-flight reconciles may run after a shutdown was asked for
-/// (controller-runtime's default graceful shutdown timeout).
-pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const OPERATOR_NAME_ENV: &str = "OPERATOR_NAME";
 
 /// `--reapply-period`'s default: controller-runtime's default cache resync period
 /// (`SyncPeriod`, 10 hours), the same safety net for changes no watch reported.
@@ -65,7 +58,7 @@ pub struct Options {
 
 /// `--shards`: `off` (every replica, or the leader with `--leader-elect`, reconciles
 /// every CR) or `auto` (the live replicas split every watch's CRs; see
-/// [`crate::shard`]).
+/// [`runtime::shard`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Sharding {
     #[default]

@@ -8,7 +8,7 @@
 //! the file and entry instead of being silently ignored. [`reload`] reloads a chart
 //! whose files change.
 
-pub mod reload;
+pub(crate) mod reload;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -215,14 +215,15 @@ pub fn load(path: &Path) -> Result<Vec<Watch>, WatchesError> {
 
 /// Parses and validates `watches.yaml` text; `base_dir` is where relative chart
 /// paths are looked up when they are not found relative to the working directory.
-/// Unknown fields are ignored (see [`parse_with_warnings`]).
+/// Unknown fields are ignored ([`load`] logs a warning for each).
 pub fn parse(text: &str, base_dir: &Path) -> Result<Vec<Watch>, WatchesError> {
     parse_named(text, base_dir, "watches.yaml").map(|(w, _)| w)
 }
 
 /// [`parse`], and one warning per ignored unknown field, naming it, its entry and
 /// the known fields.
-pub fn parse_with_warnings(
+#[cfg(test)]
+pub(crate) fn parse_with_warnings(
     text: &str,
     base_dir: &Path,
 ) -> Result<(Vec<Watch>, Vec<String>), WatchesError> {
@@ -587,7 +588,7 @@ fn expand_template(name: &str, text: &str) -> Result<String, String> {
 
 /// A non-negative Go duration (`30s`, `1m30s`, `1.5h`, a bare `0`), as
 /// `time.ParseDuration` reads it, for settings and flags.
-pub fn parse_go_duration(text: &str) -> Result<Duration, String> {
+pub(crate) fn parse_go_duration(text: &str) -> Result<Duration, String> {
     let d = gostd::time::Duration::parse(text).map_err(|e| {
         format!(
             "invalid duration {text:?} ({e}): use a Go duration like \"30s\", \"1m30s\" or \"2h\""
@@ -598,7 +599,7 @@ pub fn parse_go_duration(text: &str) -> Result<Duration, String> {
 }
 
 /// Go's `time.Duration.String`: `1m0s`, `1h30m0s`, `1.5s`, `500ms`, `0s`.
-pub fn format_go_duration(d: Duration) -> String {
+pub(crate) fn format_go_duration(d: Duration) -> String {
     gostd::time::Duration::from_std(d).to_string()
 }
 

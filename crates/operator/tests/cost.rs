@@ -17,7 +17,7 @@ use common::{create_cr, get_cr, start, watch};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use kube::Client;
-use operator::reconcile::{reconcile, Context};
+use operator::{reconcile, Context};
 use serde_json::json;
 use testkit::eventually;
 

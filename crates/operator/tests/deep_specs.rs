@@ -18,7 +18,7 @@ use common::watch_run::{self, WatchRun};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::Api;
 use kube::Client;
-use operator::cr::CustomResource;
+use operator::CustomResource;
 use serde_json::{json, Value};
 
 const WAIT: Duration = Duration::from_secs(120);

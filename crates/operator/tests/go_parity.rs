@@ -21,8 +21,8 @@ use k8s_openapi::api::core::v1::{ConfigMap, Event, Secret};
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::events::Reporter;
 use kube::{Client, ResourceExt};
-use operator::reconcile::{reconcile, Context, Outcome, ReconcileError};
-use operator::watches::Watch;
+use operator::Watch;
+use operator::{reconcile, Context, Outcome, ReconcileError};
 use serde_json::{json, Value};
 use testkit::eventually;
 

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, ListParams, PostParams};
 use kube::{Client, ResourceExt};
-use operator::reconcile::reconcile;
-use operator::watches::Watch;
+use operator::reconcile;
+use operator::Watch;
 use serde_json::json;
 
 mod common;
@@ -39,7 +39,7 @@ async fn revisions(client: &Client, name: &str) -> Vec<(i64, String)> {
     out
 }
 
-async fn reconcile_cr(ctx: &Arc<operator::reconcile::Context>, name: &str) {
+async fn reconcile_cr(ctx: &Arc<operator::Context>, name: &str) {
     let cr = get_cr(ctx.client(), name).await;
     reconcile(Arc::new(cr.into()), ctx.clone())
         .await

@@ -15,17 +15,14 @@ use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::ByteString;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
-use operator::reconcile::{reconcile, Context, ReconcileError};
+use operator::{reconcile, Context, ReconcileError};
 use serde_json::{json, Value};
 
 mod common;
 
 use common::*;
 
-async fn run(
-    ctx: &Arc<Context>,
-    name: &str,
-) -> Result<operator::reconcile::Outcome, ReconcileError> {
+async fn run(ctx: &Arc<Context>, name: &str) -> Result<operator::Outcome, ReconcileError> {
     reconcile(
         Arc::new(get_cr(ctx.client(), name).await.into()),
         ctx.clone(),

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams, PostParams};
 use kube::Client;
-use operator::migrate::{self, MigrateError};
+use operator::MigrateError;
 use release::driver::Driver;
 use release::record::{Chart, Metadata, Release, Status};
 use release::{make_key, ConfigMapDriver, SecretDriver, Storage};
@@ -184,7 +184,7 @@ async fn configmap_records_become_identical_secrets() {
     let (ar, cr) = plain_cr(&client, "web").await;
     let originals = write_configmap_records(&client, "web").await;
 
-    let report = migrate::migrate(&client, &(&cr).into(), &ar, "web", ns.name())
+    let report = operator::migrate(&client, &(&cr).into(), &ar, "web", ns.name())
         .await
         .expect("migrate");
     assert_eq!(report.copied, [1, 2]);
@@ -223,7 +223,7 @@ async fn configmap_records_become_identical_secrets() {
 
     // Idempotent: nothing left to do, nothing rewritten.
     let rv = secret_rv(&client, &make_key("web", 1)).await;
-    let again = migrate::migrate(&client, &(&cr).into(), &ar, "web", ns.name())
+    let again = operator::migrate(&client, &(&cr).into(), &ar, "web", ns.name())
         .await
         .expect("second migrate");
     assert!(again.is_empty(), "{again:?}");
@@ -245,7 +245,7 @@ async fn interrupted_configmap_migration_resumes() {
     let rv1 = secret_rv(&client, &make_key("web", 1)).await;
 
     // Crash after the copy step, before the ConfigMaps were deleted.
-    let step = migrate::copy_configmap_records(&client, "web", ns.name())
+    let step = operator::copy_configmap_records(&client, "web", ns.name())
         .await
         .expect("copy step");
     assert_eq!(step.copied, [2], "revision 1 was already there");
@@ -256,7 +256,7 @@ async fn interrupted_configmap_migration_resumes() {
         "nothing deleted yet"
     );
 
-    let report = migrate::migrate(&client, &(&cr).into(), &ar, "web", ns.name())
+    let report = operator::migrate(&client, &(&cr).into(), &ar, "web", ns.name())
         .await
         .expect("resume");
     assert!(report.copied.is_empty(), "{report:?}");
@@ -291,7 +291,7 @@ async fn conflicting_secret_stops_migration_and_deletes_nothing() {
         .await
         .expect("conflicting Secret");
 
-    let err = migrate::migrate(&client, &(&cr).into(), &ar, "web", ns.name())
+    let err = operator::migrate(&client, &(&cr).into(), &ar, "web", ns.name())
         .await
         .expect_err("conflict");
     assert!(
@@ -315,7 +315,7 @@ async fn conflicting_secret_stops_migration_and_deletes_nothing() {
     assert_eq!(kept, other, "never overwritten");
     // Still refused on the next call.
     assert!(
-        migrate::migrate(&client, &(&cr).into(), &ar, "web", ns.name())
+        operator::migrate(&client, &(&cr).into(), &ar, "web", ns.name())
             .await
             .is_err()
     );
@@ -338,7 +338,7 @@ async fn helm_v2_status_release_becomes_a_secret() {
     )
     .await;
 
-    let report = migrate::migrate(&client, &(&cr).into(), &ar, "example-web", ns.name())
+    let report = operator::migrate(&client, &(&cr).into(), &ar, "example-web", ns.name())
         .await
         .expect("migrate");
     assert_eq!(report.from_status, [2]);
@@ -399,7 +399,7 @@ async fn helm_v2_status_release_becomes_a_secret() {
         "other status fields kept"
     );
 
-    let again = migrate::migrate(&client, &(&after).into(), &ar, "example-web", ns.name())
+    let again = operator::migrate(&client, &(&after).into(), &ar, "example-web", ns.name())
         .await
         .expect("second migrate");
     assert!(again.is_empty(), "{again:?}");
@@ -420,7 +420,7 @@ async fn helm_v3_status_release_becomes_a_secret() {
     )
     .await;
 
-    let report = migrate::migrate(&client, &(&cr).into(), &ar, "example-web", ns.name())
+    let report = operator::migrate(&client, &(&cr).into(), &ar, "example-web", ns.name())
         .await
         .expect("migrate");
     assert_eq!(report.from_status, [1]);
@@ -465,7 +465,7 @@ async fn release_inside_deployed_condition_is_migrated() {
     let status = fixture("helm-v2-condition-release.json");
     let cr = create_cr(&client, &ar, "example-web", json!({}), status.clone(), true).await;
 
-    let report = migrate::migrate(&client, &(&cr).into(), &ar, "example-web", ns.name())
+    let report = operator::migrate(&client, &(&cr).into(), &ar, "example-web", ns.name())
         .await
         .expect("migrate");
     assert_eq!(report.from_status, [2]);
@@ -499,7 +499,7 @@ async fn interrupted_status_migration_resumes() {
     .await;
     // Crash after writing the Secret, before the status was patched.
     let written =
-        migrate::write_status_records(&client, &(&cr).into(), &ar, "example-web", ns.name(), None)
+        operator::write_status_records(&client, &(&cr).into(), &ar, "example-web", ns.name(), None)
             .await
             .expect("write step");
     assert_eq!(written.len(), 1);
@@ -510,7 +510,7 @@ async fn interrupted_status_migration_resumes() {
         .get("release")
         .is_some());
 
-    let report = migrate::migrate(&client, &(&cr).into(), &ar, "example-web", ns.name())
+    let report = operator::migrate(&client, &(&cr).into(), &ar, "example-web", ns.name())
         .await
         .expect("resume");
     assert!(report.status_cleared);
@@ -539,7 +539,7 @@ async fn status_release_conflicting_with_a_secret_is_kept() {
         .await
         .expect("existing Secret");
 
-    let err = migrate::migrate(&client, &(&cr).into(), &ar, "example-web", ns.name())
+    let err = operator::migrate(&client, &(&cr).into(), &ar, "example-web", ns.name())
         .await
         .expect_err("conflict");
     let msg = err.to_string();
@@ -579,7 +579,7 @@ async fn stale_status_release_below_newer_records_is_kept_as_history() {
         .create(&make_key("example-web", 3), &newer)
         .await
         .expect("newer record");
-    migrate::migrate(&client, &(&cr).into(), &ar, "example-web", ns.name())
+    operator::migrate(&client, &(&cr).into(), &ar, "example-web", ns.name())
         .await
         .expect("migrate");
     let old = SecretDriver::for_namespace(client.clone(), ns.name())
@@ -619,7 +619,7 @@ async fn undecodable_configmap_record_is_left_in_place() {
         .await
         .expect("create broken record");
 
-    let report = migrate::migrate(&client, &(&cr).into(), &ar, "web", ns.name())
+    let report = operator::migrate(&client, &(&cr).into(), &ar, "web", ns.name())
         .await
         .expect("migrate the readable ones");
     assert_eq!(report.copied, [1, 2]);

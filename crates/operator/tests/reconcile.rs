@@ -10,7 +10,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
-use operator::reconcile::{reconcile, Context, Outcome, ReconcileError};
+use operator::{reconcile, Context, Outcome, ReconcileError};
 use serde_json::{json, Value};
 
 mod common;

@@ -23,8 +23,8 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::GroupVersionKind;
 use kube::Client;
-use operator::reconcile::{reconcile, Context};
-use operator::watches::Watch;
+use operator::Watch;
+use operator::{reconcile, Context};
 use serde_json::{json, Value};
 use testkit::apiserver::Authorization;
 

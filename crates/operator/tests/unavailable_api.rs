@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kube::api::{Api, DynamicObject};
-use operator::reconcile::{reconcile, Context, Outcome, ReconcileError};
-use operator::watches::Watch;
+use operator::{reconcile, Context, Outcome, ReconcileError};
+use operator::Watch;
 use serde_json::json;
 
 mod common;

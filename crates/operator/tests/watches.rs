@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, ListParams, PostParams};
-use operator::watches::{self, DryRunOption, Watch};
+use operator::{DryRunOption, Watch};
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/watches")
@@ -17,7 +17,7 @@ fn fixtures() -> PathBuf {
 #[test]
 fn fixture_file_loads_with_charts_beside_it() {
     let file = fixtures().join("watches.yaml");
-    let ws = watches::load(&file).expect("fixture loads");
+    let ws = operator::load_watches(&file).expect("fixture loads");
     assert_eq!(ws.len(), 2);
     // `chart: chart` is not in the working directory (the crate), so it is found
     // beside the file.
@@ -63,7 +63,7 @@ async fn selector_string_selects_what_matches_labels_selects() {
         "- group: demo.rudder.dev\n  version: v1alpha1\n  kind: Hello\n  chart: {}\n  selector:\n    matchLabels: {{app: web}}\n    matchExpressions:\n      - {{key: env, operator: In, values: [prod, staging]}}\n      - {{key: legacy, operator: DoesNotExist}}\n      - {{key: owner, operator: Exists}}\n      - {{key: tier, operator: NotIn, values: [cache]}}\n",
         fixtures().join("chart").display()
     );
-    let w = &watches::parse(&text, &fixtures()).expect("parses")[0];
+    let w = &operator::parse_watches(&text, &fixtures()).expect("parses")[0];
     let selector = w.label_selector_string().expect("a selector");
 
     let ns = testkit::Cluster::start().namespace("watches-selector");

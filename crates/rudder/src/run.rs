@@ -7,8 +7,10 @@ use std::time::Duration;
 use anyhow::{bail, Context as _};
 use clap::ArgAction;
 use operator::logging::{LogFormat, TimeEncoding, ZapFormat};
-use operator::metrics::{Metrics, MetricsCerts, MetricsServing, RestClientMetricsLayer};
-use operator::options::{default_max_concurrent_reconciles, split_namespaces, Options, Sharding};
+use operator::{
+    default_max_concurrent_reconciles, split_namespaces, Metrics, MetricsCerts, MetricsServing,
+    Options, RestClientMetricsLayer, Sharding,
+};
 
 /// Flags of `rudder run`.
 #[derive(clap::Args, Debug)]
@@ -166,8 +168,14 @@ pub(crate) struct RunArgs {
     zap_sample: Option<String>,
 }
 
+/// A non-negative Go duration (`30s`, `1m30s`, `1.5h`, a bare `0`), as
+/// `time.ParseDuration` reads it.
 fn parse_duration(s: &str) -> Result<Duration, String> {
-    operator::watches::parse_go_duration(s)
+    let d = gostd::time::Duration::parse(s).map_err(|e| {
+        format!("invalid duration {s:?} ({e}): use a Go duration like \"30s\", \"1m30s\" or \"2h\"")
+    })?;
+    d.to_std()
+        .ok_or_else(|| format!("duration {s:?} must not be negative"))
 }
 
 /// A name for `--field-manager`, refused early when Kubernetes would not keep it.
@@ -315,7 +323,7 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<()> {
     }
     let runtime = crate::runtime::deep_stack_runtime().context("cannot start the async runtime")?;
     runtime.block_on(async move {
-        let metrics = Metrics::new();
+        let metrics = operator::new_metrics();
         let client = client(args.kubeconfig.as_ref(), &metrics, &args.field_manager).await?;
         operator::Operator::from_options(client, options)?
             .with_metrics(metrics)
@@ -348,7 +356,7 @@ mod tests {
         let o = options(&a).unwrap();
         assert_eq!(o.watches_file, PathBuf::from("./watches.yaml"));
         assert_eq!(o.reconcile_period, Duration::from_secs(60));
-        assert_eq!(o.reapply_period, operator::options::DEFAULT_REAPPLY_PERIOD);
+        assert_eq!(o.reapply_period, operator::DEFAULT_REAPPLY_PERIOD);
         assert_eq!(o.metrics_bind_address, ":8080");
         assert_eq!(o.health_probe_bind_address, ":8081");
         assert!(!o.leader_elect);

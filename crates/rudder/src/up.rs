@@ -14,7 +14,7 @@ use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, ApiResource, DynamicObject, ListParams, PostParams};
 use kube::Client;
-use operator::watches::Watch;
+use operator::Watch;
 use serde_json::Value;
 
 /// The port `rudder up` prefers when `--listen` is not given, so the printed commands
@@ -584,7 +584,7 @@ mod tests {
     fn the_example_watch_is_the_bundled_watches_yaml() {
         let dir = std::env::temp_dir().join(format!("rudder-up-watch-{}", std::process::id()));
         write_example_files(&dir).unwrap();
-        let parsed = operator::watches::load(&dir.join("operator/watches.yaml")).unwrap();
+        let parsed = operator::load_watches(&dir.join("operator/watches.yaml")).unwrap();
         let _ = std::fs::remove_dir_all(&dir);
         assert_eq!(parsed.len(), 1);
         let mut expected = example_watch();

@@ -2,15 +2,14 @@
 //! watches the kind's CRs (and, through [`dependents`], the kinds of their releases'
 //! objects), queues them, and calls the reconciler with bounded concurrency; a failed
 //! reconcile is retried after the larger of the delay it names and the per-CR
-//! backoff of [`retry`] (controller-runtime's default rate limiter). It reports
+//! backoff of [`RetryLimiter`] (controller-runtime's default rate limiter). It reports
 //! controller-runtime's controller and workqueue metrics, and reloads the chart when
 //! its files change ([`crate::watches::reload`]).
 //!
-//! The process around the controllers (servers, leadership, shutdown) is
-//! [`crate::manager`].
+//! The process around the controllers (servers, leadership, shutdown) is the
+//! runtime's [`Manager`](runtime::Manager), which [`crate::manager`] sets up.
 
 mod dependents;
-mod retry;
 
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
@@ -18,7 +17,6 @@ use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use futures::channel::mpsc;
-use futures::future::{BoxFuture, Shared};
 use futures::{FutureExt, StreamExt};
 use kube::api::{Api, ApiResource};
 use kube::runtime::controller::{self, Action, Controller};
@@ -26,26 +24,31 @@ use kube::runtime::events::Reporter;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{watcher, PredicateConfig, WatchStreamExt};
 use kube::{Client, ResourceExt};
+use runtime::metrics::{Metrics, Outcome, ResourceId};
+use runtime::shard::{follow, Shards};
+use runtime::{RetryLimiter, Stop};
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
 use crate::cr::CustomResource;
 use crate::drift::DriftTracker;
-use crate::metrics::{self, Metrics, ResourceId};
 use crate::reconcile::digest::ChartDigest;
 use crate::reconcile::{self, ReconcileError};
-use crate::shard::{follow::follow, Shards};
 use crate::watches::reload::{ChangeDetector, POLL_INTERVAL};
 use crate::watches::{format_go_duration, Watch};
 use crate::Options;
 use dependents::{DependentScope, DependentWatches, Router};
-use retry::RetryLimiter;
 
 /// How often to look for a CRD that is not installed yet.
 const CRD_RETRY: Duration = Duration::from_secs(10);
 
-/// Resolves once, when every holder should stop; cheap to clone.
-pub(crate) type Stop = Shared<BoxFuture<'static, ()>>;
+/// The Go operator's controller name for a kind: `<kind in lowercase>-controller`,
+/// the `controller` label of its metrics and the component of its Events. Accepts a
+/// GVK string (`group/version, Kind=Kind`) or a bare kind.
+pub(crate) fn controller_name(gvk: &str) -> String {
+    let kind = gvk.rsplit_once("Kind=").map_or(gvk, |(_, k)| k).trim();
+    format!("{}-controller", kind.to_lowercase())
+}
 
 /// A channel of reconcile triggers into one scope's controller.
 type Trigger = mpsc::UnboundedSender<ObjectRef<CustomResource>>;
@@ -55,7 +58,7 @@ fn pod_name() -> Option<String> {
 }
 
 /// One watch's controllers and what their reconciles share.
-struct WatchRun {
+struct WatchState {
     /// Swapped when the chart is reloaded; a reconcile keeps the one it started with.
     ctx: RwLock<Arc<reconcile::Context>>,
     metrics: Metrics,
@@ -73,7 +76,7 @@ struct WatchRun {
     stores: Vec<Store<CustomResource>>,
 }
 
-impl WatchRun {
+impl WatchState {
     /// The cached CR as it is now: kube-rs hands a reconcile the CR as it was when
     /// the reconcile was scheduled, and the wait for a worker can be long (at 10,000
     /// CRs, minutes), during which the reconciler's own writes to it arrive. `None`:
@@ -152,23 +155,40 @@ impl ContextSettings {
     }
 }
 
-/// Resolves the CR kind (waiting for its CRD), then runs its controllers until `stop`.
-/// With `reload`, the chart is loaded again from `watch.chart` when its files change.
-#[allow(clippy::too_many_arguments)]
-pub(crate) async fn run_watch(
-    client: Client,
-    watch: Arc<Watch>,
-    chart: Arc<chart::loader::Chart>,
-    reload: bool,
-    options: Arc<Options>,
-    metrics: Metrics,
-    shards: Option<Arc<Shards>>,
-    stop: Stop,
-    on_started: impl FnOnce(),
-) {
+/// One watch for [`run_watch`]: the kind and its chart, the settings, and what the
+/// manager hands the controller.
+pub(crate) struct WatchRun {
+    pub(crate) client: Client,
+    pub(crate) watch: Arc<Watch>,
+    pub(crate) chart: Arc<chart::loader::Chart>,
+    /// Load the chart again from `watch.chart` when its files change.
+    pub(crate) reload: bool,
+    pub(crate) options: Arc<Options>,
+    pub(crate) metrics: Metrics,
+    /// When to stop, the shard share, and whom to tell the controller runs.
+    pub(crate) manager: runtime::Controller,
+}
+
+/// Resolves the CR kind (waiting for its CRD), then runs its controllers until the
+/// manager says stop.
+pub(crate) async fn run_watch(run: WatchRun) {
+    let WatchRun {
+        client,
+        watch,
+        chart,
+        reload,
+        options,
+        metrics,
+        manager:
+            runtime::Controller {
+                stop,
+                shards,
+                started,
+            },
+    } = run;
     let gvk = watch.gvk();
     let gvk_label = watch.gvk_string();
-    let controller_name = metrics::controller_name(&gvk_label);
+    let controller_name = controller_name(&gvk_label);
     let resource = loop {
         match kube::discovery::pinned_kind(&client, &gvk).await {
             Ok((resource, _)) => break resource,
@@ -192,7 +212,7 @@ pub(crate) async fn run_watch(
         .max_concurrent_reconciles
         .unwrap_or(options.max_concurrent_reconciles)
         .max(1);
-    metrics.controller_started(&gvk_label, concurrency as i64);
+    metrics.controller_started(&controller_name, concurrency as i64);
     let period = watch.reconcile_period.unwrap_or(options.reconcile_period);
     let settings = ContextSettings {
         client: client.clone(),
@@ -264,7 +284,7 @@ pub(crate) async fn run_watch(
         .map(|_| reflector::store::Writer::new(resource.clone()))
         .collect();
     let stores: Vec<Store<CustomResource>> = writers.iter().map(|w| w.as_reader()).collect();
-    let run = Arc::new(WatchRun {
+    let run = Arc::new(WatchState {
         ctx: RwLock::new(Arc::new(ctx)),
         metrics: metrics.clone(),
         gvk: gvk_label.clone(),
@@ -327,7 +347,7 @@ pub(crate) async fn run_watch(
         "Starting workers"
     );
     if let Some(shards) = shards {
-        let follower = follow(
+        let follower = follow::<CustomResource>(
             shards,
             gvk_label.clone(),
             resource.clone(),
@@ -354,7 +374,7 @@ pub(crate) async fn run_watch(
             }
         });
     }
-    on_started();
+    started.done();
     while set.join_next().await.is_some() {}
     tracing::info!(target: "", controller = %controller_name, "All workers finished");
 }
@@ -412,7 +432,7 @@ async fn reload_chart(
     path: std::path::PathBuf,
     chart: Arc<chart::loader::Chart>,
     settings: ContextSettings,
-    run: Arc<WatchRun>,
+    run: Arc<WatchState>,
     stores: Vec<Store<CustomResource>>,
     triggers: Vec<Trigger>,
 ) {
@@ -510,7 +530,7 @@ type ControllerResult = std::result::Result<
 >;
 
 /// Logs what the controller stream reports besides successful reconciles.
-fn report(run: &WatchRun, result: ControllerResult) {
+fn report(run: &WatchState, result: ControllerResult) {
     match result {
         Ok(_) => {}
         // Logged by the error policy.
@@ -533,7 +553,7 @@ fn report(run: &WatchRun, result: ControllerResult) {
 
 /// One reconcile: waits for a worker (the queue), runs the reconciler, counts it,
 /// and starts the dependent watches its release needs.
-async fn reconcile_one(cr: Arc<CustomResource>, run: Arc<WatchRun>) -> Result<Action, RunError> {
+async fn reconcile_one(cr: Arc<CustomResource>, run: Arc<WatchState>) -> Result<Action, RunError> {
     let metrics = &run.metrics;
     let (namespace, name) = (cr.namespace().unwrap_or_default(), cr.name_any());
     if let Some((shards, again)) = &run.shards {
@@ -541,12 +561,12 @@ async fn reconcile_one(cr: Arc<CustomResource>, run: Arc<WatchRun>) -> Result<Ac
             return Ok(Action::requeue(*again));
         }
     }
-    metrics.queue_add(&run.gvk);
+    metrics.queue_add(&run.controller);
     let queued = Instant::now();
     let permit = run.permits.acquire().await;
     // Shutting down: don't start work that was only waiting for a worker.
     if permit.is_err() || run.stop.peek().is_some() {
-        metrics.queue_dropped(&run.gvk);
+        metrics.queue_dropped(&run.controller);
         return Ok(Action::await_change());
     }
     // Ours still (the share may have changed while waiting), and held as in flight
@@ -556,18 +576,18 @@ async fn reconcile_one(cr: Arc<CustomResource>, run: Arc<WatchRun>) -> Result<Ac
         Some((shards, again)) => match shards.claim(&run.gvk, &namespace, &name) {
             Some(claim) => Some(claim),
             None => {
-                metrics.queue_dropped(&run.gvk);
+                metrics.queue_dropped(&run.controller);
                 return Ok(Action::requeue(*again));
             }
         },
     };
-    metrics.queue_get(&run.gvk, queued.elapsed());
+    metrics.queue_get(&run.controller, queued.elapsed());
     let ctx = run.ctx();
     let Some(cr) = run.latest(&cr, ctx.resource()) else {
         return Ok(Action::await_change());
     };
     let cr_id = cr.display_id(&ctx.resource().kind);
-    let work = metrics.work_started(&run.gvk);
+    let work = metrics.work_started(&run.controller);
     let started = Instant::now();
     // Boxed, so a reconcile waiting for a worker (at 10,000 CRs, thousands of them)
     // holds only this function's small state, not the whole reconcile's.
@@ -581,7 +601,7 @@ async fn reconcile_one(cr: Arc<CustomResource>, run: Arc<WatchRun>) -> Result<Ac
     let result = match result {
         Ok(result) => result.map_err(RunError::from),
         Err(panic) => {
-            metrics.reconcile_panicked(&run.gvk);
+            metrics.reconcile_panicked(&run.controller);
             Err(RunError::Panic {
                 cr: cr_id.clone(),
                 message: panic_message(panic.as_ref()),
@@ -589,11 +609,11 @@ async fn reconcile_one(cr: Arc<CustomResource>, run: Arc<WatchRun>) -> Result<Ac
         }
     };
     let counted = match &result {
-        Err(_) => metrics::Outcome::Error,
-        Ok(o) if o.requeue_after.is_some() => metrics::Outcome::RequeueAfter,
-        Ok(_) => metrics::Outcome::Success,
+        Err(_) => Outcome::Error,
+        Ok(o) if o.requeue_after.is_some() => Outcome::RequeueAfter,
+        Ok(_) => Outcome::Success,
     };
-    metrics.reconcile_done(&run.gvk, counted, elapsed);
+    metrics.reconcile_done(&run.controller, counted, elapsed);
     let outcome = result?;
     run.retries
         .forget(&(cr.namespace().unwrap_or_default(), cr.name_any()));
@@ -619,7 +639,7 @@ fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
 
 /// After a failed reconcile: controller-runtime's `AddRateLimited` (the per-CR
 /// backoff and the shared bucket), or later when the failure names a longer delay.
-fn error_policy(cr: Arc<CustomResource>, error: &RunError, run: Arc<WatchRun>) -> Action {
+fn error_policy(cr: Arc<CustomResource>, error: &RunError, run: Arc<WatchState>) -> Action {
     let namespace = cr.namespace().unwrap_or_default();
     let name = cr.name_any();
     let key = (namespace.clone(), name.clone());
@@ -627,7 +647,7 @@ fn error_policy(cr: Arc<CustomResource>, error: &RunError, run: Arc<WatchRun>) -
     let delay = error
         .requeue_after()
         .map_or(limited, |own| own.max(limited));
-    run.metrics.queue_retry(&run.gvk);
+    run.metrics.queue_retry(&run.controller);
     let object = serde_json::json!({"name": name, "namespace": namespace}).to_string();
     tracing::error!(
         target: "",
@@ -648,6 +668,13 @@ fn error_policy(cr: Arc<CustomResource>, error: &RunError, run: Arc<WatchRun>) -
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn controller_names_are_the_go_operators() {
+        let gvk = "cache.example.com/v1alpha1, Kind=Memcached";
+        assert_eq!(controller_name(gvk), "memcached-controller");
+        assert_eq!(controller_name("Hello"), "hello-controller");
+    }
 
     #[test]
     fn status_writes_are_not_changes() {

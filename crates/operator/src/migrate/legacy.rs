@@ -35,7 +35,7 @@ impl fmt::Display for Location {
 
 /// Which JSON layout a legacy release has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Shape {
+pub(super) enum Shape {
     /// Helm v2's `hapi.release.Release`.
     HelmV2,
     /// Helm v3's `release.Release` (the layout of today's records).
@@ -63,7 +63,7 @@ fn is_release_object(v: &Value) -> bool {
 }
 
 /// Every legacy release in a CR's `status`, with where it sits.
-pub fn find(status: Option<&Value>) -> Vec<(Location, &Value)> {
+pub(super) fn find(status: Option<&Value>) -> Vec<(Location, &Value)> {
     let Some(status) = status.and_then(Value::as_object) else {
         return Vec::new();
     };
@@ -82,7 +82,7 @@ pub fn find(status: Option<&Value>) -> Vec<(Location, &Value)> {
 }
 
 /// What the conversion needs besides the legacy JSON.
-pub struct Context<'a> {
+pub(super) struct Context<'a> {
     /// The release name the operator uses now (records are stored under it).
     pub release: &'a str,
     /// The CR's namespace, where the record is written.
@@ -97,7 +97,7 @@ pub struct Context<'a> {
 
 /// A converted legacy release.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Converted {
+pub(super) struct Converted {
     pub record: Release,
     pub shape: Shape,
     /// The release name the legacy record carried (may differ from the current one).
@@ -107,7 +107,7 @@ pub struct Converted {
 }
 
 /// Tells the two layouts apart by fields whose JSON types differ between them.
-pub fn shape_of(raw: &Value) -> Shape {
+pub(super) fn shape_of(raw: &Value) -> Shape {
     let info = raw.get("info");
     let v2 = info
         .and_then(|i| i.get("status"))
@@ -145,7 +145,7 @@ pub fn shape_of(raw: &Value) -> Shape {
 /// status deployed. The conversion is deterministic (no clock reads), so converting the
 /// same legacy data again gives an equal record: a migration interrupted after writing
 /// the Secret recognises its own copy on the next run.
-pub fn convert(raw: &Value, ctx: &Context<'_>) -> Result<Converted, String> {
+pub(super) fn convert(raw: &Value, ctx: &Context<'_>) -> Result<Converted, String> {
     if !raw.is_object() {
         return Err("it is not a JSON object".into());
     }

@@ -13,9 +13,9 @@ use kube::Client;
 use super::digest::ChartDigest;
 use crate::action_client::{ActionClient, Actions};
 use crate::drift::DriftTracker;
-use crate::events::EventRecorder;
-use crate::metrics::Metrics;
 use crate::watches::{Watch, WatchesError};
+use runtime::events::EventRecorder;
+use runtime::metrics::Metrics;
 
 /// How long a watch reuses what discovery found: its refresh period. Upgrades are
 /// decided by the inputs digest, not by the cluster's APIs, so this only bounds how
@@ -94,7 +94,7 @@ impl Context {
             chart,
             overrides,
             resource,
-            metrics: Metrics::new(),
+            metrics: crate::metrics::new_metrics(),
             recorder: Arc::new(EventRecorder::new(
                 client.clone(),
                 Reporter {

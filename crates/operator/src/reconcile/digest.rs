@@ -13,13 +13,13 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 /// The record label holding the digest.
-pub const LABEL: &str = "rudder.dev/inputs-digest";
+pub(crate) const LABEL: &str = "rudder.dev/inputs-digest";
 /// Label values are limited to 63 characters.
 const MAX_LABEL: usize = 63;
 
 /// The chart's part of the inputs digest, hashed once per chart load.
 #[derive(Clone)]
-pub struct ChartDigest {
+pub(crate) struct ChartDigest {
     /// The hasher state after the chart.
     state: Sha256,
     /// Some template (of the chart or a subchart) calls `lookup`: what it renders
@@ -35,7 +35,7 @@ impl std::fmt::Debug for ChartDigest {
 
 impl ChartDigest {
     /// Hashes `chart` (and its subcharts).
-    pub fn new(chart: &Chart) -> ChartDigest {
+    pub(crate) fn new(chart: &Chart) -> ChartDigest {
         let mut state = Sha256::new();
         field(&mut state, b"rudder-inputs-v1");
         hash_chart(&mut state, chart);
@@ -47,12 +47,12 @@ impl ChartDigest {
 
     /// Whether a template may call `lookup` (a word search, so a mention in a
     /// comment counts too: that only costs a render per periodic reconcile).
-    pub fn uses_lookup(&self) -> bool {
+    pub(crate) fn uses_lookup(&self) -> bool {
         self.uses_lookup
     }
 
     /// The digest of the chart with `values`, as a label value (hex, 63 chars).
-    pub fn with_values(&self, values: &Values) -> String {
+    pub(crate) fn with_values(&self, values: &Values) -> String {
         let mut h = self.state.clone();
         let mut json = Vec::new();
         canonical(&Value::Object(values.clone()), &mut json);
@@ -64,7 +64,8 @@ impl ChartDigest {
 }
 
 /// The digest of a chart and its merged values, as a label value (hex, 63 chars).
-pub fn inputs_digest(chart: &Chart, values: &Values) -> String {
+#[cfg(test)]
+pub(crate) fn inputs_digest(chart: &Chart, values: &Values) -> String {
     ChartDigest::new(chart).with_values(values)
 }
 
@@ -118,7 +119,7 @@ fn hash_chart(h: &mut Sha256, chart: &Chart) {
 }
 
 /// JSON with object keys sorted at every level, whatever order the map keeps.
-pub fn canonical(v: &Value, out: &mut Vec<u8>) {
+pub(crate) fn canonical(v: &Value, out: &mut Vec<u8>) {
     match v {
         Value::Object(m) => {
             out.push(b'{');

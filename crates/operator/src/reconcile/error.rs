@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::plan::IN_PROGRESS_RETRY;
+use super::timing::IN_PROGRESS_RETRY;
 use crate::annotations::AnnotationError;
 
 /// Why a reconcile failed; the message names the CR and what to change.

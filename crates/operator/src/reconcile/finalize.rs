@@ -14,11 +14,11 @@ use serde_json::json;
 
 use std::time::Duration;
 
+use super::events;
 use super::ownership::Owner;
 use super::report::Step;
 use super::{Outcome, ReconcileError, Run};
 use crate::annotations::{self as ann, FINALIZER, LEGACY_FINALIZER};
-use crate::events;
 use crate::status as st;
 
 /// How soon `uninstall-wait` looks again when no reconcile period is set.

@@ -14,7 +14,8 @@ use chart::values::Values;
 use release::record::Release;
 use release::RecordMeta;
 
-use super::plan::{self, Lookups, LOOKUPS_LABEL};
+use super::decide::{self, Lookups};
+use super::labels::LOOKUPS_LABEL;
 use super::{unix_now, Attempt, ReconcileError, Run};
 
 impl Run {
@@ -33,7 +34,7 @@ impl Run {
             Ok(d) => d,
             Err(source) => return Err(self.candidate_failed(source).await),
         };
-        match plan::lookups(history, digest, diff.lookups.as_deref(), unix_now()) {
+        match decide::lookups(history, digest, diff.lookups.as_deref(), unix_now()) {
             Lookups::Repair { stamp } => {
                 let mut labels = self.chart_labels();
                 if let Some(l) = stamp {

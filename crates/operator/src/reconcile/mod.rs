@@ -6,7 +6,8 @@
 //! instead of writing a revision on every reconcile.
 //!
 //! This module is the flow only. What to do with the release is decided by
-//! [`plan::decide`] from its history; the release actions go through an
+//! [`decide::decide`] from its history (the labels it reads are in `labels`, the
+//! delays in `timing`); the release actions go through an
 //! [`ActionClient`](crate::ActionClient); `finalize` handles deletion (and
 //! `uninstall-wait`), `ownership` refuses a release of another chart, `history`
 //! keeps the records within `--max-history`, `lookups` notices changed looked-up
@@ -15,18 +16,22 @@
 //! `report` writes how each step ended into the status, an Event and the metrics.
 
 mod context;
-pub mod digest;
+pub(crate) mod decide;
+pub(crate) mod digest;
 mod error;
+mod events;
 mod finalize;
 mod history;
+mod labels;
+mod log;
 mod lookups;
 mod ownership;
-pub mod plan;
 mod progress;
 mod readiness;
 mod report;
-pub mod transform;
-pub mod values;
+mod timing;
+pub(crate) mod transform;
+pub(crate) mod values;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -42,14 +47,15 @@ use release::record::Release;
 use crate::annotations::{self as ann, AnnotationError, Annotations};
 use crate::cr::CustomResource;
 use crate::drift::{self, ApplyStart, CrKey};
-use crate::events::{self, EventSink};
-use crate::logging::cr::CrLog;
 use crate::status::{self as st, HelmAppStatus};
 use crate::watches::Watch;
 pub use context::{Context, DISCOVERY_TTL};
+use decide::{Decision, Deployed};
 pub use error::ReconcileError;
-use plan::{Decision, Deployed, ATTEMPT_LABEL, LOOKUPS_LABEL, REVISION_LABEL, ROLLBACK_OF_LABEL};
+use labels::{ATTEMPT_LABEL, LOOKUPS_LABEL, REVISION_LABEL, ROLLBACK_OF_LABEL};
+use log::CrLog;
 use report::Step;
+use runtime::events::EventSink;
 
 /// One attempt at changing the release: the values, their inputs digest, and which
 /// consecutive attempt with them this is.
@@ -166,9 +172,9 @@ impl Run {
     }
 
     /// What is known of the release's objects besides its records.
-    fn objects(&self) -> plan::Objects {
+    fn objects(&self) -> decide::Objects {
         let seen = self.ctx.drift.seen(&self.key(), self.uid());
-        plan::Objects {
+        decide::Objects {
             applied: seen.applied,
             drifted: seen.drifted,
             watched_since: seen.watched_since,
@@ -412,7 +418,7 @@ impl Run {
         let mut recovered = false;
         self.apply_start = Some(self.ctx.drift.apply_started(&self.key(), drift::now_ms()));
         let rel = loop {
-            let decision = plan::decide(&history, &digest, unix_now(), &self.objects());
+            let decision = decide::decide(&history, &digest, unix_now(), &self.objects());
             tracing::debug!(cr = %self.cr_id, ?decision, "decided");
             match decision {
                 Decision::Recover { version, status } => {
@@ -473,7 +479,7 @@ impl Run {
             }
         };
         let requeue_after = if self.poll_soon {
-            Some(requeue_after.map_or(plan::READINESS_POLL, |p| p.min(plan::READINESS_POLL)))
+            Some(requeue_after.map_or(timing::READINESS_POLL, |p| p.min(timing::READINESS_POLL)))
         } else {
             requeue_after
         };
@@ -556,7 +562,7 @@ impl Run {
             }
             Err(source) => {
                 let msg = format!("failed to install release: {source}");
-                let retry_in = plan::action_retry(attempt.number, !changed_nothing(&source));
+                let retry_in = timing::action_retry(attempt.number, !changed_nothing(&source));
                 Err(self
                     .marked_failed()
                     .action_failed(Step::Install, source, retry_in, msg)
@@ -626,7 +632,7 @@ impl Run {
                     .await;
             }
         }
-        let retry_in = plan::action_retry(number, wrote);
+        let retry_in = timing::action_retry(number, wrote);
         Err(self
             .marked_failed()
             .action_failed(Step::Upgrade, source, retry_in, msg)

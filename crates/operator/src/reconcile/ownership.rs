@@ -10,7 +10,7 @@
 
 use release::RecordMeta;
 
-use super::plan::{self, ReleaseChart};
+use super::decide::{self, ReleaseChart};
 use super::{ReconcileError, Run};
 
 /// What the records say about whose release this is.
@@ -28,7 +28,7 @@ impl Run {
         history: &[RecordMeta],
     ) -> Result<Owner, ReconcileError> {
         let ours = &self.ctx.chart.metadata.name;
-        let theirs = match plan::release_chart(history) {
+        let theirs = match decide::release_chart(history) {
             ReleaseChart::Free => return Ok(Owner::Ours),
             ReleaseChart::Labelled(chart) => Some(chart),
             ReleaseChart::Unknown => self

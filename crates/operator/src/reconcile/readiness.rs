@@ -13,8 +13,9 @@ use std::time::Duration;
 
 use release::record::Release;
 
-use super::plan::{self, Readiness, READINESS_TIMEOUT};
+use super::decide::{self, Readiness};
 use super::report::{notes, reason_by_version, Step};
+use super::timing::READINESS_TIMEOUT;
 use super::Run;
 use crate::annotations::{self as ann, AnnotationError};
 use crate::status as st;
@@ -82,7 +83,7 @@ impl Run {
             .as_ref()
             .and_then(|i| i.last_deployed.as_ref())
             .map(|t| t.unix_seconds());
-        match plan::readiness(
+        match decide::readiness(
             not_ready.is_empty(),
             deployed_at,
             timeout,

@@ -7,9 +7,9 @@ use std::time::Duration;
 use action::RepairReport;
 use release::record::Release;
 
+use super::events;
+use super::log::FailedStep;
 use super::{Outcome, ReconcileError, Run};
-use crate::events;
-use crate::logging::cr::FailedStep;
 use crate::status::{self as st, DeployedRelease};
 
 /// A reconcile step, as the status, Events and errors name it.
@@ -93,7 +93,7 @@ impl Run {
     pub(super) fn set_release_metric(&self, status: Option<&str>) {
         self.ctx
             .metrics()
-            .set_release_status(&self.gvk, &self.namespace, &self.name, status);
+            .set_status(&self.gvk, &self.namespace, &self.name, status);
     }
 
     /// `step` failed: sets its failure condition, records a Warning Event, writes the

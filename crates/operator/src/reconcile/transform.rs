@@ -15,7 +15,7 @@ use crate::annotations::{CHART_LABEL, PRIMARY_RESOURCE, PRIMARY_RESOURCE_TYPE};
 
 /// What the transform needs to know about the CR and its watch.
 #[derive(Debug, Clone)]
-pub struct Policy {
+pub(crate) struct Policy {
     /// The CR as an owner (apiVersion, kind, name, uid).
     pub owner: OwnerReference,
     pub namespace: String,
@@ -33,7 +33,7 @@ pub struct Policy {
 impl Policy {
     /// Adds the owner reference or the primary-resource annotations, or refuses the
     /// object with a message naming it and the `watches.yaml` field to set.
-    pub fn apply(&self, obj: &mut DynamicObject, oref: &ObjectRef) -> Result<(), String> {
+    pub(crate) fn apply(&self, obj: &mut DynamicObject, oref: &ObjectRef) -> Result<(), String> {
         if let Some(chart) = &self.chart_label {
             obj.metadata
                 .labels
@@ -96,7 +96,7 @@ impl Policy {
 }
 
 /// The transform handed to the release actions.
-pub fn transform(policy: Arc<Policy>) -> Transform {
+pub(crate) fn transform(policy: Arc<Policy>) -> Transform {
     Transform::new(move |obj, oref| policy.apply(obj, oref))
 }
 

@@ -10,7 +10,7 @@ use crate::cr::CustomResource;
 
 /// Why a CR's `.spec` gives no values; the message says what to change.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum SpecError {
+pub(crate) enum SpecError {
     /// The spec is not a map (Go's helm-operator: `Irreconcilable`).
     #[error(
         "spec must be an object holding the chart's values, but it is {0}; \
@@ -26,7 +26,7 @@ pub enum SpecError {
 }
 
 /// The CR's `.spec` as values; absent or null is empty.
-pub fn spec_values(cr: &CustomResource) -> Result<Values, SpecError> {
+pub(crate) fn spec_values(cr: &CustomResource) -> Result<Values, SpecError> {
     let parsed = match cr.spec_json() {
         None => return Ok(Values::new()),
         Some(parsed) => parsed.map_err(SpecError::Unreadable)?,
@@ -50,7 +50,7 @@ fn kind_of(v: &Value) -> &'static str {
 }
 
 /// Merges `overrides` into `values`: maps merge key by key, anything else is replaced.
-pub fn merge_overrides(values: &mut Values, overrides: &Values) {
+pub(crate) fn merge_overrides(values: &mut Values, overrides: &Values) {
     for (k, v) in overrides {
         match (values.get_mut(k), v) {
             (Some(Value::Object(dst)), Value::Object(src)) => merge_overrides(dst, src),

@@ -15,11 +15,11 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, UNIX_EPOCH};
 
 /// How often a chart's files are looked at.
-pub const POLL_INTERVAL: Duration = Duration::from_secs(2);
+pub(crate) const POLL_INTERVAL: Duration = Duration::from_secs(2);
 
 /// A summary of a chart's files (names, sizes, modification times): changes when
 /// any file is added, removed, resized or touched.
-pub fn fingerprint(path: &Path) -> u64 {
+pub(crate) fn fingerprint(path: &Path) -> u64 {
     let mut entries: Vec<(PathBuf, u64, u128)> = Vec::new();
     collect(path, path, &mut entries, 0);
     entries.sort();
@@ -59,7 +59,7 @@ fn collect(root: &Path, path: &Path, out: &mut Vec<(PathBuf, u64, u128)>, depth:
 
 /// Decides, one poll at a time, when a chart's files changed and settled.
 #[derive(Debug)]
-pub struct ChangeDetector {
+pub(crate) struct ChangeDetector {
     path: PathBuf,
     loaded: u64,
     pending: Option<u64>,
@@ -67,7 +67,7 @@ pub struct ChangeDetector {
 
 impl ChangeDetector {
     /// Starts from the files as they are now (the chart already loaded).
-    pub fn new(path: &Path) -> ChangeDetector {
+    pub(crate) fn new(path: &Path) -> ChangeDetector {
         ChangeDetector {
             path: path.to_path_buf(),
             loaded: fingerprint(path),
@@ -75,13 +75,9 @@ impl ChangeDetector {
         }
     }
 
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
     /// One poll: `true` when the files differ from the loaded chart and did not
     /// change since the previous poll (load the chart now).
-    pub fn poll(&mut self) -> bool {
+    pub(crate) fn poll(&mut self) -> bool {
         self.observe(fingerprint(&self.path))
     }
 

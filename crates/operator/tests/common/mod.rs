@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, PostParams};
 use kube::Client;
-use operator::reconcile::Context;
-use operator::watches::Watch;
+use operator::Context;
+use operator::Watch;
 use serde_json::{json, Value};
 use testkit::{Cluster, TestNamespace};
 

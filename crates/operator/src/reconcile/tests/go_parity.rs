@@ -280,7 +280,7 @@ async fn the_readiness_mode_holds_deployed_until_the_workloads_are_ready() {
     actions.lock().deployed_at = Some(release::Time::now());
     let (result, api) = setup.reconcile(&actions, cr(json!({}))).await;
     let outcome = result.expect("installed");
-    assert_eq!(outcome.requeue_after, Some(plan::READINESS_POLL));
+    assert_eq!(outcome.requeue_after, Some(timing::READINESS_POLL));
     let (s, reason, message) = api.condition(st::DEPLOYED).expect("Deployed");
     assert_eq!(
         (s.as_str(), reason.as_str()),
@@ -298,7 +298,7 @@ async fn the_readiness_mode_holds_deployed_until_the_workloads_are_ready() {
         .await;
     assert_eq!(
         result.expect("waiting").requeue_after,
-        Some(plan::READINESS_POLL)
+        Some(timing::READINESS_POLL)
     );
     let (_, reason, message) = api.condition(st::DEPLOYED).expect("Deployed");
     assert_eq!(reason, "AwaitingReadiness");

@@ -18,7 +18,7 @@ use release::record::{Info, Release, Status};
 use release::RecordMeta;
 use serde_json::{json, Value};
 
-use super::plan::IN_PROGRESS_RETRY;
+use super::timing::{IN_PROGRESS_RETRY, RELEASE_BACKOFF};
 use super::*;
 use crate::cr::CustomResource;
 use crate::ActionClient;
@@ -750,7 +750,7 @@ async fn failures_back_off_without_another_attempt() {
     );
     let retry = err.requeue_after().expect("a delay");
     assert!(
-        retry <= plan::Backoff::RELEASE.delay(3) && retry.as_secs() >= 30,
+        retry <= RELEASE_BACKOFF.delay(3) && retry.as_secs() >= 30,
         "{retry:?}"
     );
     assert_eq!(actions.calls(), ["history"], "no action while backing off");
@@ -781,7 +781,7 @@ async fn a_failed_install_is_reported_with_its_backoff() {
         ),
         "{err}"
     );
-    assert_eq!(err.requeue_after(), Some(plan::Backoff::RELEASE.delay(1)));
+    assert_eq!(err.requeue_after(), Some(RELEASE_BACKOFF.delay(1)));
     let (status, reason, message) = api.condition(st::RELEASE_FAILED).expect("ReleaseFailed");
     assert_eq!((status.as_str(), reason.as_str()), ("True", "InstallError"));
     assert!(

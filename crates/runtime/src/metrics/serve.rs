@@ -363,7 +363,10 @@ mod tests {
         let (code, ctype, body) = call(&router, Some("good"), "/metrics").await;
         assert_eq!(code, 200);
         assert!(ctype.starts_with("text/plain; version=0.0.4"), "{ctype}");
-        assert!(body.contains("helm_operator_build_info"), "{body}");
+        assert!(
+            body.contains("# TYPE certwatcher_read_certificate_total"),
+            "{body}"
+        );
         assert_eq!(call(&router, Some("good"), "/other").await.0, 404);
     }
 
@@ -415,7 +418,7 @@ mod tests {
     async fn http_endpoints_serve_metrics_and_probes() {
         let metrics = Metrics::new();
         let health = Health::new();
-        metrics.reconcile_done("g/v1, Kind=Web", Outcome::Success, Duration::from_millis(5));
+        metrics.reconcile_done("web-controller", Outcome::Success, Duration::from_millis(5));
         let m = spawn(metrics_router(metrics.clone())).await;
         let h = spawn(health_router(health.clone())).await;
 

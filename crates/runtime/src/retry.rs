@@ -1,21 +1,69 @@
 //! When a failed reconcile runs again: controller-runtime's default rate limiter
-//! (`workqueue.DefaultTypedControllerRateLimiter`), the larger of a per-CR
+//! (`workqueue.DefaultTypedControllerRateLimiter`), the larger of a per-object
 //! exponential delay ([`Backoff::RECONCILE`], forgotten on success) and a token
-//! bucket shared by the controller's CRs ([`RetryBucket::RECONCILE`]). The policy's
-//! numbers live in `reconcile::plan`; this is only their state.
+//! bucket shared by the controller's objects ([`RetryBucket::RECONCILE`]). The
+//! policies are values ([`Backoff`], [`RetryBucket`]); [`RetryLimiter`] keeps their
+//! state for one controller.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use crate::reconcile::plan::{Backoff, RetryBucket};
+/// An exponential backoff: `base` after the first failure, doubling per failure, at
+/// most `max`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Backoff {
+    pub base: Duration,
+    pub max: Duration,
+}
 
-/// A CR, by namespace and name.
-pub(crate) type Key = (String, String);
+impl Backoff {
+    /// After any failed reconcile, counted per object by the controller and forgotten
+    /// on success: controller-runtime's default per-item limiter
+    /// (`ItemExponentialFailureRateLimiter(5ms, 1000s)`). A failure that names a
+    /// longer delay of its own waits that long.
+    pub const RECONCILE: Backoff = Backoff {
+        base: Duration::from_millis(5),
+        max: Duration::from_secs(1000),
+    };
+
+    /// The delay after `failures` consecutive failures (the first waits `base`).
+    pub fn delay(self, failures: u32) -> Duration {
+        let exp = failures.saturating_sub(1);
+        let max = self.max.as_nanos();
+        let nanos = if exp >= 64 {
+            max
+        } else {
+            self.base.as_nanos().saturating_mul(1u128 << exp).min(max)
+        };
+        Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX))
+    }
+}
+
+/// A token bucket shared by all objects of one controller, on top of the per-object
+/// [`Backoff::RECONCILE`]: controller-runtime's overall limiter (10 retries a second,
+/// bursts of 100), so a failure that breaks every object at once does not retry them
+/// all at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryBucket {
+    pub per_second: u32,
+    pub burst: u32,
+}
+
+impl RetryBucket {
+    /// `BucketRateLimiter{Limiter: rate.NewLimiter(rate.Limit(10), 100)}`.
+    pub const RECONCILE: RetryBucket = RetryBucket {
+        per_second: 10,
+        burst: 100,
+    };
+}
+
+/// An object, by namespace and name.
+pub type Key = (String, String);
 
 /// The retry state of one controller.
 #[derive(Debug)]
-pub(crate) struct RetryLimiter {
+pub struct RetryLimiter {
     backoff: Backoff,
     bucket: RetryBucket,
     state: Mutex<State>,
@@ -23,7 +71,7 @@ pub(crate) struct RetryLimiter {
 
 #[derive(Debug)]
 struct State {
-    /// Consecutive failures per CR.
+    /// Consecutive failures per object.
     failures: HashMap<Key, u32>,
     /// Tokens left in the bucket (negative: reserved ahead), as of `refilled`.
     tokens: f64,
@@ -31,7 +79,7 @@ struct State {
 }
 
 impl RetryLimiter {
-    pub(crate) fn new(backoff: Backoff, bucket: RetryBucket) -> RetryLimiter {
+    pub fn new(backoff: Backoff, bucket: RetryBucket) -> RetryLimiter {
         RetryLimiter {
             backoff,
             bucket,
@@ -44,7 +92,7 @@ impl RetryLimiter {
     }
 
     /// The controller-runtime default.
-    pub(crate) fn reconcile() -> RetryLimiter {
+    pub fn reconcile() -> RetryLimiter {
         RetryLimiter::new(Backoff::RECONCILE, RetryBucket::RECONCILE)
     }
 
@@ -55,7 +103,7 @@ impl RetryLimiter {
 
     /// One more failure of `key` at `now`: how long until it runs again, and how many
     /// consecutive failures it has had (`When` plus `NumRequeues` in client-go).
-    pub(crate) fn failed(&self, key: &Key, now: Instant) -> (Duration, u32) {
+    pub fn failed(&self, key: &Key, now: Instant) -> (Duration, u32) {
         let mut state = self.state();
         let failures = {
             let n = state.failures.entry(key.clone()).or_insert(0);
@@ -68,13 +116,12 @@ impl RetryLimiter {
     }
 
     /// `key` succeeded or is gone: its next failure starts from the base delay again.
-    pub(crate) fn forget(&self, key: &Key) {
+    pub fn forget(&self, key: &Key) {
         self.state().failures.remove(key);
     }
 
     /// Consecutive failures of `key` so far.
-    #[cfg(test)]
-    pub(crate) fn failures(&self, key: &Key) -> u32 {
+    pub fn failures(&self, key: &Key) -> u32 {
         self.state().failures.get(key).copied().unwrap_or(0)
     }
 }
@@ -105,6 +152,22 @@ mod tests {
 
     fn key(name: &str) -> Key {
         ("ns".to_string(), name.to_string())
+    }
+
+    #[test]
+    fn the_backoff_doubles_up_to_its_cap() {
+        // controller-runtime's per-item limiter: 5ms, 10ms, 20ms, ... 1000s.
+        assert_eq!(Backoff::RECONCILE.delay(1), Duration::from_millis(5));
+        assert_eq!(Backoff::RECONCILE.delay(2), Duration::from_millis(10));
+        assert_eq!(Backoff::RECONCILE.delay(11), Duration::from_millis(5120));
+        assert_eq!(Backoff::RECONCILE.delay(18), Duration::from_millis(5 << 17));
+        assert_eq!(Backoff::RECONCILE.delay(19), Duration::from_secs(1000));
+        assert_eq!(Backoff::RECONCILE.delay(64), Duration::from_secs(1000));
+        assert_eq!(Backoff::RECONCILE.delay(65), Duration::from_secs(1000));
+        assert_eq!(
+            Backoff::RECONCILE.delay(u32::MAX),
+            Duration::from_secs(1000)
+        );
     }
 
     #[test]

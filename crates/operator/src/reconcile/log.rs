@@ -7,9 +7,6 @@
 
 use std::fmt::Display;
 
-/// The Go reconciler's logger name.
-pub const HELM_CONTROLLER: &str = "helm.controller";
-
 /// One line about a CR, with the Go reconciler's context fields first.
 macro_rules! cr_line {
     ($level:ident, $log:expr, $msg:expr $(, $($rest:tt)+)?) => {{
@@ -47,7 +44,7 @@ macro_rules! cr_line {
 /// After which failure a status update failed (Go's "Failed to update status after
 /// ... release failure").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FailedStep {
+pub(crate) enum FailedStep {
     Install,
     /// Go says "sync" after a failed upgrade too.
     Sync,
@@ -57,7 +54,7 @@ pub enum FailedStep {
 
 /// The log context of one CR's reconcile.
 #[derive(Debug, Clone, Copy)]
-pub struct CrLog<'a> {
+pub(crate) struct CrLog<'a> {
     pub namespace: &'a str,
     pub name: &'a str,
     pub api_version: &'a str,
@@ -67,7 +64,12 @@ pub struct CrLog<'a> {
 }
 
 impl<'a> CrLog<'a> {
-    pub fn new(namespace: &'a str, name: &'a str, api_version: &'a str, kind: &'a str) -> Self {
+    pub(crate) fn new(
+        namespace: &'a str,
+        name: &'a str,
+        api_version: &'a str,
+        kind: &'a str,
+    ) -> Self {
         CrLog {
             namespace,
             name,
@@ -78,55 +80,55 @@ impl<'a> CrLog<'a> {
     }
 
     /// The same context with the release named.
-    pub fn release(self, release: &'a str) -> Self {
+    pub(crate) fn release(self, release: &'a str) -> Self {
         CrLog {
             release: Some(release),
             ..self
         }
     }
 
-    pub fn reconciling(&self) {
+    pub(crate) fn reconciling(&self) {
         cr_line!(debug, self, "Reconciling");
     }
 
     /// Why an unchanged release is applied again in full (debug: not a Go line).
-    pub fn repairing(&self, reason: &str) {
+    pub(crate) fn repairing(&self, reason: &str) {
         cr_line!(debug, self, "Re-applying release", reason = reason);
     }
 
-    pub fn installed(&self) {
+    pub(crate) fn installed(&self) {
         cr_line!(info, self, "Installed release");
     }
 
-    pub fn upgraded(&self, force: bool) {
+    pub(crate) fn upgraded(&self, force: bool) {
         cr_line!(info, self, "Upgraded release", force = force);
     }
 
-    pub fn reconciled(&self) {
+    pub(crate) fn reconciled(&self) {
         cr_line!(info, self, "Reconciled release");
     }
 
-    pub fn uninstalled(&self) {
+    pub(crate) fn uninstalled(&self) {
         cr_line!(info, self, "Uninstalled release");
     }
 
-    pub fn release_not_found(&self) {
+    pub(crate) fn release_not_found(&self) {
         cr_line!(info, self, "Release not found");
     }
 
-    pub fn uninstall_wait(&self) {
+    pub(crate) fn uninstall_wait(&self) {
         cr_line!(info, self, "Uninstall wait");
     }
 
-    pub fn waiting_for_deletion(&self) {
+    pub(crate) fn waiting_for_deletion(&self) {
         cr_line!(info, self, "Waiting until all resources are deleted");
     }
 
-    pub fn removing_finalizer(&self) {
+    pub(crate) fn removing_finalizer(&self) {
         cr_line!(info, self, "Removing finalizer");
     }
 
-    pub fn terminated(&self) {
+    pub(crate) fn terminated(&self) {
         cr_line!(
             info,
             self,
@@ -134,39 +136,34 @@ impl<'a> CrLog<'a> {
         );
     }
 
-    pub fn adding_finalizer(&self, finalizer: &str) {
+    pub(crate) fn adding_finalizer(&self, finalizer: &str) {
         cr_line!(debug, self, "Adding finalizer", finalizer = finalizer);
     }
 
     /// An install or upgrade failed.
-    pub fn release_failed(&self, error: &dyn Display) {
+    pub(crate) fn release_failed(&self, error: &dyn Display) {
         cr_line!(error, self, "Release failed", error = %error);
     }
 
     /// The CR's inputs (values, annotations, old records) cannot be used.
-    pub fn sync_failed(&self, error: &dyn Display) {
+    pub(crate) fn sync_failed(&self, error: &dyn Display) {
         cr_line!(error, self, "Failed to sync release", error = %error);
     }
 
     /// Making the cluster match the deployed release failed.
-    pub fn reconcile_failed(&self, error: &dyn Display) {
+    pub(crate) fn reconcile_failed(&self, error: &dyn Display) {
         cr_line!(error, self, "Failed to reconcile release", error = %error);
     }
 
-    pub fn uninstall_failed(&self, error: &dyn Display) {
+    pub(crate) fn uninstall_failed(&self, error: &dyn Display) {
         cr_line!(error, self, "Failed to uninstall release", error = %error);
     }
 
-    /// Deleting what an uninstall left behind (uninstall-wait) failed.
-    pub fn cleanup_failed(&self, error: &dyn Display) {
-        cr_line!(error, self, "Failed to cleanup release", error = %error);
-    }
-
-    pub fn rollback_failed(&self, error: &dyn Display) {
+    pub(crate) fn rollback_failed(&self, error: &dyn Display) {
         cr_line!(error, self, "Error rolling back release", error = %error);
     }
 
-    pub fn status_update_failed(&self, after: FailedStep, error: &dyn Display) {
+    pub(crate) fn status_update_failed(&self, after: FailedStep, error: &dyn Display) {
         let msg = match after {
             FailedStep::Install => "Failed to update status after install release failure",
             FailedStep::Sync => "Failed to update status after sync release failure",
@@ -176,36 +173,27 @@ impl<'a> CrLog<'a> {
         cr_line!(error, self, msg, error = %error);
     }
 
-    pub fn cr_status_update_failed(&self) {
+    pub(crate) fn cr_status_update_failed(&self) {
         cr_line!(info, self, "Failed to update CR status");
     }
 
-    pub fn add_finalizer_failed(&self) {
+    pub(crate) fn add_finalizer_failed(&self) {
         cr_line!(info, self, "Failed to add CR uninstall finalizer");
     }
 
-    pub fn remove_finalizer_failed(&self) {
+    pub(crate) fn remove_finalizer_failed(&self) {
         cr_line!(info, self, "Failed to remove CR uninstall finalizer");
-    }
-
-    pub fn bad_reconcile_period(&self, error: &dyn Display) {
-        cr_line!(
-            error,
-            self,
-            "Error: unable to parse reconcile period from the custom resource's annotations",
-            error = %error
-        );
     }
 
     // What rudder does and Go does not: each says what changed.
 
     /// Drifted objects of an unchanged release were applied again.
-    pub fn repaired(&self, objects: &[String]) {
+    pub(crate) fn repaired(&self, objects: &[String]) {
         cr_line!(info, self, "Repaired release objects", objects = %objects.join(", "));
     }
 
     /// A release without records was recorded over its live objects.
-    pub fn adopted(&self, version: i64, found: usize) {
+    pub(crate) fn adopted(&self, version: i64, found: usize) {
         cr_line!(
             info,
             self,
@@ -216,12 +204,12 @@ impl<'a> CrLog<'a> {
     }
 
     /// Old ConfigMap records of the release were moved to Secrets.
-    pub fn migrated(&self, report: &dyn Display) {
+    pub(crate) fn migrated(&self, report: &dyn Display) {
         cr_line!(info, self, "Migrated release records", report = %report);
     }
 
     /// An interrupted install or upgrade was marked failed.
-    pub fn recovered(&self, version: i64) {
+    pub(crate) fn recovered(&self, version: i64) {
         cr_line!(
             warn,
             self,
@@ -263,7 +251,7 @@ mod tests {
         let subscriber = tracing_subscriber::fmt()
             .with_writer(out.clone())
             .with_max_level(tracing::Level::DEBUG)
-            .event_format(super::super::ZapFormat::default())
+            .event_format(runtime::logging::ZapFormat::default())
             .finish();
         tracing::subscriber::with_default(subscriber, || {
             let log = CrLog::new(

@@ -1,5 +1,5 @@
 //! Log lines as controller-runtime's zap logger writes them: the JSON encoder of
-//! production mode (`{"level":"info","ts":"…","logger":"helm.controller","msg":"…",…}`)
+//! production mode (`{"level":"info","ts":"…","logger":"controller-runtime.metrics","msg":"…",…}`)
 //! or the console encoder of `--zap-devel` (`<time>\tINFO\t<logger>\t<msg>\t{…}`), with
 //! `--zap-time-encoding`'s clocks. Fields follow in the order they were given, as
 //! zap writes a logger's context fields before the call's.
@@ -105,7 +105,7 @@ fn level_name(level: &Level, capital: bool) -> &'static str {
 }
 
 /// The `logger` of an event: its target, written as zap names loggers
-/// (`helm.controller`, `controller-runtime.metrics`; a Rust module path with dots).
+/// (`controller-runtime.metrics`, `leaderelection`; a Rust module path with dots).
 fn logger_name(target: &str) -> String {
     target.replace("::", ".")
 }
@@ -281,7 +281,7 @@ mod tests {
         let line = f.line(
             at(),
             &Level::INFO,
-            "helm.controller",
+            "example.controller",
             fields(
                 "Installed release",
                 &[
@@ -295,7 +295,7 @@ mod tests {
         );
         assert_eq!(
             line,
-            r#"{"level":"info","ts":"2024-05-01T10:00:00Z","logger":"helm.controller","msg":"Installed release","namespace":"default","name":"memcached-sample","apiVersion":"cache.example.com/v1alpha1","kind":"Memcached","release":"memcached-sample"}"#
+            r#"{"level":"info","ts":"2024-05-01T10:00:00Z","logger":"example.controller","msg":"Installed release","namespace":"default","name":"memcached-sample","apiVersion":"cache.example.com/v1alpha1","kind":"Memcached","release":"memcached-sample"}"#
         );
         let err = f.line(
             at(),

@@ -1,21 +1,24 @@
 //! What the metrics cost at scale: recording one reconcile (queue, work, result) and
 //! encoding `/metrics` for a scrape, with one `resource_created_at_seconds` series
-//! per CR. Run with `cargo bench -p operator --bench metrics`; `RUDDER_BENCH_CRS`
-//! sets the number of CRs (default 10,000).
+//! per CR and a status count per CR. Run with `cargo bench -p runtime --bench
+//! metrics`; `RUDDER_BENCH_CRS` sets the number of CRs (default 10,000).
 
 use std::time::{Duration, Instant};
 
-use operator::metrics::{Metrics, Outcome, ResourceId};
+use runtime::metrics::{Metrics, Outcome, ResourceId};
 
 const GVK: &str = "cache.example.com/v1alpha1, Kind=Memcached";
+const CONTROLLER: &str = "memcached-controller";
 
 fn main() {
     let crs: usize = std::env::var("RUDDER_BENCH_CRS")
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(10_000);
-    let metrics = Metrics::new();
-    metrics.controller_started(GVK, 2);
+    let metrics = Metrics::builder()
+        .status_counts("objects", "Objects per status")
+        .build();
+    metrics.controller_started(CONTROLLER, 2);
     let names: Vec<String> = (0..crs).map(|i| format!("memcached-{i}")).collect();
     for name in &names {
         metrics.resource_seen(
@@ -28,18 +31,18 @@ fn main() {
             },
             1_700_000_000,
         );
-        metrics.set_release_status(GVK, "tenant", name, Some("deployed"));
+        metrics.set_status(GVK, "tenant", name, Some("deployed"));
     }
 
     // One reconcile's bookkeeping, as the controller does it.
     let rounds = 100_000u32;
     let started = Instant::now();
     for _ in 0..rounds {
-        metrics.queue_add(GVK);
-        metrics.queue_get(GVK, Duration::from_micros(30));
-        let work = metrics.work_started(GVK);
+        metrics.queue_add(CONTROLLER);
+        metrics.queue_get(CONTROLLER, Duration::from_micros(30));
+        let work = metrics.work_started(CONTROLLER);
         metrics.work_done(work);
-        metrics.reconcile_done(GVK, Outcome::RequeueAfter, Duration::from_millis(4));
+        metrics.reconcile_done(CONTROLLER, Outcome::RequeueAfter, Duration::from_millis(4));
         metrics.rest_request("200", "GET", "10.96.0.1:443");
     }
     let per_reconcile = started.elapsed() / rounds;

@@ -1,24 +1,24 @@
-//! Prometheus metrics of the operator, named, labelled, typed and bucketed as the Go
-//! helm-operator exports them, so existing dashboards and alerts keep working:
+//! Prometheus metrics of a controller, named, labelled, typed and bucketed as
+//! controller-runtime and client-go export them, so dashboards and alerts built for
+//! Go controllers keep working:
 //!
 //! - controller-runtime's controller metrics (`controller_runtime_reconcile_total{controller,result}`
 //!   and friends), present from the start at zero as `initMetrics` leaves them;
 //! - client-go's workqueue metrics (`workqueue_*{controller,name}`), where the queue is
-//!   the CRs due for a reconcile and waiting for one of the controller's workers;
+//!   the objects due for a reconcile and waiting for one of the controller's workers;
 //! - `rest_client_requests_total{code,host,method}` for every request of the
-//!   operator's client ([`RestClientMetricsLayer`]);
+//!   client ([`RestClientMetricsLayer`]);
 //! - `leader_election_master_status{name}`, the process collector's `process_*`,
-//!   `helm_operator_build_info{commit,version}`, operator-lib's
-//!   `resource_created_at_seconds{group,kind,name,namespace,version}`, and
-//!   `certwatcher_*` of the metrics server's certificate.
+//!   operator-lib's `resource_created_at_seconds{group,kind,name,namespace,version}`,
+//!   and `certwatcher_*` of the metrics server's certificate.
 //!
-//! The `controller` label is the Go operator's controller name, `<kind in
-//! lowercase>-controller`. Rudder adds `rudder_releases{gvk,status}`: how many CRs'
-//! releases are in each status, and with sharding `rudder_shard_owned_resources{gvk}`
-//! and `rudder_shard_members{gvk}`: this replica's share of each kind and how many
-//! replicas split it. Serving (`/metrics` over HTTP or HTTPS, with
-//! controller-runtime's authentication filter, and the health probes) is in
-//! [`serve`].
+//! The `controller` label is the name the caller gives each controller. What a
+//! program adds is configured through [`MetricsBuilder`]: a build-info gauge under
+//! the program's own name, and a count of objects per kind and status. With
+//! sharding, `rudder_shard_owned_resources{gvk}` and `rudder_shard_members{gvk}` give
+//! this replica's share of each kind and how many replicas split it. Serving
+//! (`/metrics` over HTTP or HTTPS, with controller-runtime's authentication filter,
+//! and the health probes) is in [`serve`].
 
 mod auth;
 mod process;
@@ -100,14 +100,6 @@ fn queue_histogram() -> Histogram {
     ))
 }
 
-/// The build this binary reports as `helm_operator_build_info`.
-pub const BUILD_VERSION: &str = env!("CARGO_PKG_VERSION");
-
-/// The commit of the build, when the build environment named one.
-fn build_commit() -> &'static str {
-    option_env!("RUDDER_GIT_COMMIT").unwrap_or("unknown")
-}
-
 struct Inner {
     registry: Registry,
     reconcile_total: Family<Labels, Counter>,
@@ -129,19 +121,20 @@ struct Inner {
     resource_created: Family<Labels, Gauge>,
     cert_reads: Counter,
     cert_read_errors: Counter,
-    releases: Family<Labels, Gauge>,
+    /// The builder's status counts, when asked for.
+    statuses: Option<Family<Labels, Gauge>>,
     shard_owned: Family<Labels, Gauge>,
     shard_members: Family<Labels, Gauge>,
-    /// Each CR's last known release status, so the per-status gauges can move
-    /// a CR from one status to another.
-    release_status: Mutex<HashMap<(String, String, String), String>>,
+    /// Each object's last known status, so the per-status gauges can move an
+    /// object from one status to another.
+    status_of: Mutex<HashMap<(String, String, String), String>>,
     /// When each reconcile in progress started, per controller, for the
     /// unfinished-work and longest-running gauges (computed at scrape time).
     in_flight: Mutex<HashMap<String, HashMap<u64, Instant>>>,
     next_work: std::sync::atomic::AtomicU64,
 }
 
-/// The operator's metrics registry; cheap to clone, shared by all controllers.
+/// The metrics registry; cheap to clone, shared by all controllers.
 #[derive(Clone)]
 pub struct Metrics {
     inner: Arc<Inner>,
@@ -159,15 +152,8 @@ impl std::fmt::Debug for Metrics {
     }
 }
 
-/// The Go operator's controller name for a kind: `<kind in lowercase>-controller`.
-/// Accepts a GVK string (`group/version, Kind=Kind`) or a bare kind.
-pub fn controller_name(gvk: &str) -> String {
-    let kind = gvk.rsplit_once("Kind=").map_or(gvk, |(_, k)| k).trim();
-    format!("{}-controller", kind.to_lowercase())
-}
-
-fn controller(name: &str) -> Labels {
-    vec![("controller", name.to_string())]
+fn labels_of(controller: &str) -> Labels {
+    vec![("controller", controller.to_string())]
 }
 
 /// The workqueue labels: client-go names the queue after the controller.
@@ -184,8 +170,78 @@ pub struct Work {
     started: Instant,
 }
 
+/// A gauge at 1 whose labels describe the build (client_golang's `*_build_info`
+/// convention), under the program's own name.
+#[derive(Debug, Clone)]
+struct BuildInfo {
+    name: String,
+    help: String,
+    labels: Labels,
+}
+
+/// A gauge family counting objects per kind and status (`<name>{gvk,status}`).
+#[derive(Debug, Clone)]
+struct StatusCounts {
+    name: String,
+    help: String,
+}
+
+/// What a program adds to the controller metrics: see [`Metrics::builder`].
+#[derive(Debug, Clone, Default)]
+#[must_use = "build the registry with MetricsBuilder::build"]
+pub struct MetricsBuilder {
+    build_info: Option<BuildInfo>,
+    status_counts: Option<StatusCounts>,
+}
+
+impl MetricsBuilder {
+    /// Reports the build as `name{labels…} 1` (for example `commit` and `version`).
+    pub fn build_info(
+        mut self,
+        name: impl Into<String>,
+        help: impl Into<String>,
+        labels: Vec<(&'static str, String)>,
+    ) -> MetricsBuilder {
+        self.build_info = Some(BuildInfo {
+            name: name.into(),
+            help: help.into(),
+            labels,
+        });
+        self
+    }
+
+    /// Counts objects per kind and status as `name{gvk,status}`, fed by
+    /// [`Metrics::set_status`].
+    pub fn status_counts(
+        mut self,
+        name: impl Into<String>,
+        help: impl Into<String>,
+    ) -> MetricsBuilder {
+        self.status_counts = Some(StatusCounts {
+            name: name.into(),
+            help: help.into(),
+        });
+        self
+    }
+
+    /// The registry: the controller metrics and what was asked for here.
+    pub fn build(self) -> Metrics {
+        Metrics::with(self)
+    }
+}
+
 impl Metrics {
+    /// The controller metrics alone.
     pub fn new() -> Metrics {
+        Metrics::builder().build()
+    }
+
+    /// Starts a registry with more than the controller metrics.
+    pub fn builder() -> MetricsBuilder {
+        MetricsBuilder::default()
+    }
+
+    fn with(extra: MetricsBuilder) -> Metrics {
         let mut registry = Registry::default();
         // The registry ends every help text with a period: give it Go's without one.
         macro_rules! family {
@@ -284,23 +340,15 @@ impl Metrics {
             "Total number of certificate read errors",
             cert_read_errors.clone(),
         );
-        let build_info = Family::<Labels, Gauge>::default();
-        build_info
-            .get_or_create(&vec![
-                ("commit", build_commit().to_string()),
-                ("version", BUILD_VERSION.to_string()),
-            ])
-            .set(1);
-        registry.register(
-            "helm_operator_build_info",
-            "Build information for the helm-operator binary",
-            build_info,
-        );
+        if let Some(build) = extra.build_info {
+            let build_info = Family::<Labels, Gauge>::default();
+            build_info.get_or_create(&build.labels).set(1);
+            registry.register(build.name, build.help, build_info);
+        }
         registry.register_collector(Box::new(process::ProcessCollector::new()));
-        let releases = family!(
-            "rudder_releases",
-            "Number of custom resources whose Helm release is in each status, per watched kind"
-        );
+        let statuses = extra
+            .status_counts
+            .map(|counts| family!(counts.name, counts.help));
         let shard_owned = family!(
             "rudder_shard_owned_resources",
             "Number of custom resources of each watched kind this replica owns under sharding"
@@ -331,37 +379,36 @@ impl Metrics {
                 resource_created,
                 cert_reads,
                 cert_read_errors,
-                releases,
+                statuses,
                 shard_owned,
                 shard_members,
-                release_status: Mutex::new(HashMap::new()),
+                status_of: Mutex::new(HashMap::new()),
                 in_flight: Mutex::new(HashMap::new()),
                 next_work: std::sync::atomic::AtomicU64::new(0),
             }),
         }
     }
 
-    /// A controller for `gvk` starts with `workers` workers: every series it will
-    /// report exists from now on, at zero (controller-runtime's `initMetrics` and
+    /// The controller `controller` starts with `workers` workers: every series it
+    /// will report exists from now on, at zero (controller-runtime's `initMetrics` and
     /// the workqueue's constructors).
-    pub fn controller_started(&self, gvk: &str, workers: i64) {
-        let name = controller_name(gvk);
+    pub fn controller_started(&self, controller: &str, workers: i64) {
         let i = &self.inner;
         for outcome in Outcome::ALL {
             i.reconcile_total
                 .get_or_create(&vec![
-                    ("controller", name.clone()),
+                    ("controller", controller.to_string()),
                     ("result", outcome.label().to_string()),
                 ])
                 .inc_by(0);
         }
-        let c = controller(&name);
+        let c = labels_of(controller);
         i.reconcile_errors.get_or_create(&c).inc_by(0);
         i.terminal_errors.get_or_create(&c).inc_by(0);
         i.reconcile_panics.get_or_create(&c).inc_by(0);
         i.max_concurrent.get_or_create(&c).set(workers);
         i.active_workers.get_or_create(&c).set(0);
-        let q = queue(&name);
+        let q = queue(controller);
         let mut depth = q.clone();
         depth.push(("priority", String::new()));
         i.queue_depth.get_or_create(&depth).set(0);
@@ -373,17 +420,16 @@ impl Metrics {
         i.queue_retries.get_or_create(&q).inc_by(0);
     }
 
-    /// Counts one reconcile of a CR of `gvk` (e.g. `"cache.example.com/v1alpha1, Kind=Memcached"`).
-    pub fn reconcile_done(&self, gvk: &str, outcome: Outcome, duration: Duration) {
-        let name = controller_name(gvk);
+    /// Counts one reconcile of `controller`.
+    pub fn reconcile_done(&self, controller: &str, outcome: Outcome, duration: Duration) {
         let i = &self.inner;
         i.reconcile_total
             .get_or_create(&vec![
-                ("controller", name.clone()),
+                ("controller", controller.to_string()),
                 ("result", outcome.label().to_string()),
             ])
             .inc();
-        let c = controller(&name);
+        let c = labels_of(controller);
         if outcome == Outcome::Error {
             i.reconcile_errors.get_or_create(&c).inc();
         }
@@ -393,49 +439,48 @@ impl Metrics {
     }
 
     /// The reconciler panicked (the reconcile is also counted as an error).
-    pub fn reconcile_panicked(&self, gvk: &str) {
-        let c = controller(&controller_name(gvk));
+    pub fn reconcile_panicked(&self, controller: &str) {
+        let c = labels_of(controller);
         self.inner.reconcile_panics.get_or_create(&c).inc();
     }
 
-    fn depth(&self, gvk: &str) -> Gauge {
-        let name = controller_name(gvk);
-        let mut labels = queue(&name);
+    fn depth(&self, controller: &str) -> Gauge {
+        let mut labels = queue(controller);
         labels.push(("priority", String::new()));
         self.inner.queue_depth.get_or_create_owned(&labels)
     }
 
-    /// A CR became due for a reconcile and waits for a worker.
-    pub fn queue_add(&self, gvk: &str) {
-        let q = queue(&controller_name(gvk));
+    /// An object became due for a reconcile and waits for a worker.
+    pub fn queue_add(&self, controller: &str) {
+        let q = queue(controller);
         self.inner.queue_adds.get_or_create(&q).inc();
-        self.depth(gvk).inc();
+        self.depth(controller).inc();
     }
 
-    /// A worker took a CR that had waited `waited` since it became due.
-    pub fn queue_get(&self, gvk: &str, waited: Duration) {
-        self.depth(gvk).dec();
-        let q = queue(&controller_name(gvk));
+    /// A worker took an object that had waited `waited` since it became due.
+    pub fn queue_get(&self, controller: &str, waited: Duration) {
+        self.depth(controller).dec();
+        let q = queue(controller);
         self.inner
             .queue_latency
             .get_or_create(&q)
             .observe(waited.as_secs_f64());
     }
 
-    /// A CR that was due left the queue without being worked on (shutdown).
-    pub fn queue_dropped(&self, gvk: &str) {
-        self.depth(gvk).dec();
+    /// An object that was due left the queue without being worked on (shutdown).
+    pub fn queue_dropped(&self, controller: &str) {
+        self.depth(controller).dec();
     }
 
     /// A failed reconcile was queued again with a backoff.
-    pub fn queue_retry(&self, gvk: &str) {
-        let q = queue(&controller_name(gvk));
+    pub fn queue_retry(&self, controller: &str) {
+        let q = queue(controller);
         self.inner.queue_retries.get_or_create(&q).inc();
     }
 
-    /// A worker starts reconciling a CR of `gvk`.
-    pub fn work_started(&self, gvk: &str) -> Work {
-        let controller = controller_name(gvk);
+    /// A worker of `controller` starts reconciling an object.
+    pub fn work_started(&self, controller: &str) -> Work {
+        let controller = controller.to_string();
         let id = self
             .inner
             .next_work
@@ -492,11 +537,16 @@ impl Metrics {
         }
     }
 
-    /// Records the release status of one CR (`None` once the CR is gone).
-    pub fn set_release_status(&self, gvk: &str, namespace: &str, name: &str, status: Option<&str>) {
+    /// Records the status of one object of kind `gvk` (`None` once the object is
+    /// gone), for the builder's [status counts](MetricsBuilder::status_counts); a
+    /// registry without them ignores it.
+    pub fn set_status(&self, gvk: &str, namespace: &str, name: &str, status: Option<&str>) {
+        let Some(statuses) = &self.inner.statuses else {
+            return;
+        };
         let key = (gvk.to_string(), namespace.to_string(), name.to_string());
         let gauge = |status: &str| {
-            self.inner.releases.get_or_create_owned(&vec![
+            statuses.get_or_create_owned(&vec![
                 ("gvk", gvk.to_string()),
                 ("status", status.to_string()),
             ])
@@ -520,26 +570,26 @@ impl Metrics {
     fn states(&self) -> MutexGuard<'_, HashMap<(String, String, String), String>> {
         // A panic elsewhere while holding the lock leaves the map consistent.
         self.inner
-            .release_status
+            .status_of
             .lock()
             .unwrap_or_else(|e| e.into_inner())
     }
 
-    /// A CR of the watched kind exists (operator-lib's
+    /// An object of a watched kind exists (operator-lib's
     /// `InstrumentedEnqueueRequestForObject` on create and update): its creation time.
-    pub fn resource_seen(&self, cr: &ResourceId<'_>, created_unix: i64) {
+    pub fn resource_seen(&self, object: &ResourceId<'_>, created_unix: i64) {
         self.inner
             .resource_created
-            .get_or_create(&cr.labels())
+            .get_or_create(&object.labels())
             .set(created_unix);
     }
 
-    /// A CR of the watched kind is gone (the handler's delete).
-    pub fn resource_gone(&self, cr: &ResourceId<'_>) {
-        self.inner.resource_created.remove(&cr.labels());
+    /// An object of a watched kind is gone (the handler's delete).
+    pub fn resource_gone(&self, object: &ResourceId<'_>) {
+        self.inner.resource_created.remove(&object.labels());
     }
 
-    /// One request of the operator's Kubernetes client ended with `code` (the HTTP
+    /// One request of the Kubernetes client ended with `code` (the HTTP
     /// status, or `<error>` when there was no response).
     pub fn rest_request(&self, code: &str, method: &str, host: &str) {
         self.inner
@@ -568,7 +618,7 @@ impl Metrics {
             .set(i64::from(leader));
     }
 
-    /// This replica's share of `gvk` under sharding: CRs it owns, and live members.
+    /// This replica's share of `gvk` under sharding: objects it owns, and live members.
     pub fn set_shard_share(&self, gvk: &str, owned: usize, members: usize) {
         let labels = vec![("gvk", gvk.to_string())];
         let gauge = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
@@ -592,7 +642,7 @@ impl Metrics {
     }
 }
 
-/// A CR as `resource_created_at_seconds` labels it.
+/// An object as `resource_created_at_seconds` labels it.
 #[derive(Debug, Clone, Copy)]
 pub struct ResourceId<'a> {
     pub group: &'a str,

@@ -1,12 +1,12 @@
-//! Logs as the Go operator writes them: zap's JSON lines by default, console lines
-//! with `--zap-devel` ([`zap`]), at the level `--zap-log-level` asks for, and the Go
-//! operator's messages at the same moments ([`cr`]: the reconciler's vocabulary, one
-//! place the reconciler calls). Levels are read as `--zap-log-level` reads them
-//! (`debug`, `info`, `error`, `panic`, or a number: 1 is debug, higher numbers are
-//! more verbose), plus `trace`/`warn` and tracing filter directives such as
-//! `info,operator=debug`. Logs go to stderr, as zap's do. Values never appear.
+//! Logs as a Go controller (controller-runtime with zap) writes them: zap's JSON lines
+//! by default, console lines with `--zap-devel` ([`zap`]), at the level
+//! `--zap-log-level` asks for. An event's target is its `logger`, so code that wants
+//! a Go logger name (`controller-runtime.metrics`) logs with that target. Levels are
+//! read as `--zap-log-level` reads them (`debug`, `info`, `error`, `panic`, or a
+//! number: 1 is debug, higher numbers are more verbose), plus `trace`/`warn` and
+//! tracing filter directives such as `info,operator=debug`. Logs go to stderr, as
+//! zap's do. Values never appear.
 
-pub mod cr;
 pub mod zap;
 
 use std::fmt;

@@ -1,13 +1,13 @@
-//! Kubernetes Events recorded on the custom resource through the core/v1 API, as
+//! Kubernetes Events recorded on the reconciled object through the core/v1 API, as
 //! controller-runtime's recorder (client-go's `record` package) writes them: `source`
-//! and `reportingComponent` name the controller (`<kind>-controller`), an Event seen
+//! and `reportingComponent` name the controller (the [`Reporter`]'s), an Event seen
 //! again within the cache's lifetime is patched (`count` + 1, `lastTimestamp` now) instead
 //! of created anew, more than ten different messages of one reason on one object within
 //! ten minutes are combined ("(combined from similar events): …"), and a spam filter
 //! caps each object's Events (a burst of 25, then one per five minutes). So `kubectl
-//! get events --sort-by=.lastTimestamp` and dashboards built on the Go operator's
-//! Events read ours the same way. The Go scaffold's RBAC (`events`: create, patch) is
-//! all it needs.
+//! get events --sort-by=.lastTimestamp` and dashboards built on a Go controller's
+//! Events read ours the same way. RBAC for core/v1 `events` (create, patch) is all it
+//! needs (kube's `Recorder` writes events.k8s.io/v1, which needs other rules).
 //!
 //! Publishing is best effort: a failed Event never fails a reconcile.
 
@@ -23,19 +23,9 @@ use kube::runtime::events::Reporter;
 use kube::Client;
 use serde_json::json;
 
-/// The reasons the reconciler records, besides the status condition reasons.
-pub(crate) const REPAIRED: &str = "Repaired";
-pub(crate) const ROLLED_BACK: &str = "RolledBack";
-pub(crate) const ROLLBACK_ERROR: &str = "RollbackError";
-pub(crate) const OVERRIDE_VALUES_IN_USE: &str = "OverrideValuesInUse";
-pub(crate) const ADOPTED: &str = "Adopted";
-pub(crate) const MIGRATED: &str = "Migrated";
-/// The CR went without its release being uninstalled (another chart's release).
-pub(crate) const NOT_UNINSTALLED: &str = "NotUninstalled";
-
 /// Event types.
-pub(crate) const NORMAL: &str = "Normal";
-pub(crate) const WARNING: &str = "Warning";
+pub const NORMAL: &str = "Normal";
+pub const WARNING: &str = "Warning";
 
 /// Keep messages well under the API's limits (the Go recorder does not cut; the
 /// server refuses messages over 1 MiB with the object, so this only guards that).
@@ -174,9 +164,9 @@ impl Correlator {
 
 /// Records core/v1 Events for one controller; shared by all its reconciles, so
 /// repeated Events are counted rather than duplicated.
-pub(crate) struct EventRecorder {
+pub struct EventRecorder {
     client: Client,
-    /// `source.component` and `reportingComponent` (`<kind>-controller`).
+    /// `source.component` and `reportingComponent` (the controller's name).
     component: String,
     /// `reportingInstance` (the pod), when known.
     instance: Option<String>,
@@ -184,7 +174,7 @@ pub(crate) struct EventRecorder {
 }
 
 impl EventRecorder {
-    pub(crate) fn new(client: Client, reporter: Reporter) -> EventRecorder {
+    pub fn new(client: Client, reporter: Reporter) -> EventRecorder {
         EventRecorder {
             client,
             component: reporter.controller,
@@ -198,7 +188,7 @@ impl EventRecorder {
     }
 
     /// Records an Event on `regarding`.
-    pub(crate) async fn record(
+    pub async fn record(
         &self,
         regarding: &ObjectReference,
         type_: &str,
@@ -330,14 +320,14 @@ fn event_name(object: &str, now: Timestamp) -> String {
     format!("{object}.{:x}", now.as_nanosecond())
 }
 
-/// Records Events on one CR.
-pub(crate) struct EventSink {
+/// Records Events on one object.
+pub struct EventSink {
     recorder: Arc<EventRecorder>,
     regarding: ObjectReference,
 }
 
 impl EventSink {
-    pub(crate) fn new(recorder: Arc<EventRecorder>, regarding: ObjectReference) -> EventSink {
+    pub fn new(recorder: Arc<EventRecorder>, regarding: ObjectReference) -> EventSink {
         EventSink {
             recorder,
             regarding,
@@ -345,14 +335,14 @@ impl EventSink {
     }
 
     /// A `Normal` event.
-    pub(crate) async fn normal(&self, reason: &str, message: impl Into<String>) {
+    pub async fn normal(&self, reason: &str, message: impl Into<String>) {
         self.recorder
             .record(&self.regarding, NORMAL, reason, message.into())
             .await
     }
 
     /// A `Warning` event.
-    pub(crate) async fn warning(&self, reason: &str, message: impl Into<String>) {
+    pub async fn warning(&self, reason: &str, message: impl Into<String>) {
         self.recorder
             .record(&self.regarding, WARNING, reason, message.into())
             .await
@@ -360,7 +350,7 @@ impl EventSink {
 }
 
 /// Cuts `s` to at most `max` bytes on a character boundary, marking the cut.
-pub(crate) fn truncate(s: String, max: usize) -> String {
+fn truncate(s: String, max: usize) -> String {
     if s.len() <= max {
         return s;
     }

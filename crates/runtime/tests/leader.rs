@@ -8,7 +8,7 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use kube::api::{Api, PostParams};
 use kube::Client;
-use operator::leader::{LeaderElection, LeaderError};
+use runtime::leader::{LeaderElection, LeaderError};
 use testkit::apiserver::faults::{Match, Rule, Trigger, When};
 use testkit::{Cluster, TestNamespace};
 const LEASE: &str = "rudder-test-lock";
@@ -219,5 +219,5 @@ fn in_cluster_namespace_is_none_outside_a_pod() {
         println!("skipping: running inside a pod ({file} exists)");
         return;
     }
-    assert_eq!(operator::leader::in_cluster_namespace(), None);
+    assert_eq!(runtime::leader::in_cluster_namespace(), None);
 }

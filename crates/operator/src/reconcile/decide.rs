@@ -1,8 +1,8 @@
 //! What a reconcile does next, decided from the release's history alone: a pure
 //! function of the records' labels (never their contents), the inputs digest and the
-//! time, like helm-operator-plugins' `getReleaseState`. Also the operator's one home
-//! for retry delays: the backoff of failing release actions (read from the records)
-//! and of failed reconciles (kept by the controller).
+//! time, like helm-operator-plugins' `getReleaseState`. The labels are those of
+//! [`labels`](super::labels); the backoff of failing release actions it reads from
+//! them is [`RELEASE_BACKOFF`].
 
 use std::time::Duration;
 
@@ -10,96 +10,13 @@ use release::record::Status;
 use release::RecordMeta;
 
 use super::digest;
+use super::labels::{ATTEMPT_LABEL, LOOKUPS_LABEL, REVISION_LABEL, ROLLBACK_OF_LABEL};
+use super::timing::RELEASE_BACKOFF;
 use crate::annotations::CHART_LABEL;
-
-/// Labels rudder writes on release records besides the inputs digest.
-pub const ATTEMPT_LABEL: &str = "rudder.dev/attempt";
-/// On a rollback record: the inputs digest whose upgrade failed and was rolled back.
-pub const ROLLBACK_OF_LABEL: &str = "rudder.dev/rollback-of";
-/// On records of charts that call `lookup`: the digest of what the lookups returned.
-pub const LOOKUPS_LABEL: &str = "rudder.dev/lookups-digest";
-
-/// How soon to check again while a release's workloads become ready.
-pub const READINESS_POLL: Duration = Duration::from_secs(5);
-/// How long `install-wait`/`upgrade-wait` wait by default (Helm's `--timeout`).
-pub const READINESS_TIMEOUT: Duration = Duration::from_secs(300);
-
-/// The revision rudder wrote its labels for. `helm upgrade` and `helm rollback` copy
-/// a record's custom labels onto the record they write, so on a record of another
-/// number they are a copy and say nothing about that revision's inputs.
-pub const REVISION_LABEL: &str = "rudder.dev/revision";
-
-/// How soon to look again while another operation holds the release.
-pub const IN_PROGRESS_RETRY: Duration = Duration::from_secs(10);
-
-/// An exponential backoff: `base` after the first failure, doubling per failure, at
-/// most `max`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Backoff {
-    pub base: Duration,
-    pub max: Duration,
-}
-
-impl Backoff {
-    /// Between attempts of a release action that wrote a failed revision and keeps
-    /// failing with unchanged inputs; the attempts are counted on the records, so
-    /// the delay survives restarts and a failing chart does not write a revision on
-    /// every retry.
-    pub const RELEASE: Backoff = Backoff {
-        base: Duration::from_secs(10),
-        max: Duration::from_secs(600),
-    };
-    /// After any failed reconcile, counted per CR by the controller and forgotten on
-    /// success: controller-runtime's default per-item limiter
-    /// (`ItemExponentialFailureRateLimiter(5ms, 1000s)`), which the Go helm-operator
-    /// retries with. A failure that names a longer delay of its own waits that long.
-    pub const RECONCILE: Backoff = Backoff {
-        base: Duration::from_millis(5),
-        max: Duration::from_secs(1000),
-    };
-
-    /// The delay after `failures` consecutive failures (the first waits `base`).
-    pub fn delay(self, failures: u32) -> Duration {
-        let exp = failures.saturating_sub(1);
-        let max = self.max.as_nanos();
-        let nanos = if exp >= 64 {
-            max
-        } else {
-            self.base.as_nanos().saturating_mul(1u128 << exp).min(max)
-        };
-        Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX))
-    }
-}
-
-/// A token bucket shared by all CRs of one controller, on top of the per-CR
-/// [`Backoff::RECONCILE`]: controller-runtime's overall limiter (10 retries a second,
-/// bursts of 100), so a chart that breaks every CR at once does not retry them all
-/// at once.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RetryBucket {
-    pub per_second: u32,
-    pub burst: u32,
-}
-
-impl RetryBucket {
-    /// `BucketRateLimiter{Limiter: rate.NewLimiter(rate.Limit(10), 100)}`.
-    pub const RECONCILE: RetryBucket = RetryBucket {
-        per_second: 10,
-        burst: 100,
-    };
-}
-
-/// The delay a failed release action names for its retry: one that wrote a failed
-/// revision backs off on the records ([`Backoff::RELEASE`]); one that changed
-/// nothing (a render error, a refused object) names none, so the controller's
-/// per-CR [`Backoff::RECONCILE`] applies and grows with every failure.
-pub fn action_retry(attempt: u32, wrote_revision: bool) -> Option<Duration> {
-    wrote_revision.then(|| Backoff::RELEASE.delay(attempt))
-}
 
 /// The deployed revision a decision builds on.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Deployed {
+pub(crate) struct Deployed {
     pub version: i64,
     /// Its inputs digest, when rudder wrote it.
     pub digest: Option<String>,
@@ -109,7 +26,7 @@ pub struct Deployed {
 
 /// What the reconcile does with the release.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Decision {
+pub(crate) enum Decision {
     /// A record is `pending-*`, or two are `deployed`, as a crashed action leaves
     /// them: recover if no action holds the release (then decide again), else wait.
     Recover { version: i64, status: Status },
@@ -141,7 +58,7 @@ pub enum Decision {
 /// last applied them and whether they may have moved since. Times are Unix
 /// milliseconds.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Objects {
+pub(crate) struct Objects {
     /// The revision this process last applied in full (installed, upgraded or
     /// repaired) for this very CR (same uid), and when that apply started.
     pub applied: Option<Applied>,
@@ -164,7 +81,7 @@ pub struct Objects {
 
 /// A full apply of one revision by this process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Applied {
+pub(crate) struct Applied {
     pub version: i64,
     /// When the apply started (Unix milliseconds).
     pub at: i64,
@@ -172,7 +89,8 @@ pub struct Applied {
 
 impl Objects {
     /// Nothing known about the objects: every unchanged release is repaired.
-    pub const UNKNOWN: Objects = Objects {
+    #[cfg(test)]
+    pub(crate) const UNKNOWN: Objects = Objects {
         applied: None,
         drifted: false,
         watched_since: None,
@@ -210,7 +128,12 @@ impl Objects {
 
 /// Decides from `history` (oldest first, as `History::meta` returns it), the inputs
 /// `digest`, `now` (Unix seconds) and what is known of the release's `objects`.
-pub fn decide(history: &[RecordMeta], digest: &str, now: i64, objects: &Objects) -> Decision {
+pub(crate) fn decide(
+    history: &[RecordMeta],
+    digest: &str,
+    now: i64,
+    objects: &Objects,
+) -> Decision {
     if let Some(leftover) = leftover(history) {
         return Decision::Recover {
             version: leftover.version,
@@ -280,7 +203,7 @@ fn leftover(history: &[RecordMeta]) -> Option<&RecordMeta> {
 
 /// Which chart a release's records say they are of.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ReleaseChart {
+pub(crate) enum ReleaseChart {
     /// No records: the name is free.
     Free,
     /// The newest record carrying the chart label names this chart.
@@ -291,7 +214,7 @@ pub enum ReleaseChart {
 
 /// Which chart the release of `history` belongs to, as far as the labels tell. A CR
 /// must never take over a release of another chart that happens to have its name.
-pub fn release_chart(history: &[RecordMeta]) -> ReleaseChart {
+pub(crate) fn release_chart(history: &[RecordMeta]) -> ReleaseChart {
     if history.is_empty() {
         return ReleaseChart::Free;
     }
@@ -305,7 +228,7 @@ pub fn release_chart(history: &[RecordMeta]) -> ReleaseChart {
 /// What a reconcile with unchanged inputs does for a chart that calls `lookup`, once a
 /// fresh render said what its lookups return now.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Lookups {
+pub(crate) enum Lookups {
     /// The looked-up objects are as they were (or their change is still backing off
     /// after a failed upgrade): repair, recording the digest on a record without one.
     Repair { stamp: Option<String> },
@@ -317,7 +240,7 @@ pub enum Lookups {
 /// lookups digest `now_lookups` of a fresh render means an upgrade. A record without
 /// a lookups digest gets the current one (no upgrade: it was rendered against the
 /// cluster too), and failed upgrades of these inputs back off as any other.
-pub fn lookups(
+pub(crate) fn lookups(
     history: &[RecordMeta],
     digest: &str,
     now_lookups: Option<&str>,
@@ -359,9 +282,9 @@ pub fn lookups(
 
 /// Where a release waiting for its workloads stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Readiness {
+pub(crate) enum Readiness {
     Ready,
-    /// Not ready yet; look again after [`READINESS_POLL`].
+    /// Not ready yet; look again after [`READINESS_POLL`](super::timing::READINESS_POLL).
     Waiting,
     /// Not ready `timeout` after the revision was deployed.
     TimedOut,
@@ -369,7 +292,12 @@ pub enum Readiness {
 
 /// Whether a release whose objects are `ready` (or not), deployed at `deployed_at`
 /// (Unix seconds), is ready, still waiting, or past `timeout` at `now`.
-pub fn readiness(ready: bool, deployed_at: Option<i64>, timeout: Duration, now: i64) -> Readiness {
+pub(crate) fn readiness(
+    ready: bool,
+    deployed_at: Option<i64>,
+    timeout: Duration,
+    now: i64,
+) -> Readiness {
     if ready {
         return Readiness::Ready;
     }
@@ -404,7 +332,7 @@ struct Failures {
 impl Failures {
     /// How much of the backoff is left at `now`; `None` once it has passed.
     fn remaining(&self, now: i64) -> Option<Duration> {
-        let wait = Backoff::RELEASE.delay(self.attempts);
+        let wait = RELEASE_BACKOFF.delay(self.attempts);
         match self.at.map(|at| (now - at).max(0) as u64) {
             Some(e) if e < wait.as_secs() => Some(Duration::from_secs(wait.as_secs() - e)),
             Some(_) => None,
@@ -492,33 +420,6 @@ mod tests {
             digest: digest.map(str::to_string),
             newest,
         }
-    }
-
-    #[test]
-    fn backoffs_double_up_to_their_caps() {
-        assert_eq!(Backoff::RELEASE.delay(1), Duration::from_secs(10));
-        assert_eq!(Backoff::RELEASE.delay(2), Duration::from_secs(20));
-        assert_eq!(Backoff::RELEASE.delay(4), Duration::from_secs(80));
-        assert_eq!(Backoff::RELEASE.delay(7), Duration::from_secs(600));
-        assert_eq!(Backoff::RELEASE.delay(100), Duration::from_secs(600));
-        // controller-runtime's per-item limiter: 5ms, 10ms, 20ms, ... 1000s.
-        assert_eq!(Backoff::RECONCILE.delay(1), Duration::from_millis(5));
-        assert_eq!(Backoff::RECONCILE.delay(2), Duration::from_millis(10));
-        assert_eq!(Backoff::RECONCILE.delay(11), Duration::from_millis(5120));
-        assert_eq!(Backoff::RECONCILE.delay(18), Duration::from_millis(5 << 17));
-        assert_eq!(Backoff::RECONCILE.delay(19), Duration::from_secs(1000));
-        assert_eq!(Backoff::RECONCILE.delay(64), Duration::from_secs(1000));
-        assert_eq!(Backoff::RECONCILE.delay(65), Duration::from_secs(1000));
-        assert_eq!(
-            Backoff::RECONCILE.delay(u32::MAX),
-            Duration::from_secs(1000)
-        );
-    }
-
-    #[test]
-    fn only_failures_that_wrote_a_revision_back_off_on_records() {
-        assert_eq!(action_retry(3, true), Some(Backoff::RELEASE.delay(3)));
-        assert_eq!(action_retry(3, false), None);
     }
 
     #[test]

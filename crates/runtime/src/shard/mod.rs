@@ -1,21 +1,21 @@
-//! Sharding (`rudder run --shards=auto`): the replicas of one operator split the CRs
-//! of every watch among themselves, with no one assigning shards.
+//! Sharding (`rudder run --shards=auto`): the replicas of one operator split the
+//! objects of every watch among themselves, with no one assigning shards.
 //!
 //! - `membership`: each replica keeps a Lease of its own in the operator's
 //!   namespace, renewed like the leader Lease, and lists the group's Leases; a
 //!   replica is a member while its Lease is fresh (on the reader's clock).
-//! - [`assign`]: a CR belongs to the member the rendezvous hash of its
+//! - [`assign`]: an object belongs to the member the rendezvous hash of its
 //!   `namespace/name` picks among the members watching its kind.
-//! - [`handoff`]: a CR changes hands only after every live member acked the new
-//!   member list, each having finished its reconciles of the CRs it lost.
+//! - [`handoff`]: an object changes hands only after every live member acked the new
+//!   member list, each having finished its reconciles of the objects it lost.
 //!
-//! The controller asks `Shards::claim` before each reconcile and holds the claim
-//! until the reconcile ends; `Shards::changes` tells it when gained CRs should be
-//! queued. The argument for why two replicas never reconcile one CR at once is in
-//! docs/operator.md ("Sharding").
+//! A controller asks [`Shards::claim`] before each reconcile and holds the claim
+//! until the reconcile ends; [`follow()`] queues the objects it gains. The
+//! [`Manager`](crate::Manager) keeps the membership. The argument for why two
+//! replicas never reconcile one object at once is in docs/operator.md ("Sharding").
 
 pub mod assign;
-pub(crate) mod follow;
+mod follow;
 pub mod handoff;
 pub(crate) mod membership;
 
@@ -25,6 +25,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tokio::sync::watch;
 
+pub use follow::follow;
 use handoff::{Handoff, View};
 
 /// How a replica's Lease is kept: client-go's leader election timings, which the
@@ -73,18 +74,18 @@ pub enum ShardError {
     },
 }
 
-/// A CR as the shards see it: its watch (`gvk_string`) and `namespace/name`.
+/// An object as the shards see it: its watch and `namespace/name`.
 type Key = (String, String);
 
 /// This replica's share, shared by the membership loop and the controllers.
-pub(crate) struct Shards {
+pub struct Shards {
     state: Mutex<State>,
     changes: watch::Sender<u64>,
 }
 
 struct State {
     handoff: Handoff,
-    /// CRs being reconciled now, and how many reconciles of each (normally one).
+    /// Objects being reconciled now, and how many reconciles of each (normally one).
     in_flight: HashMap<Key, usize>,
 }
 
@@ -108,19 +109,14 @@ impl Shards {
     }
 
     /// Whether `namespace/name` of `watch` is ours to reconcile now.
-    pub(crate) fn owns(&self, watch: &str, namespace: &str, name: &str) -> bool {
+    pub fn owns(&self, watch: &str, namespace: &str, name: &str) -> bool {
         self.lock()
             .handoff
             .owns(watch, &assign::cr_key(namespace, name))
     }
 
-    /// Claims the CR for one reconcile if it is ours; the claim ends when dropped.
-    pub(crate) fn claim(
-        self: &Arc<Self>,
-        watch: &str,
-        namespace: &str,
-        name: &str,
-    ) -> Option<Claim> {
+    /// Claims the object for one reconcile if it is ours; the claim ends when dropped.
+    pub fn claim(self: &Arc<Self>, watch: &str, namespace: &str, name: &str) -> Option<Claim> {
         let key = (watch.to_string(), assign::cr_key(namespace, name));
         let mut state = self.lock();
         if !state.handoff.owns(&key.0, &key.1) {
@@ -139,7 +135,7 @@ impl Shards {
         self.lock().handoff.members_of(watch)
     }
 
-    /// Bumps each time what we own may have grown: queue the CRs now ours.
+    /// Bumps each time what we own may have grown: queue the objects now ours.
     pub(crate) fn changes(&self) -> watch::Receiver<u64> {
         self.changes.subscribe()
     }
@@ -180,10 +176,10 @@ impl Shards {
     }
 }
 
-/// One reconcile of a CR we own. Dropping it ends the claim and logs the witness line
-/// (target `rudder::shard`, debug) that tests use to check no CR ran on two
-/// replicas at once.
-pub(crate) struct Claim {
+/// One reconcile of an object we own. Dropping it ends the claim and logs the
+/// witness line (target `rudder::shard`, debug) that tests use to check no object
+/// ran on two replicas at once.
+pub struct Claim {
     shards: Arc<Shards>,
     key: Key,
     started: SystemTime,

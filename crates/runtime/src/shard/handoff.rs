@@ -23,8 +23,8 @@ use tokio::time::Instant;
 use super::assign::{self, fingerprint};
 use crate::leader::{observe_at, Observed};
 
-/// The annotation on a member's Lease listing the kinds it watches, each as
-/// [`crate::watches::Watch::gvk_string`] spells it, joined by `;`.
+/// The annotation on a member's Lease listing the kinds it watches, each as the
+/// operator names its watches (`group/version, Kind=Kind`), joined by `;`.
 pub const WATCHES_ANNOTATION: &str = "rudder.dev/shard-watches";
 /// The annotation on a member's Lease holding the fingerprint of the view it acts on.
 pub const ACK_ANNOTATION: &str = "rudder.dev/shard-view";

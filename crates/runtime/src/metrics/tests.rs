@@ -1,6 +1,7 @@
 use super::*;
 
-const GVK: &str = "cache.example.com/v1alpha1, Kind=Memcached";
+/// The controller's name, as its metrics label it.
+const CONTROLLER: &str = "memcached-controller";
 
 fn has(text: &str, line: &str) -> bool {
     text.lines().any(|l| l == line)
@@ -15,7 +16,7 @@ fn assert_lines(text: &str, lines: &[&str]) {
 #[test]
 fn a_started_controller_reports_every_series_at_zero() {
     let m = Metrics::new();
-    m.controller_started(GVK, 4);
+    m.controller_started(CONTROLLER, 4);
     let text = m.encode();
     assert_lines(
         &text,
@@ -41,15 +42,10 @@ fn a_started_controller_reports_every_series_at_zero() {
             "workqueue_unfinished_work_seconds{controller=\"memcached-controller\",name=\"memcached-controller\"} 0.0",
             "workqueue_longest_running_processor_seconds{controller=\"memcached-controller\",name=\"memcached-controller\"} 0.0",
             "workqueue_retries_total{controller=\"memcached-controller\",name=\"memcached-controller\"} 0",
-            "# TYPE helm_operator_build_info gauge",
             "# TYPE certwatcher_read_certificate_total counter",
         ],
     );
-    let build = format!(
-        "helm_operator_build_info{{commit=\"{}\",version=\"{BUILD_VERSION}\"}} 1",
-        build_commit()
-    );
-    assert!(has(&text, &build), "missing {build:?} in:\n{text}");
+    assert!(!text.contains("build_info"), "only when asked for:\n{text}");
     let buckets = text
         .lines()
         .filter(|l| l.starts_with("workqueue_work_duration_seconds_bucket{"))
@@ -78,11 +74,11 @@ fn a_started_controller_reports_every_series_at_zero() {
 #[test]
 fn reconcile_metrics_use_controller_runtime_names() {
     let m = Metrics::new();
-    m.reconcile_done(GVK, Outcome::Success, Duration::from_millis(30));
-    m.reconcile_done(GVK, Outcome::Error, Duration::from_secs(2));
-    m.reconcile_done(GVK, Outcome::RequeueAfter, Duration::from_millis(3));
-    m.reconcile_done(GVK, Outcome::RequeueAfter, Duration::from_millis(3));
-    m.reconcile_panicked(GVK);
+    m.reconcile_done(CONTROLLER, Outcome::Success, Duration::from_millis(30));
+    m.reconcile_done(CONTROLLER, Outcome::Error, Duration::from_secs(2));
+    m.reconcile_done(CONTROLLER, Outcome::RequeueAfter, Duration::from_millis(3));
+    m.reconcile_done(CONTROLLER, Outcome::RequeueAfter, Duration::from_millis(3));
+    m.reconcile_panicked(CONTROLLER);
     let text = m.encode();
     assert_lines(
         &text,
@@ -114,9 +110,9 @@ fn reconcile_metrics_use_controller_runtime_names() {
 #[test]
 fn the_queue_counts_adds_waits_work_and_retries() {
     let m = Metrics::new();
-    m.controller_started(GVK, 1);
-    m.queue_add(GVK);
-    m.queue_add(GVK);
+    m.controller_started(CONTROLLER, 1);
+    m.queue_add(CONTROLLER);
+    m.queue_add(CONTROLLER);
     let text = m.encode();
     assert_lines(
         &text,
@@ -125,8 +121,8 @@ fn the_queue_counts_adds_waits_work_and_retries() {
             "workqueue_adds_total{controller=\"memcached-controller\",name=\"memcached-controller\"} 2",
         ],
     );
-    m.queue_get(GVK, Duration::from_millis(2));
-    let work = m.work_started(GVK);
+    m.queue_get(CONTROLLER, Duration::from_millis(2));
+    let work = m.work_started(CONTROLLER);
     std::thread::sleep(Duration::from_millis(20));
     let text = m.encode();
     assert_lines(
@@ -146,8 +142,8 @@ fn the_queue_counts_adds_waits_work_and_retries() {
         .expect("unfinished work");
     assert!(unfinished >= 0.02, "{unfinished}");
     m.work_done(work);
-    m.queue_retry(GVK);
-    m.queue_dropped(GVK);
+    m.queue_retry(CONTROLLER);
+    m.queue_dropped(CONTROLLER);
     let text = m.encode();
     assert_lines(
         &text,
@@ -179,32 +175,57 @@ fn resources_are_reported_by_creation_time_until_gone() {
 }
 
 #[test]
-fn release_status_gauges_follow_each_cr() {
-    let m = Metrics::new();
+fn the_builder_adds_build_info() {
+    let m = Metrics::builder()
+        .build_info(
+            "example_build_info",
+            "Build information for the example binary",
+            vec![("commit", "abc".into()), ("version", "1.2.3".into())],
+        )
+        .build();
+    assert_lines(
+        &m.encode(),
+        &[
+            "# HELP example_build_info Build information for the example binary.",
+            "# TYPE example_build_info gauge",
+            "example_build_info{commit=\"abc\",version=\"1.2.3\"} 1",
+        ],
+    );
+}
+
+#[test]
+fn status_gauges_follow_each_object() {
+    let m = Metrics::builder()
+        .status_counts("example_objects", "Objects per status")
+        .build();
     let gvk = "demo.rudder.dev/v1alpha1, Kind=Hello";
     let value = |status: &str| -> Option<String> {
-        let prefix = format!("rudder_releases{{gvk=\"{gvk}\",status=\"{status}\"}} ");
+        let prefix = format!("example_objects{{gvk=\"{gvk}\",status=\"{status}\"}} ");
         m.encode()
             .lines()
             .find_map(|l| l.strip_prefix(&prefix).map(str::to_string))
     };
-    m.set_release_status(gvk, "ns", "a", Some("deployed"));
-    m.set_release_status(gvk, "ns", "b", Some("deployed"));
-    m.set_release_status(gvk, "other", "a", Some("failed"));
+    m.set_status(gvk, "ns", "a", Some("deployed"));
+    m.set_status(gvk, "ns", "b", Some("deployed"));
+    m.set_status(gvk, "other", "a", Some("failed"));
     assert_eq!(value("deployed").as_deref(), Some("2"));
     assert_eq!(value("failed").as_deref(), Some("1"));
     // The same status again changes nothing.
-    m.set_release_status(gvk, "ns", "a", Some("deployed"));
+    m.set_status(gvk, "ns", "a", Some("deployed"));
     assert_eq!(value("deployed").as_deref(), Some("2"));
-    // A CR moves from one status to another.
-    m.set_release_status(gvk, "ns", "b", Some("failed"));
+    // An object moves from one status to another.
+    m.set_status(gvk, "ns", "b", Some("failed"));
     assert_eq!(value("deployed").as_deref(), Some("1"));
     assert_eq!(value("failed").as_deref(), Some("2"));
-    // Gone CRs leave the counts.
-    m.set_release_status(gvk, "ns", "a", None);
-    m.set_release_status(gvk, "ns", "never-seen", None);
+    // Gone objects leave the counts.
+    m.set_status(gvk, "ns", "a", None);
+    m.set_status(gvk, "ns", "never-seen", None);
     assert_eq!(value("deployed").as_deref(), Some("0"));
     assert_eq!(value("failed").as_deref(), Some("2"));
+    // Without status counts the calls are ignored.
+    let plain = Metrics::new();
+    plain.set_status(gvk, "ns", "a", Some("deployed"));
+    assert!(!plain.encode().contains("deployed"));
 }
 
 #[test]
@@ -220,10 +241,4 @@ fn the_leader_gauge() {
         &m.encode(),
         "leader_election_master_status{name=\"memcached-operator\"} 0"
     ));
-}
-
-#[test]
-fn controller_names_are_the_go_operators() {
-    assert_eq!(controller_name(GVK), "memcached-controller");
-    assert_eq!(controller_name("Hello"), "hello-controller");
 }

@@ -1,7 +1,7 @@
 //! Leader election on a `coordination.k8s.io` Lease, so only one replica reconciles.
 //!
-//! It follows client-go's `leaderelection` (what controller-runtime and so the Go
-//! helm-operator use), so a rudder replica and a Go replica sharing a Lease name
+//! It follows client-go's `leaderelection` (what controller-runtime, and so Go
+//! operators, use), so a rudder replica and a Go replica sharing a Lease name
 //! respect each other: the holder renews every retry period; a standby takes over
 //! once it has seen the same record unchanged for the record's lease duration
 //! (measured on its own clock, so clock skew between nodes does not matter), or at
@@ -45,7 +45,7 @@ pub enum LeaderError {
     Config(String),
     #[error(
         "leader election Lease {namespace}/{name}: {op} failed: {}",
-        release::api_error::describe(source)
+        crate::api_error::describe(source)
     )]
     Api {
         namespace: String,

@@ -423,7 +423,7 @@ pub(crate) fn run(cmd: ReleaseCommand) -> anyhow::Result<i32> {
 
 /// The actions' configuration for the kubeconfig/context asked for (records kept with
 /// the driver `HELM_DRIVER` names), and the release namespace.
-async fn connect(k: &KubeArgs) -> anyhow::Result<(ActionConfig, String)> {
+pub(crate) async fn connect(k: &KubeArgs) -> anyhow::Result<(ActionConfig, String)> {
     let (client, namespace) = client(k).await?;
     let driver = StorageDriver::from_env()?;
     Ok((ActionConfig::new(client).with_driver(driver), namespace))

@@ -10,15 +10,19 @@
 
 mod format;
 mod get;
+mod go_release;
+mod list;
 mod resources;
+
+pub(crate) use list::ListArgs;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use action::{
-    ActionConfig, ActionOptions, DryRun, Get, History, Install, List, Namespaces, Recover,
-    ReleaseStatus, ReuseValues, Rollback, StateFilter, Uninstall, UninstallOptions, Upgrade,
+    ActionConfig, ActionOptions, DryRun, Get, History, Install, Recover, ReleaseStatus,
+    ReuseValues, Rollback, Uninstall, UninstallOptions, Upgrade,
 };
 use anyhow::{anyhow, bail, Context as _};
 use chart::values::Values;
@@ -28,7 +32,7 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::Client;
 use release::record::{Release, Status};
 use release::StorageDriver;
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::template::{ChartSizeArgs, ValueArgs};
 
@@ -111,11 +115,14 @@ pub(crate) struct ActionFlags {
 #[derive(clap::Args, Debug)]
 pub(crate) struct InstallArgs {
     /// `[NAME] CHART`: the release name (unless --generate-name), then the chart directory or .tgz.
-    #[arg(required = true, num_args = 1..=2, value_name = "[NAME] CHART")]
+    #[arg(value_name = "[NAME] [CHART]")]
     pub args: Vec<String>,
     /// Generate the release name (CHART-<unix seconds>).
     #[arg(short = 'g', long)]
     pub generate_name: bool,
+    /// Name the release with this template (Sprig functions).
+    #[arg(long)]
+    pub name_template: Option<String>,
     /// Create the release namespace if it does not exist.
     #[arg(long)]
     pub create_namespace: bool,
@@ -135,10 +142,9 @@ pub(crate) struct InstallArgs {
 /// `upgrade NAME CHART`.
 #[derive(clap::Args, Debug)]
 pub(crate) struct UpgradeArgs {
-    /// Release name.
-    pub name: String,
-    /// Chart directory or .tgz.
-    pub chart: String,
+    /// Release name, then the chart directory or .tgz.
+    #[arg(value_name = "[RELEASE] [CHART]")]
+    pub args: Vec<String>,
     /// Install the release if it does not exist yet.
     #[arg(short = 'i', long)]
     pub install: bool,
@@ -170,10 +176,9 @@ pub(crate) struct UpgradeArgs {
 /// `rollback NAME [REVISION]`.
 #[derive(clap::Args, Debug)]
 pub(crate) struct RollbackArgs {
-    /// Release name.
-    pub name: String,
-    /// Revision to roll back to (default: the previous one).
-    pub revision: Option<i64>,
+    /// Release name, then the revision to roll back to (default: the previous one).
+    #[arg(value_name = "<RELEASE> [REVISION]")]
+    pub args: Vec<String>,
     /// Wait until the release's objects are ready, up to --timeout.
     #[arg(long)]
     pub wait: bool,
@@ -200,7 +205,7 @@ pub(crate) struct RollbackArgs {
 #[derive(clap::Args, Debug)]
 pub(crate) struct UninstallArgs {
     /// Release names.
-    #[arg(required = true)]
+    #[arg(value_name = "RELEASE_NAME")]
     pub names: Vec<String>,
     /// Keep the release history, marked uninstalled.
     #[arg(long)]
@@ -224,50 +229,12 @@ pub(crate) struct UninstallArgs {
     pub kube: KubeArgs,
 }
 
-/// `list`.
-#[derive(clap::Args, Debug)]
-pub(crate) struct ListArgs {
-    /// Show releases of every status.
-    #[arg(short = 'a', long)]
-    pub all: bool,
-    /// List releases across all namespaces.
-    #[arg(short = 'A', long)]
-    pub all_namespaces: bool,
-    /// Print release names only.
-    #[arg(short = 'q', long)]
-    pub short: bool,
-    /// Show deployed releases (the default, with --failed).
-    #[arg(long)]
-    pub deployed: bool,
-    /// Show failed releases.
-    #[arg(long)]
-    pub failed: bool,
-    /// Show pending releases.
-    #[arg(long)]
-    pub pending: bool,
-    /// Show superseded releases.
-    #[arg(long)]
-    pub superseded: bool,
-    /// Show uninstalled releases (kept with --keep-history).
-    #[arg(long)]
-    pub uninstalled: bool,
-    /// Show releases being uninstalled.
-    #[arg(long)]
-    pub uninstalling: bool,
-    /// Do not print the header line.
-    #[arg(long)]
-    pub no_headers: bool,
-    #[arg(short = 'o', long, value_enum, default_value = "table")]
-    pub output: OutputFormat,
-    #[command(flatten)]
-    pub kube: KubeArgs,
-}
-
 /// `history NAME`.
 #[derive(clap::Args, Debug)]
 pub(crate) struct HistoryArgs {
     /// Release name.
-    pub name: String,
+    #[arg(value_name = "RELEASE_NAME")]
+    pub args: Vec<String>,
     /// Maximum number of revisions shown (the newest ones).
     #[arg(long, default_value_t = 256)]
     pub max: usize,
@@ -281,7 +248,8 @@ pub(crate) struct HistoryArgs {
 #[derive(clap::Args, Debug)]
 pub(crate) struct StatusArgs {
     /// Release name.
-    pub name: String,
+    #[arg(value_name = "RELEASE_NAME")]
+    pub args: Vec<String>,
     /// Show this revision instead of the newest.
     #[arg(long)]
     pub revision: Option<i64>,
@@ -295,7 +263,8 @@ pub(crate) struct StatusArgs {
 #[derive(clap::Args, Debug)]
 pub(crate) struct GetValuesArgs {
     /// Release name.
-    pub name: String,
+    #[arg(value_name = "RELEASE_NAME")]
+    pub args: Vec<String>,
     /// Show the computed values (chart defaults merged with the user's).
     #[arg(short = 'a', long)]
     pub all: bool,
@@ -312,7 +281,8 @@ pub(crate) struct GetValuesArgs {
 #[derive(clap::Args, Debug)]
 pub(crate) struct GetTextArgs {
     /// Release name.
-    pub name: String,
+    #[arg(value_name = "RELEASE_NAME")]
+    pub args: Vec<String>,
     /// Read this revision instead of the newest.
     #[arg(long)]
     pub revision: Option<i64>,
@@ -334,7 +304,38 @@ pub(crate) enum GetCommand {
     /// Print the chart and record metadata of a release.
     Metadata(get::GetMetadataArgs),
     /// Print everything about a release: status, values, hooks, manifest and notes.
-    All(GetTextArgs),
+    All(get::GetAllArgs),
+}
+
+/// The release a one-release command names (checked present by [`arity`]).
+fn release_name(args: &[String]) -> &str {
+    args.first().map(String::as_str).unwrap_or_default()
+}
+
+/// Helm's argument-count check for a release command, with its usage line.
+fn arity(cmd: &ReleaseCommand) -> anyhow::Result<()> {
+    use crate::helm_cli::Arity::{AtLeast, Exactly};
+    let (args, arity, name, usage): (&[String], _, _, _) = match cmd {
+        ReleaseCommand::Install(a) => (&a.args, AtLeast(1), "install", "[NAME] [CHART]"),
+        ReleaseCommand::Upgrade(a) => (&a.args, Exactly(2), "upgrade", "[RELEASE] [CHART]"),
+        ReleaseCommand::Rollback(a) => (&a.args, AtLeast(1), "rollback", "<RELEASE> [REVISION]"),
+        ReleaseCommand::Uninstall(a) => (&a.names, AtLeast(1), "uninstall", "RELEASE_NAME [...]"),
+        ReleaseCommand::List(_) => return Ok(()),
+        ReleaseCommand::History(a) => (&a.args, Exactly(1), "history", "RELEASE_NAME"),
+        ReleaseCommand::Status(a) => (&a.args, Exactly(1), "status", "RELEASE_NAME"),
+        ReleaseCommand::Get(g) => {
+            let (args, name): (&[String], _) = match g {
+                GetCommand::Values(a) => (&a.args, "get values"),
+                GetCommand::Manifest(a) => (&a.args, "get manifest"),
+                GetCommand::Notes(a) => (&a.args, "get notes"),
+                GetCommand::Hooks(a) => (&a.args, "get hooks"),
+                GetCommand::Metadata(a) => (&a.args, "get metadata"),
+                GetCommand::All(a) => (&a.args, "get all"),
+            };
+            (args, Exactly(1), name, "RELEASE_NAME")
+        }
+    };
+    crate::helm_cli::check_arity(args, arity, name, &format!("{name} {usage} [flags]"))
 }
 
 /// The release commands.
@@ -384,6 +385,7 @@ fn init_progress_log() {
 
 /// Runs a release command; returns the process exit code.
 pub(crate) fn run(cmd: ReleaseCommand) -> anyhow::Result<i32> {
+    arity(&cmd)?;
     init_progress_log();
     let rt = crate::runtime::deep_stack_runtime().context("starting the async runtime")?;
     rt.block_on(async move {
@@ -392,19 +394,19 @@ pub(crate) fn run(cmd: ReleaseCommand) -> anyhow::Result<i32> {
             ReleaseCommand::Upgrade(a) => upgrade(*a).await?,
             ReleaseCommand::Rollback(a) => rollback(a).await?,
             ReleaseCommand::Uninstall(a) => uninstall(a).await?,
-            ReleaseCommand::List(a) => list(a).await?,
+            ReleaseCommand::List(a) => list::list(a).await?,
             ReleaseCommand::History(a) => history(a).await?,
             ReleaseCommand::Status(a) => status(a).await?,
             ReleaseCommand::Get(GetCommand::Values(a)) => get_values(a).await?,
             ReleaseCommand::Get(GetCommand::Manifest(a)) => {
-                let rel = get(&a.kube, &a.name, a.revision).await?;
+                let rel = get(&a.kube, release_name(&a.args), a.revision).await?;
                 format!("{}\n", rel.manifest)
             }
             ReleaseCommand::Get(GetCommand::Hooks(a)) => get::hooks(a).await?,
             ReleaseCommand::Get(GetCommand::Metadata(a)) => get::metadata(a).await?,
             ReleaseCommand::Get(GetCommand::All(a)) => get::all(a).await?,
             ReleaseCommand::Get(GetCommand::Notes(a)) => {
-                let rel = get(&a.kube, &a.name, a.revision).await?;
+                let rel = get(&a.kube, release_name(&a.args), a.revision).await?;
                 let notes = rel.info.map(|i| i.notes).unwrap_or_default();
                 if notes.is_empty() {
                     String::new()
@@ -609,31 +611,10 @@ fn status_output(rel: &Release, fmt: OutputFormat, dry_run: bool) -> anyhow::Res
 // Actions
 
 async fn install(a: InstallArgs) -> anyhow::Result<String> {
-    let (chart_path, name) = match (a.args.as_slice(), a.generate_name) {
-        ([chart], true) => (chart.clone(), None),
-        ([n, chart], false) => (chart.clone(), Some(n.clone())),
-        ([_], false) => {
-            return Err(failed(
-                "INSTALLATION FAILED",
-                anyhow!("must either provide a name or specify --generate-name"),
-            ))
-        }
-        _ => {
-            return Err(failed(
-                "INSTALLATION FAILED",
-                anyhow!("expected at most one argument with --generate-name"),
-            ))
-        }
-    };
+    let (name, chart_path) =
+        install_name_and_chart(&a).map_err(|e| failed("INSTALLATION FAILED", e))?;
     let chart =
         load_chart(&chart_path, &a.chart_size).map_err(|e| failed("INSTALLATION FAILED", e))?;
-    let name = name.unwrap_or_else(|| {
-        format!(
-            "{}-{}",
-            chart.metadata.name,
-            jiff::Timestamp::now().as_second()
-        )
-    });
     let values = a
         .values
         .merged()
@@ -650,6 +631,44 @@ async fn install(a: InstallArgs) -> anyhow::Result<String> {
     run.run(&chart, values)
         .await
         .map_err(|e| failed("INSTALLATION FAILED", e))
+}
+
+/// Helm's `NameAndChart` for `install`: the name given, made from
+/// `--name-template`, or generated from the chart argument with `-g`
+/// (`<base name up to its first dot>-<unix seconds>`).
+fn install_name_and_chart(a: &InstallArgs) -> anyhow::Result<(String, String)> {
+    match a.args.as_slice() {
+        [_, _, rest @ ..] if !rest.is_empty() => bail!(
+            "expected at most two arguments, unexpected arguments: {}",
+            rest.join(", ")
+        ),
+        [name, chart] => {
+            if a.generate_name {
+                bail!("cannot set --generate-name and also specify a name");
+            }
+            if a.name_template.is_some() {
+                bail!("cannot set --name-template and also specify a name");
+            }
+            Ok((name.clone(), chart.clone()))
+        }
+        [chart] => {
+            if let Some(t) = a.name_template.as_deref().filter(|t| !t.is_empty()) {
+                return Ok((crate::template::name_from_template(t)?, chart.clone()));
+            }
+            if !a.generate_name {
+                bail!("must either provide a name or specify --generate-name");
+            }
+            let base = Path::new(chart)
+                .file_name()
+                .map(|b| b.to_string_lossy().into_owned())
+                .filter(|b| !b.is_empty() && b != ".")
+                .unwrap_or_else(|| "chart".into());
+            let base = base.split('.').next().unwrap_or_default();
+            let now = jiff::Timestamp::now().as_second();
+            Ok((format!("{base}-{now}"), chart.clone()))
+        }
+        _ => bail!("expected [NAME] CHART"),
+    }
 }
 
 /// An install as `install` and `upgrade --install` run it.
@@ -682,20 +701,21 @@ impl InstallRun<'_> {
 }
 
 async fn upgrade(a: UpgradeArgs) -> anyhow::Result<String> {
-    let chart = load_chart(&a.chart, &a.chart_size)?;
+    let (name, chart_path) = (release_name(&a.args), a.args[1].as_str());
+    let chart = load_chart(chart_path, &a.chart_size)?;
     let given = a.values.merged().map_err(|e| failed("UPGRADE FAILED", e))?;
     let (cfg, ns) = connect(&a.kube).await?;
-    let opts = action_options(&a.name, &ns, &a.action)?;
+    let opts = action_options(name, &ns, &a.action)?;
     let history = History::new(&cfg, ns.as_str())
-        .meta(&a.name)
+        .meta(name)
         .await
-        .with_context(|| format!("reading the history of release {:?}", a.name))?;
+        .with_context(|| format!("reading the history of release {:?}", name))?;
     let uninstalled = history
         .last()
         .is_some_and(|m| m.status == Status::Uninstalled);
     if a.install && (history.is_empty() || uninstalled) {
         let mut out = if a.output == OutputFormat::Table {
-            format!("Release {:?} does not exist. Installing it now.\n", a.name)
+            format!("Release {:?} does not exist. Installing it now.\n", name)
         } else {
             String::new()
         };
@@ -716,7 +736,7 @@ async fn upgrade(a: UpgradeArgs) -> anyhow::Result<String> {
     if history.is_empty() {
         return Err(helm_err(format!(
             "UPGRADE FAILED: {:?} has no deployed releases",
-            a.name
+            name
         )));
     }
     let reuse = ReuseValues::from_flags(a.reset_values, a.reuse_values, a.reset_then_reuse_values);
@@ -729,11 +749,11 @@ async fn upgrade(a: UpgradeArgs) -> anyhow::Result<String> {
         let mut out = match (a.output, diff.changed) {
             (OutputFormat::Table, true) => format!(
                 "Release {:?} would change (dry run; nothing was applied).\n",
-                a.name
+                name
             ),
             (OutputFormat::Table, false) => format!(
                 "Release {:?} is up to date: the upgrade would change nothing (dry run).\n",
-                a.name
+                name
             ),
             _ => String::new(),
         };
@@ -751,7 +771,7 @@ async fn upgrade(a: UpgradeArgs) -> anyhow::Result<String> {
         other => failed("UPGRADE FAILED", anyhow!(other)),
     })?;
     let mut out = if a.output == OutputFormat::Table {
-        format!("Release {:?} has been upgraded. Happy Helming!\n", a.name)
+        format!("Release {:?} has been upgraded. Happy Helming!\n", name)
     } else {
         String::new()
     };
@@ -760,9 +780,18 @@ async fn upgrade(a: UpgradeArgs) -> anyhow::Result<String> {
 }
 
 async fn rollback(a: RollbackArgs) -> anyhow::Result<String> {
+    let revision = match a.args.get(1) {
+        Some(r) => r.parse::<i64>().map_err(|_| {
+            anyhow!(
+                "could not convert revision to a number: strconv.Atoi: parsing {}: invalid syntax",
+                crate::helm_cli::go_quote(r)
+            )
+        })?,
+        None => 0,
+    };
     let (cfg, ns) = connect(&a.kube).await?;
     check_write_driver(&cfg)?;
-    let mut opts = ActionOptions::new(&a.name, &ns);
+    let mut opts = ActionOptions::new(release_name(&a.args), &ns);
     opts.timeout = a.timeout;
     opts.wait = a.wait || a.wait_for_jobs;
     opts.wait_for_jobs = a.wait_for_jobs;
@@ -771,7 +800,7 @@ async fn rollback(a: RollbackArgs) -> anyhow::Result<String> {
     opts.max_history = a.history_max;
     recover(&cfg, &opts).await?;
     Rollback::new(&cfg, opts)
-        .run(a.revision.unwrap_or(0))
+        .run(revision)
         .await
         .map_err(|e| match e {
             action::Error::NotDeployed { .. } => helm_err("release: not found"),
@@ -815,103 +844,6 @@ async fn uninstall(a: UninstallArgs) -> anyhow::Result<String> {
 // ---------------------------------------------------------------------------
 // Reads
 
-async fn list(a: ListArgs) -> anyhow::Result<String> {
-    let (cfg, ns) = connect(&a.kube).await?;
-    let filter = StateFilter {
-        all: a.all,
-        deployed: a.deployed,
-        failed: a.failed,
-        pending: a.pending,
-        superseded: a.superseded,
-        uninstalled: a.uninstalled,
-        uninstalling: a.uninstalling,
-    };
-    let namespaces = if a.all_namespaces {
-        Namespaces::All
-    } else {
-        Namespaces::One(ns)
-    };
-    let releases = List::new(&cfg, filter)
-        .run(&namespaces)
-        .await
-        .context("listing releases")?;
-    if a.short {
-        let names: Vec<Value> = releases.iter().map(|r| json!(r.name)).collect();
-        return Ok(match a.output {
-            OutputFormat::Table => names
-                .iter()
-                .map(|n| format!("{}\n", n.as_str().unwrap_or_default()))
-                .collect(),
-            OutputFormat::Json => format::json(&Value::Array(names)),
-            OutputFormat::Yaml => format::yaml(&Value::Array(names))?,
-        });
-    }
-    let rows: Vec<ListRow> = releases
-        .iter()
-        .map(|r| ListRow {
-            name: r.name.clone(),
-            namespace: r.namespace.clone(),
-            revision: r.version.to_string(),
-            updated: r
-                .info
-                .as_ref()
-                .and_then(|i| i.last_deployed.as_ref())
-                .filter(|t| !t.is_zero())
-                .map(format::go_time)
-                .unwrap_or_else(|| "-".into()),
-            status: r.status().to_string(),
-            chart: format::chart_name(r),
-            app_version: format::app_version(r),
-        })
-        .collect();
-    Ok(match a.output {
-        OutputFormat::Json => format::json(&rows),
-        OutputFormat::Yaml => format::yaml(&serde_json::to_value(&rows)?)?,
-        OutputFormat::Table => {
-            let mut table = Vec::new();
-            if !a.no_headers {
-                table.push(
-                    [
-                        "NAME",
-                        "NAMESPACE",
-                        "REVISION",
-                        "UPDATED",
-                        "STATUS",
-                        "CHART",
-                        "APP VERSION",
-                    ]
-                    .map(String::from)
-                    .to_vec(),
-                );
-            }
-            for r in rows {
-                table.push(vec![
-                    r.name,
-                    r.namespace,
-                    r.revision,
-                    r.updated,
-                    r.status,
-                    r.chart,
-                    r.app_version,
-                ]);
-            }
-            format::table(&table)
-        }
-    })
-}
-
-/// One release as `helm list -o json` prints it, fields in Helm's order.
-#[derive(serde::Serialize)]
-struct ListRow {
-    name: String,
-    namespace: String,
-    revision: String,
-    updated: String,
-    status: String,
-    chart: String,
-    app_version: String,
-}
-
 /// One revision as `helm history -o json` prints it, fields in Helm's order.
 #[derive(serde::Serialize)]
 struct HistoryRow {
@@ -926,7 +858,7 @@ struct HistoryRow {
 async fn history(a: HistoryArgs) -> anyhow::Result<String> {
     let (cfg, ns) = connect(&a.kube).await?;
     let hist = History::new(&cfg, ns)
-        .run(&a.name, a.max)
+        .run(release_name(&a.args), a.max)
         .await
         .map_err(not_found)?;
     let items: Vec<HistoryRow> = hist
@@ -976,7 +908,10 @@ async fn history(a: HistoryArgs) -> anyhow::Result<String> {
 async fn status(a: StatusArgs) -> anyhow::Result<String> {
     let (cfg, ns) = connect(&a.kube).await?;
     let status = ReleaseStatus::new(&cfg, ns);
-    let mut rel = status.run(&a.name, a.revision).await.map_err(not_found)?;
+    let mut rel = status
+        .run(release_name(&a.args), a.revision)
+        .await
+        .map_err(not_found)?;
     // As Helm does: the table output shows the server's tables, JSON and YAML
     // the objects themselves.
     let tables = matches!(a.output, OutputFormat::Table);
@@ -988,7 +923,7 @@ async fn status(a: StatusArgs) -> anyhow::Result<String> {
 async fn get_values(a: GetValuesArgs) -> anyhow::Result<String> {
     let (cfg, ns) = connect(&a.kube).await?;
     let vals = Get::new(&cfg, ns)
-        .values(&a.name, a.revision, a.all)
+        .values(release_name(&a.args), a.revision, a.all)
         .await
         .map_err(not_found)?;
     Ok(match a.output {

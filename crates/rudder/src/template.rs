@@ -139,6 +139,16 @@ pub(crate) struct TemplateArgs {
     pub ignored: InstallOnlyArgs,
 }
 
+impl TemplateArgs {
+    /// Whether a hook with these events is printed (`--no-hooks`, `--skip-tests`).
+    fn shows_hook(&self, events: &[String]) -> bool {
+        if self.no_hooks {
+            return false;
+        }
+        !(self.skip_tests && layout::is_test_hook(events))
+    }
+}
+
 /// `helm install` flags that `helm template` accepts and a local render
 /// has no use for: accepted, so that one set of flags serves both.
 #[derive(clap::Args, Debug, Default)]
@@ -320,7 +330,7 @@ fn name_and_chart(args: &TemplateArgs) -> anyhow::Result<(String, String)> {
 
 /// Helm's `TemplateName`: the template run with Sprig's functions and
 /// nothing as `.`.
-fn name_from_template(text: &str) -> anyhow::Result<String> {
+pub(crate) fn name_from_template(text: &str) -> anyhow::Result<String> {
     let mut set = gotmpl::Templates::new(std::rc::Rc::new(sprig::funcmap()));
     set.parse("name-template", text)
         .map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -449,7 +459,7 @@ fn render_offline(
     let hooks = sorted
         .hooks
         .iter()
-        .filter(|h| !args.no_hooks && !(args.skip_tests && layout::is_test_hook(h)))
+        .filter(|h| args.shows_hook(&h.events))
         .map(|h| (h.path.as_str(), h.manifest.as_str()));
     Ok((layout::template_text(&manifest, hooks), None))
 }
@@ -477,12 +487,10 @@ fn render_in_cluster(
             .await?;
         anyhow::Ok(rel)
     })?;
-    let test_hook =
-        |h: &release::record::Hook| h.events.iter().any(|e| e == "test" || e == "test-success");
     let hooks = rel
         .hooks
         .iter()
-        .filter(|h| !args.no_hooks && !(args.skip_tests && test_hook(h)))
+        .filter(|h| args.shows_hook(&h.events))
         .map(|h| (h.path.as_str(), h.manifest.as_str()));
     Ok(layout::template_text(&rel.manifest, hooks))
 }

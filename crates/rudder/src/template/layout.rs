@@ -6,7 +6,7 @@
 
 use std::fmt::Write as _;
 
-use chart::manifest::{Hook, Manifest};
+use chart::manifest::Manifest;
 
 use crate::helm_cli::glob_match;
 
@@ -34,9 +34,10 @@ pub(crate) fn release_manifest(
     out
 }
 
-/// Whether a hook runs for `helm test` (`test`, or Helm 2's `test-success`).
-pub(crate) fn is_test_hook(h: &Hook) -> bool {
-    h.events.iter().any(|e| e == "test" || e == "test-success")
+/// Whether a hook with these events runs for `helm test` (`test`, or Helm
+/// 2's `test-success`).
+pub(crate) fn is_test_hook(events: &[String]) -> bool {
+    events.iter().any(|e| e == "test" || e == "test-success")
 }
 
 /// `helm template`'s text: the manifest with its surrounding whitespace

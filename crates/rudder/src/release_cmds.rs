@@ -48,6 +48,10 @@ pub(crate) struct KubeArgs {
     /// Name of the kubeconfig context to use.
     #[arg(long, env = "HELM_KUBECONTEXT")]
     pub kube_context: Option<String>,
+    /// Helm's global `--debug`: accepted everywhere; `template` prints what it
+    /// rendered before a render error.
+    #[arg(long)]
+    pub debug: bool,
 }
 
 /// Output formats of the read commands.

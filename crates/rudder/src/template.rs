@@ -111,9 +111,6 @@ pub(crate) struct TemplateArgs {
     /// `release-name` all the same.
     #[arg(short = 'g', long)]
     pub generate_name: bool,
-    /// On a failed render, print what was rendered before the error.
-    #[arg(long)]
-    pub debug: bool,
     /// `client` (default) renders offline; `server` asks the cluster for
     /// `lookup` and the capabilities, as Helm does.
     #[arg(
@@ -190,6 +187,8 @@ pub(crate) struct InstallOnlyArgs {
     hide_notes: bool,
     #[arg(long)]
     devel: bool,
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    server_side: Option<String>,
 }
 
 /// How large a chart may be once read (Helm's loader limits).
@@ -502,7 +501,7 @@ fn render_in_cluster(
 fn print_template(args: &TemplateArgs, text: &str, failure: Option<Failed>) -> anyhow::Result<()> {
     let (text, error) = match failure {
         None => (text.to_string(), None),
-        Some(f) if !args.debug => {
+        Some(f) if !args.kube.debug => {
             return Err(anyhow::anyhow!(
                 "{}\n\nUse --debug flag to render out invalid YAML",
                 crate::error_text::chain(&f.error)

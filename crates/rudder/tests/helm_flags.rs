@@ -249,7 +249,13 @@ fn template_dry_run_spellings_and_install_only_flags() {
             "--take-ownership",
             "--skip-crds",
         ],
-        &["--debug"],
+        &["--debug", "--server-side", "--replace"],
+        &[
+            "--server-side=false",
+            "--hide-notes",
+            "--render-subchart-notes",
+            "--devel",
+        ],
     ] {
         let mut all = vec!["template", path(&c)];
         all.extend_from_slice(flags);

@@ -120,6 +120,31 @@ pub(crate) fn dry_run_strategy(value: &str, template: bool) -> anyhow::Result<Dr
     Ok(result)
 }
 
+/// Helm 4's `--wait[=STRATEGY]` (the bare flag is `watcher`): whether to wait
+/// for the release's objects to be ready. `watcher` and `legacy` wait,
+/// `hookOnly` waits for hooks only; the old booleans still work, with Helm's
+/// deprecation warnings.
+pub(crate) fn parse_wait(value: &str) -> Result<bool, String> {
+    match value {
+        "watcher" | "legacy" => Ok(true),
+        "hookOnly" => Ok(false),
+        "true" => {
+            warn(
+                "--wait=true is deprecated (boolean value) and can be replaced with --wait=watcher",
+            );
+            Ok(true)
+        }
+        "false" => {
+            warn("--wait=false is deprecated (boolean value) and can be replaced by omitting the --wait flag");
+            Ok(false)
+        }
+        other => Err(format!(
+            "invalid wait input {}. Valid inputs are watcher, and legacy",
+            go_quote(other)
+        )),
+    }
+}
+
 /// Go's `strconv.ParseBool`.
 fn parse_go_bool(s: &str) -> Option<bool> {
     match s {
@@ -389,6 +414,19 @@ mod tests {
         assert_eq!(
             dry_run_strategy("later", false).unwrap_err().to_string(),
             "invalid dry-run value (\"later\"). Must be \"none\", \"server\", or \"client\""
+        );
+    }
+
+    #[test]
+    fn wait_strategies() {
+        assert_eq!(parse_wait("watcher"), Ok(true));
+        assert_eq!(parse_wait("legacy"), Ok(true));
+        assert_eq!(parse_wait("hookOnly"), Ok(false));
+        assert_eq!(parse_wait("true"), Ok(true));
+        assert_eq!(parse_wait("false"), Ok(false));
+        assert_eq!(
+            parse_wait("soon"),
+            Err("invalid wait input \"soon\". Valid inputs are watcher, and legacy".into())
         );
     }
 

@@ -66,9 +66,16 @@ pub(crate) enum OutputFormat {
 /// Flags shared by install and upgrade.
 #[derive(clap::Args, Debug, Clone)]
 pub(crate) struct ActionFlags {
-    /// Wait until all Pods, PVCs, Services and Deployments are ready, up to --timeout.
-    #[arg(long)]
-    pub wait: bool,
+    /// Wait until all Pods, PVCs, Services and Deployments are ready (`--wait[=watcher|legacy]`), up to --timeout;
+    /// `hookOnly` and `false` wait for hooks only.
+    #[arg(
+        long,
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "watcher",
+        value_parser = crate::helm_cli::parse_wait
+    )]
+    pub wait: Option<bool>,
     /// With --wait, also wait until all Jobs have completed.
     #[arg(long)]
     pub wait_for_jobs: bool,
@@ -183,9 +190,16 @@ pub(crate) struct RollbackArgs {
     /// Release name, then the revision to roll back to (default: the previous one).
     #[arg(value_name = "<RELEASE> [REVISION]")]
     pub args: Vec<String>,
-    /// Wait until the release's objects are ready, up to --timeout.
-    #[arg(long)]
-    pub wait: bool,
+    /// Wait until the release's objects are ready (`--wait[=watcher|legacy]`), up to --timeout;
+    /// `hookOnly` and `false` wait for hooks only.
+    #[arg(
+        long,
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "watcher",
+        value_parser = crate::helm_cli::parse_wait
+    )]
+    pub wait: Option<bool>,
     /// With --wait, also wait until all Jobs have completed.
     #[arg(long)]
     pub wait_for_jobs: bool,
@@ -217,9 +231,16 @@ pub(crate) struct UninstallArgs {
     /// Do not run the chart's hooks.
     #[arg(long)]
     pub no_hooks: bool,
-    /// Wait until the deleted objects are gone, up to --timeout.
-    #[arg(long)]
-    pub wait: bool,
+    /// Wait until the deleted objects are gone (`--wait[=watcher|legacy]`), up to --timeout;
+    /// `hookOnly` and `false` wait for hooks only.
+    #[arg(
+        long,
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "watcher",
+        value_parser = crate::helm_cli::parse_wait
+    )]
+    pub wait: Option<bool>,
     /// Time to wait for any individual Kubernetes operation (a Go duration).
     #[arg(long, default_value = "5m0s", value_parser = parse_go_duration)]
     pub timeout: Duration,
@@ -563,7 +584,7 @@ fn action_options(name: &str, ns: &str, a: &ActionFlags) -> anyhow::Result<Actio
     o.disable_hooks = a.no_hooks;
     o.force = a.force;
     o.description = a.description.clone();
-    o.wait = a.wait || a.wait_for_jobs || undo;
+    o.wait = a.wait.unwrap_or(false) || a.wait_for_jobs || undo;
     o.wait_for_jobs = a.wait_for_jobs;
     o.rollback_on_failure = undo;
     o.labels = parse_labels(&a.labels)?;
@@ -797,7 +818,7 @@ async fn rollback(a: RollbackArgs) -> anyhow::Result<String> {
     check_write_driver(&cfg)?;
     let mut opts = ActionOptions::new(release_name(&a.args), &ns);
     opts.timeout = a.timeout;
-    opts.wait = a.wait || a.wait_for_jobs;
+    opts.wait = a.wait.unwrap_or(false) || a.wait_for_jobs;
     opts.wait_for_jobs = a.wait_for_jobs;
     opts.disable_hooks = a.no_hooks;
     opts.force = a.force;
@@ -825,7 +846,7 @@ async fn uninstall(a: UninstallArgs) -> anyhow::Result<String> {
         opts.keep_history = a.keep_history;
         opts.timeout = a.timeout;
         opts.disable_hooks = a.no_hooks;
-        opts.wait = a.wait;
+        opts.wait = a.wait.unwrap_or(false);
         opts.description = a.description.clone();
         match Uninstall::new(&cfg, opts).run().await {
             Ok(_) => out.push_str(&format!("release {name:?} uninstalled\n")),

@@ -153,8 +153,14 @@ impl TemplateArgs {
 pub(crate) struct InstallOnlyArgs {
     #[arg(long)]
     create_namespace: bool,
-    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "watcher")]
-    wait: Option<String>,
+    #[arg(
+        long,
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "watcher",
+        value_parser = crate::helm_cli::parse_wait
+    )]
+    wait: Option<bool>,
     #[arg(long)]
     wait_for_jobs: bool,
     #[arg(long, value_parser = crate::release_cmds::parse_go_duration)]

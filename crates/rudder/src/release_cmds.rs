@@ -108,13 +108,13 @@ pub(crate) struct ActionFlags {
     pub labels: Vec<String>,
     /// Render and print what would be applied, change nothing: `client`
     /// renders offline (no `lookup`, default capabilities), `server` lets
-    /// `lookup` and capability discovery reach the cluster.
+    /// `lookup` and capability discovery reach the cluster, `none` is a real
+    /// run; the bare flag and booleans work as in Helm, with its warnings.
     #[arg(
         long,
         num_args = 0..=1,
         require_equals = true,
-        default_missing_value = "client",
-        value_parser = ["client", "server", "none"]
+        default_missing_value = crate::helm_cli::DRY_RUN_BARE
     )]
     pub dry_run: Option<String>,
     /// Kubernetes version for .Capabilities (e.g. v1.29.0).
@@ -592,8 +592,16 @@ fn action_options(name: &str, ns: &str, a: &ActionFlags) -> anyhow::Result<Actio
 }
 
 /// Helm's `--dry-run` modes; `none` (like no flag) is a real run.
-fn dry_run_mode(flags: &ActionFlags) -> Option<DryRun> {
-    flags.dry_run.as_deref().and_then(DryRun::from_flag)
+fn dry_run_mode(flags: &ActionFlags) -> anyhow::Result<Option<DryRun>> {
+    use crate::helm_cli::{dry_run_strategy, DryRunFlag};
+    let Some(value) = flags.dry_run.as_deref() else {
+        return Ok(None);
+    };
+    Ok(match dry_run_strategy(value, false)? {
+        DryRunFlag::None => None,
+        DryRunFlag::Client => Some(DryRun::Client),
+        DryRunFlag::Server => Some(DryRun::Server),
+    })
 }
 
 fn load_chart(path: &str, size: &ChartSizeArgs) -> anyhow::Result<chart::loader::Chart> {
@@ -636,6 +644,7 @@ fn status_output(rel: &Release, fmt: OutputFormat, dry_run: bool) -> anyhow::Res
 // Actions
 
 async fn install(a: InstallArgs) -> anyhow::Result<String> {
+    let dry_run = dry_run_mode(&a.action)?;
     let (name, chart_path) =
         install_name_and_chart(&a).map_err(|e| failed("INSTALLATION FAILED", e))?;
     let chart =
@@ -649,7 +658,7 @@ async fn install(a: InstallArgs) -> anyhow::Result<String> {
     let run = InstallRun {
         cfg: &cfg,
         opts,
-        flags: &a.action,
+        dry_run,
         create_namespace: a.create_namespace,
         output: a.output,
     };
@@ -700,7 +709,7 @@ fn install_name_and_chart(a: &InstallArgs) -> anyhow::Result<(String, String)> {
 struct InstallRun<'a> {
     cfg: &'a ActionConfig,
     opts: ActionOptions,
-    flags: &'a ActionFlags,
+    dry_run: Option<DryRun>,
     create_namespace: bool,
     output: OutputFormat,
 }
@@ -708,7 +717,7 @@ struct InstallRun<'a> {
 impl InstallRun<'_> {
     async fn run(&self, chart: &chart::loader::Chart, values: Values) -> anyhow::Result<String> {
         let install = Install::new(self.cfg, self.opts.clone());
-        if let Some(mode) = dry_run_mode(self.flags) {
+        if let Some(mode) = self.dry_run {
             let rel = install.dry_run(chart, values, mode).await?;
             return status_output(&rel, self.output, true);
         }
@@ -726,6 +735,7 @@ impl InstallRun<'_> {
 }
 
 async fn upgrade(a: UpgradeArgs) -> anyhow::Result<String> {
+    let dry_run = dry_run_mode(&a.action)?;
     let (name, chart_path) = (release_name(&a.args), a.args[1].as_str());
     let chart = load_chart(chart_path, &a.chart_size)?;
     let given = a.values.merged().map_err(|e| failed("UPGRADE FAILED", e))?;
@@ -747,7 +757,7 @@ async fn upgrade(a: UpgradeArgs) -> anyhow::Result<String> {
         let run = InstallRun {
             cfg: &cfg,
             opts: opts.clone(),
-            flags: &a.action,
+            dry_run,
             create_namespace: a.create_namespace,
             output: a.output,
         };
@@ -766,7 +776,7 @@ async fn upgrade(a: UpgradeArgs) -> anyhow::Result<String> {
     }
     let reuse = ReuseValues::from_flags(a.reset_values, a.reuse_values, a.reset_then_reuse_values);
     let up = Upgrade::new(&cfg, opts.clone()).reuse_values(reuse);
-    if let Some(mode) = dry_run_mode(&a.action) {
+    if let Some(mode) = dry_run {
         let (rel, diff) = up
             .dry_run(&chart, given, mode)
             .await
@@ -1005,7 +1015,10 @@ mod tests {
     #[test]
     fn dry_run_flag_does_not_eat_the_next_argument() {
         let a = upgrade_args(&["--dry-run"]);
-        assert_eq!(a.action.dry_run.as_deref(), Some("client"));
+        assert_eq!(
+            a.action.dry_run.as_deref(),
+            Some(crate::helm_cli::DRY_RUN_BARE)
+        );
         let a = upgrade_args(&["--dry-run=server", "--timeout", "90s"]);
         assert_eq!(a.action.dry_run.as_deref(), Some("server"));
         assert_eq!(a.action.timeout, Duration::from_secs(90));
@@ -1013,18 +1026,14 @@ mod tests {
 
     #[test]
     fn dry_run_modes_follow_helm() {
-        let mode = |flags: &[&str]| dry_run_mode(&upgrade_args(flags).action);
-        assert_eq!(mode(&[]), None);
-        assert_eq!(mode(&["--dry-run=none"]), None);
-        assert_eq!(mode(&["--dry-run"]), Some(DryRun::Client));
-        assert_eq!(mode(&["--dry-run=client"]), Some(DryRun::Client));
-        assert_eq!(mode(&["--dry-run=server"]), Some(DryRun::Server));
-        use clap::Parser;
-        #[derive(clap::Parser)]
-        struct T {
-            #[command(flatten)]
-            a: UpgradeArgs,
-        }
-        assert!(T::try_parse_from(["t", "web", "./chart", "--dry-run=later"]).is_err());
+        let mode = |flags: &[&str]| dry_run_mode(&upgrade_args(flags).action).ok();
+        assert_eq!(mode(&[]), Some(None));
+        assert_eq!(mode(&["--dry-run=none"]), Some(None));
+        assert_eq!(mode(&["--dry-run=false"]), Some(None));
+        assert_eq!(mode(&["--dry-run"]), Some(Some(DryRun::Client)));
+        assert_eq!(mode(&["--dry-run=true"]), Some(Some(DryRun::Client)));
+        assert_eq!(mode(&["--dry-run=client"]), Some(Some(DryRun::Client)));
+        assert_eq!(mode(&["--dry-run=server"]), Some(Some(DryRun::Server)));
+        assert_eq!(mode(&["--dry-run=later"]), None);
     }
 }

@@ -91,9 +91,17 @@ pub(crate) struct ActionFlags {
     /// Revisions kept per release (0: no limit).
     #[arg(long, default_value_t = 10)]
     pub history_max: usize,
-    /// Replace objects that cannot be patched.
-    #[arg(long)]
+    /// Replace objects that cannot be patched (Helm 4's `--force-replace`).
+    #[arg(long, alias = "force-replace")]
     pub force: bool,
+    /// Accepted for Helm 4 scripts: rudder always applies server-side, as
+    /// field manager `helm`, and takes conflicting fields over.
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true",
+          value_parser = ["true", "false", "auto"])]
+    pub server_side: Option<String>,
+    /// Accepted for Helm 4 scripts: rudder always takes conflicting fields over.
+    #[arg(long)]
+    pub force_conflicts: bool,
     /// Adopt existing objects that belong to another release or to none.
     #[arg(long)]
     pub take_ownership: bool,
@@ -104,7 +112,7 @@ pub(crate) struct ActionFlags {
     #[arg(long)]
     pub description: Option<String>,
     /// Labels added to the release record (key1=val1,key2=val2).
-    #[arg(long, value_delimiter = ',')]
+    #[arg(short = 'l', long, value_delimiter = ',')]
     pub labels: Vec<String>,
     /// Render and print what would be applied, change nothing: `client`
     /// renders offline (no `lookup`, default capabilities), `server` lets
@@ -209,9 +217,16 @@ pub(crate) struct RollbackArgs {
     /// Do not run the chart's hooks.
     #[arg(long)]
     pub no_hooks: bool,
-    /// Replace objects that cannot be patched.
-    #[arg(long)]
+    /// Replace objects that cannot be patched (Helm 4's `--force-replace`).
+    #[arg(long, alias = "force-replace")]
     pub force: bool,
+    /// Accepted for Helm 4 scripts: rudder always applies server-side.
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true",
+          value_parser = ["true", "false", "auto"])]
+    pub server_side: Option<String>,
+    /// Accepted for Helm 4 scripts: rudder always takes conflicting fields over.
+    #[arg(long)]
+    pub force_conflicts: bool,
     /// Revisions kept per release (0: no limit).
     #[arg(long, default_value_t = 10)]
     pub history_max: usize,

@@ -179,7 +179,7 @@ pub(crate) struct InstallOnlyArgs {
     replace: bool,
     #[arg(long)]
     description: Option<String>,
-    #[arg(long)]
+    #[arg(short = 'l', long)]
     labels: Vec<String>,
     #[arg(long)]
     take_ownership: bool,

@@ -154,27 +154,44 @@ pub struct ManifestError {
     pub message: String,
 }
 
-/// Splits a rendered file into YAML documents as Helm's `SplitManifests`
-/// does: on `---` lines, trimming each document, dropping empty ones.
+/// Splits a rendered file into YAML documents as Helm ≥ 4.2's
+/// `SplitManifests` does: a separator is `---` at the start of a line,
+/// with the whitespace after it (so `---apiVersion: v1`, a separator glued
+/// to its document by a `{{-`, still splits, as in every Helm). Each
+/// document loses its leading whitespace and keeps its trailing newlines
+/// (helm/helm#31952): `helm template` prints them, a blank line before
+/// each `---`. Empty documents are dropped.
 pub fn split_documents(text: &str) -> Vec<String> {
-    let t = text.trim();
-    let mut docs = Vec::new();
-    let mut cur = String::new();
-    let mut first = true;
-    for line in t.split_inclusive('\n') {
-        let bare = line.trim_end_matches(['\n', '\r']);
-        if bare.starts_with("---") && bare[3..].trim().is_empty() {
-            docs.push(std::mem::take(&mut cur));
-            first = false;
-            continue;
+    let t = text.trim_start();
+    let b = t.as_bytes();
+    let mut pieces = Vec::new();
+    let (mut beg, mut pos) = (0, 0);
+    // `pos` is always at the start of a line.
+    while pos < b.len() {
+        if b[pos..].starts_with(b"---") {
+            let mut end = pos + 3;
+            // RE2's `\s`: what Helm's `---\s*` takes after the dashes.
+            while end < b.len() && matches!(b[end], b'\t' | b'\n' | b'\x0c' | b'\r' | b' ') {
+                end += 1;
+            }
+            pieces.push(&t[beg..pos]);
+            beg = end;
+            pos = end;
+            if b[end - 1] == b'\n' {
+                continue;
+            }
         }
-        cur.push_str(line);
+        match b[pos..].iter().position(|&c| c == b'\n') {
+            Some(i) => pos += i + 1,
+            None => break,
+        }
     }
-    let _ = first;
-    docs.push(cur);
-    docs.into_iter()
-        .map(|d| d.trim().to_string())
+    pieces.push(&t[beg..]);
+    pieces
+        .into_iter()
+        .map(str::trim_start)
         .filter(|d| !d.is_empty())
+        .map(str::to_string)
         .collect()
 }
 
@@ -611,9 +628,33 @@ mod tests {
     }
 
     #[test]
-    fn separators_need_their_own_line() {
+    fn separators_start_a_line() {
         assert_eq!(split_documents("a: 1\n---\nb: 2\n--- \n\n---\n").len(), 2);
         assert_eq!(split_documents("a: '---x'").len(), 1);
+        assert_eq!(split_documents("a: |\n  ---\n").len(), 1);
+    }
+
+    /// Helm 4.2's `SplitManifests`: leading whitespace goes, trailing
+    /// newlines stay (the blank lines of `helm template`), and a separator
+    /// takes the whitespace after it, even with text on its line.
+    #[test]
+    fn documents_keep_their_trailing_newlines() {
+        let docs = |t: &str| split_documents(t);
+        assert_eq!(
+            docs("\n# 1\nkind: A\n\n---\n\n# 2\nkind: B\n"),
+            ["# 1\nkind: A\n\n", "# 2\nkind: B\n"]
+        );
+        assert_eq!(docs("kind: A"), ["kind: A"]);
+        assert_eq!(docs("---\nkind: A\n---\n"), ["kind: A\n"]);
+        assert_eq!(
+            docs("a: 1\n---apiVersion: v1\n"),
+            ["a: 1\n", "apiVersion: v1\n"]
+        );
+        assert_eq!(docs("a: 1\n--- # c\nb: 2"), ["a: 1\n", "# c\nb: 2"]);
+        assert_eq!(docs("a: 1\n----\n"), ["a: 1\n", "-\n"]);
+        assert_eq!(docs("a: 1\r\n---\r\nb: 2\r\n"), ["a: 1\r\n", "b: 2\r\n"]);
+        assert_eq!(docs("---\n---\n\n---  \n"), Vec::<String>::new());
+        assert_eq!(docs("  \n\t"), Vec::<String>::new());
     }
 
     /// `doc` followed by YAML comments up to about `bytes` long, so that a
@@ -766,7 +807,7 @@ mod tests {
                 .collect()
         };
         let error_of = |i: usize| {
-            gocodec::yaml::parse_yaml_to_json(bad(i).trim())
+            gocodec::yaml::parse_yaml_to_json(bad(i).trim_start())
                 .expect_err("bad YAML")
                 .to_string()
         };

@@ -1,7 +1,9 @@
 //! Renders every chart × scenario of the corpus (`../shared/corpus`, or
-//! `RUDDER_CORPUS`) and has the Helm oracle's own `compare` judge the result
-//! against Helm's expected renders (document and key order ignored,
-//! nondeterministic paths masked). Fails below the committed pass rate.
+//! `RUDDER_CORPUS`) and judges the result against Helm's expected renders:
+//! byte for byte (every file's text, outside the values Helm itself renders
+//! differently on each run), and by meaning with the Helm oracle's own
+//! `compare` (document and key order ignored, nondeterministic paths masked),
+//! which fails below the committed pass rate.
 
 use testkit::oracle::{judge_corpus, render_case, to_oracle_json};
 
@@ -19,7 +21,13 @@ fn corpus_matches_helm() {
         let json = to_oracle_json(&result, case.options.include_crds);
         serde_json::to_vec(&json).expect("json")
     });
-    let Some((compared, _)) = judged else {
+    let Some(judged) = judged else {
+        return;
+    };
+    let bytes = &judged.bytes;
+    println!("{}", bytes.report(judged.cases));
+    assert!(bytes.failures.is_empty(), "{}", bytes.report(judged.cases));
+    let Some(compared) = judged.meaning else {
         return;
     };
     println!("{}", compared.report);

@@ -10,15 +10,19 @@
 
 mod format;
 mod get;
+mod go_release;
+mod list;
 mod resources;
+
+pub(crate) use list::ListArgs;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use action::{
-    ActionConfig, ActionOptions, DryRun, Get, History, Install, List, Namespaces, Recover,
-    ReleaseStatus, ReuseValues, Rollback, StateFilter, Uninstall, UninstallOptions, Upgrade,
+    ActionConfig, ActionOptions, DryRun, Get, History, Install, Recover, ReleaseStatus,
+    ReuseValues, Rollback, Uninstall, UninstallOptions, Upgrade,
 };
 use anyhow::{anyhow, bail, Context as _};
 use chart::values::Values;
@@ -28,7 +32,7 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::Client;
 use release::record::{Release, Status};
 use release::StorageDriver;
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::template::{ChartSizeArgs, ValueArgs};
 
@@ -49,6 +53,10 @@ pub(crate) struct KubeArgs {
     #[arg(long, env = "RUDDER_FIELD_MANAGER", default_value = action::identity::DEFAULT_NAME,
           value_parser = crate::run::parse_field_manager)]
     pub field_manager: String,
+    /// Helm's global `--debug`: accepted everywhere; `template` prints what it
+    /// rendered before a render error.
+    #[arg(long)]
+    pub debug: bool,
 }
 
 /// Output formats of the read commands.
@@ -63,9 +71,16 @@ pub(crate) enum OutputFormat {
 /// Flags shared by install and upgrade.
 #[derive(clap::Args, Debug, Clone)]
 pub(crate) struct ActionFlags {
-    /// Wait until all Pods, PVCs, Services and Deployments are ready, up to --timeout.
-    #[arg(long)]
-    pub wait: bool,
+    /// Wait until all Pods, PVCs, Services and Deployments are ready (`--wait[=watcher|legacy]`), up to --timeout;
+    /// `hookOnly` and `false` wait for hooks only.
+    #[arg(
+        long,
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "watcher",
+        value_parser = crate::helm_cli::parse_wait
+    )]
+    pub wait: Option<bool>,
     /// With --wait, also wait until all Jobs have completed.
     #[arg(long)]
     pub wait_for_jobs: bool,
@@ -81,9 +96,17 @@ pub(crate) struct ActionFlags {
     /// Revisions kept per release (0: no limit).
     #[arg(long, default_value_t = 10)]
     pub history_max: usize,
-    /// Replace objects that cannot be patched.
-    #[arg(long)]
+    /// Replace objects that cannot be patched (Helm 4's `--force-replace`).
+    #[arg(long, alias = "force-replace")]
     pub force: bool,
+    /// Accepted for Helm 4 scripts: rudder always applies server-side, as
+    /// field manager `helm`, and takes conflicting fields over.
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true",
+          value_parser = ["true", "false", "auto"])]
+    pub server_side: Option<String>,
+    /// Accepted for Helm 4 scripts: rudder always takes conflicting fields over.
+    #[arg(long)]
+    pub force_conflicts: bool,
     /// Adopt existing objects that belong to another release or to none.
     #[arg(long)]
     pub take_ownership: bool,
@@ -94,17 +117,17 @@ pub(crate) struct ActionFlags {
     #[arg(long)]
     pub description: Option<String>,
     /// Labels added to the release record (key1=val1,key2=val2).
-    #[arg(long, value_delimiter = ',')]
+    #[arg(short = 'l', long, value_delimiter = ',')]
     pub labels: Vec<String>,
     /// Render and print what would be applied, change nothing: `client`
     /// renders offline (no `lookup`, default capabilities), `server` lets
-    /// `lookup` and capability discovery reach the cluster.
+    /// `lookup` and capability discovery reach the cluster, `none` is a real
+    /// run; the bare flag and booleans work as in Helm, with its warnings.
     #[arg(
         long,
         num_args = 0..=1,
         require_equals = true,
-        default_missing_value = "client",
-        value_parser = ["client", "server", "none"]
+        default_missing_value = crate::helm_cli::DRY_RUN_BARE
     )]
     pub dry_run: Option<String>,
     /// Kubernetes version for .Capabilities (e.g. v1.29.0).
@@ -116,11 +139,14 @@ pub(crate) struct ActionFlags {
 #[derive(clap::Args, Debug)]
 pub(crate) struct InstallArgs {
     /// `[NAME] CHART`: the release name (unless --generate-name), then the chart directory or .tgz.
-    #[arg(required = true, num_args = 1..=2, value_name = "[NAME] CHART")]
+    #[arg(value_name = "[NAME] [CHART]")]
     pub args: Vec<String>,
     /// Generate the release name (CHART-<unix seconds>).
     #[arg(short = 'g', long)]
     pub generate_name: bool,
+    /// Name the release with this template (Sprig functions).
+    #[arg(long)]
+    pub name_template: Option<String>,
     /// Create the release namespace if it does not exist.
     #[arg(long)]
     pub create_namespace: bool,
@@ -140,10 +166,9 @@ pub(crate) struct InstallArgs {
 /// `upgrade NAME CHART`.
 #[derive(clap::Args, Debug)]
 pub(crate) struct UpgradeArgs {
-    /// Release name.
-    pub name: String,
-    /// Chart directory or .tgz.
-    pub chart: String,
+    /// Release name, then the chart directory or .tgz.
+    #[arg(value_name = "[RELEASE] [CHART]")]
+    pub args: Vec<String>,
     /// Install the release if it does not exist yet.
     #[arg(short = 'i', long)]
     pub install: bool,
@@ -175,13 +200,19 @@ pub(crate) struct UpgradeArgs {
 /// `rollback NAME [REVISION]`.
 #[derive(clap::Args, Debug)]
 pub(crate) struct RollbackArgs {
-    /// Release name.
-    pub name: String,
-    /// Revision to roll back to (default: the previous one).
-    pub revision: Option<i64>,
-    /// Wait until the release's objects are ready, up to --timeout.
-    #[arg(long)]
-    pub wait: bool,
+    /// Release name, then the revision to roll back to (default: the previous one).
+    #[arg(value_name = "<RELEASE> [REVISION]")]
+    pub args: Vec<String>,
+    /// Wait until the release's objects are ready (`--wait[=watcher|legacy]`), up to --timeout;
+    /// `hookOnly` and `false` wait for hooks only.
+    #[arg(
+        long,
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "watcher",
+        value_parser = crate::helm_cli::parse_wait
+    )]
+    pub wait: Option<bool>,
     /// With --wait, also wait until all Jobs have completed.
     #[arg(long)]
     pub wait_for_jobs: bool,
@@ -191,9 +222,16 @@ pub(crate) struct RollbackArgs {
     /// Do not run the chart's hooks.
     #[arg(long)]
     pub no_hooks: bool,
-    /// Replace objects that cannot be patched.
-    #[arg(long)]
+    /// Replace objects that cannot be patched (Helm 4's `--force-replace`).
+    #[arg(long, alias = "force-replace")]
     pub force: bool,
+    /// Accepted for Helm 4 scripts: rudder always applies server-side.
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true",
+          value_parser = ["true", "false", "auto"])]
+    pub server_side: Option<String>,
+    /// Accepted for Helm 4 scripts: rudder always takes conflicting fields over.
+    #[arg(long)]
+    pub force_conflicts: bool,
     /// Revisions kept per release (0: no limit).
     #[arg(long, default_value_t = 10)]
     pub history_max: usize,
@@ -205,7 +243,7 @@ pub(crate) struct RollbackArgs {
 #[derive(clap::Args, Debug)]
 pub(crate) struct UninstallArgs {
     /// Release names.
-    #[arg(required = true)]
+    #[arg(value_name = "RELEASE_NAME")]
     pub names: Vec<String>,
     /// Keep the release history, marked uninstalled.
     #[arg(long)]
@@ -213,9 +251,16 @@ pub(crate) struct UninstallArgs {
     /// Do not run the chart's hooks.
     #[arg(long)]
     pub no_hooks: bool,
-    /// Wait until the deleted objects are gone, up to --timeout.
-    #[arg(long)]
-    pub wait: bool,
+    /// Wait until the deleted objects are gone (`--wait[=watcher|legacy]`), up to --timeout;
+    /// `hookOnly` and `false` wait for hooks only.
+    #[arg(
+        long,
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "watcher",
+        value_parser = crate::helm_cli::parse_wait
+    )]
+    pub wait: Option<bool>,
     /// Time to wait for any individual Kubernetes operation (a Go duration).
     #[arg(long, default_value = "5m0s", value_parser = parse_go_duration)]
     pub timeout: Duration,
@@ -229,50 +274,12 @@ pub(crate) struct UninstallArgs {
     pub kube: KubeArgs,
 }
 
-/// `list`.
-#[derive(clap::Args, Debug)]
-pub(crate) struct ListArgs {
-    /// Show releases of every status.
-    #[arg(short = 'a', long)]
-    pub all: bool,
-    /// List releases across all namespaces.
-    #[arg(short = 'A', long)]
-    pub all_namespaces: bool,
-    /// Print release names only.
-    #[arg(short = 'q', long)]
-    pub short: bool,
-    /// Show deployed releases (the default, with --failed).
-    #[arg(long)]
-    pub deployed: bool,
-    /// Show failed releases.
-    #[arg(long)]
-    pub failed: bool,
-    /// Show pending releases.
-    #[arg(long)]
-    pub pending: bool,
-    /// Show superseded releases.
-    #[arg(long)]
-    pub superseded: bool,
-    /// Show uninstalled releases (kept with --keep-history).
-    #[arg(long)]
-    pub uninstalled: bool,
-    /// Show releases being uninstalled.
-    #[arg(long)]
-    pub uninstalling: bool,
-    /// Do not print the header line.
-    #[arg(long)]
-    pub no_headers: bool,
-    #[arg(short = 'o', long, value_enum, default_value = "table")]
-    pub output: OutputFormat,
-    #[command(flatten)]
-    pub kube: KubeArgs,
-}
-
 /// `history NAME`.
 #[derive(clap::Args, Debug)]
 pub(crate) struct HistoryArgs {
     /// Release name.
-    pub name: String,
+    #[arg(value_name = "RELEASE_NAME")]
+    pub args: Vec<String>,
     /// Maximum number of revisions shown (the newest ones).
     #[arg(long, default_value_t = 256)]
     pub max: usize,
@@ -286,7 +293,8 @@ pub(crate) struct HistoryArgs {
 #[derive(clap::Args, Debug)]
 pub(crate) struct StatusArgs {
     /// Release name.
-    pub name: String,
+    #[arg(value_name = "RELEASE_NAME")]
+    pub args: Vec<String>,
     /// Show this revision instead of the newest.
     #[arg(long)]
     pub revision: Option<i64>,
@@ -300,7 +308,8 @@ pub(crate) struct StatusArgs {
 #[derive(clap::Args, Debug)]
 pub(crate) struct GetValuesArgs {
     /// Release name.
-    pub name: String,
+    #[arg(value_name = "RELEASE_NAME")]
+    pub args: Vec<String>,
     /// Show the computed values (chart defaults merged with the user's).
     #[arg(short = 'a', long)]
     pub all: bool,
@@ -317,7 +326,8 @@ pub(crate) struct GetValuesArgs {
 #[derive(clap::Args, Debug)]
 pub(crate) struct GetTextArgs {
     /// Release name.
-    pub name: String,
+    #[arg(value_name = "RELEASE_NAME")]
+    pub args: Vec<String>,
     /// Read this revision instead of the newest.
     #[arg(long)]
     pub revision: Option<i64>,
@@ -339,7 +349,38 @@ pub(crate) enum GetCommand {
     /// Print the chart and record metadata of a release.
     Metadata(get::GetMetadataArgs),
     /// Print everything about a release: status, values, hooks, manifest and notes.
-    All(GetTextArgs),
+    All(get::GetAllArgs),
+}
+
+/// The release a one-release command names (checked present by [`arity`]).
+fn release_name(args: &[String]) -> &str {
+    args.first().map(String::as_str).unwrap_or_default()
+}
+
+/// Helm's argument-count check for a release command, with its usage line.
+fn arity(cmd: &ReleaseCommand) -> anyhow::Result<()> {
+    use crate::helm_cli::Arity::{AtLeast, Exactly};
+    let (args, arity, name, usage): (&[String], _, _, _) = match cmd {
+        ReleaseCommand::Install(a) => (&a.args, AtLeast(1), "install", "[NAME] [CHART]"),
+        ReleaseCommand::Upgrade(a) => (&a.args, Exactly(2), "upgrade", "[RELEASE] [CHART]"),
+        ReleaseCommand::Rollback(a) => (&a.args, AtLeast(1), "rollback", "<RELEASE> [REVISION]"),
+        ReleaseCommand::Uninstall(a) => (&a.names, AtLeast(1), "uninstall", "RELEASE_NAME [...]"),
+        ReleaseCommand::List(_) => return Ok(()),
+        ReleaseCommand::History(a) => (&a.args, Exactly(1), "history", "RELEASE_NAME"),
+        ReleaseCommand::Status(a) => (&a.args, Exactly(1), "status", "RELEASE_NAME"),
+        ReleaseCommand::Get(g) => {
+            let (args, name): (&[String], _) = match g {
+                GetCommand::Values(a) => (&a.args, "get values"),
+                GetCommand::Manifest(a) => (&a.args, "get manifest"),
+                GetCommand::Notes(a) => (&a.args, "get notes"),
+                GetCommand::Hooks(a) => (&a.args, "get hooks"),
+                GetCommand::Metadata(a) => (&a.args, "get metadata"),
+                GetCommand::All(a) => (&a.args, "get all"),
+            };
+            (args, Exactly(1), name, "RELEASE_NAME")
+        }
+    };
+    crate::helm_cli::check_arity(args, arity, name, &format!("{name} {usage} [flags]"))
 }
 
 /// The release commands.
@@ -394,6 +435,7 @@ fn init_progress_log() {
 
 /// Runs a release command; returns the process exit code.
 pub(crate) fn run(cmd: ReleaseCommand) -> anyhow::Result<i32> {
+    arity(&cmd)?;
     init_progress_log();
     let rt = crate::runtime::deep_stack_runtime().context("starting the async runtime")?;
     rt.block_on(async move {
@@ -402,19 +444,19 @@ pub(crate) fn run(cmd: ReleaseCommand) -> anyhow::Result<i32> {
             ReleaseCommand::Upgrade(a) => upgrade(*a).await?,
             ReleaseCommand::Rollback(a) => rollback(a).await?,
             ReleaseCommand::Uninstall(a) => uninstall(a).await?,
-            ReleaseCommand::List(a) => list(a).await?,
+            ReleaseCommand::List(a) => list::list(a).await?,
             ReleaseCommand::History(a) => history(a).await?,
             ReleaseCommand::Status(a) => status(a).await?,
             ReleaseCommand::Get(GetCommand::Values(a)) => get_values(a).await?,
             ReleaseCommand::Get(GetCommand::Manifest(a)) => {
-                let rel = get(&a.kube, &a.name, a.revision).await?;
+                let rel = get(&a.kube, release_name(&a.args), a.revision).await?;
                 format!("{}\n", rel.manifest)
             }
             ReleaseCommand::Get(GetCommand::Hooks(a)) => get::hooks(a).await?,
             ReleaseCommand::Get(GetCommand::Metadata(a)) => get::metadata(a).await?,
             ReleaseCommand::Get(GetCommand::All(a)) => get::all(a).await?,
             ReleaseCommand::Get(GetCommand::Notes(a)) => {
-                let rel = get(&a.kube, &a.name, a.revision).await?;
+                let rel = get(&a.kube, release_name(&a.args), a.revision).await?;
                 let notes = rel.info.map(|i| i.notes).unwrap_or_default();
                 if notes.is_empty() {
                     String::new()
@@ -433,7 +475,7 @@ pub(crate) fn run(cmd: ReleaseCommand) -> anyhow::Result<i32> {
 
 /// The actions' configuration for the kubeconfig/context asked for (records kept with
 /// the driver `HELM_DRIVER` names), and the release namespace.
-async fn connect(k: &KubeArgs) -> anyhow::Result<(ActionConfig, String)> {
+pub(crate) async fn connect(k: &KubeArgs) -> anyhow::Result<(ActionConfig, String)> {
     let (client, namespace) = client(k).await?;
     let driver = StorageDriver::from_env()?;
     Ok((ActionConfig::new(client).with_driver(driver), namespace))
@@ -569,7 +611,7 @@ fn action_options(name: &str, ns: &str, a: &ActionFlags) -> anyhow::Result<Actio
     o.disable_hooks = a.no_hooks;
     o.force = a.force;
     o.description = a.description.clone();
-    o.wait = a.wait || a.wait_for_jobs || undo;
+    o.wait = a.wait.unwrap_or(false) || a.wait_for_jobs || undo;
     o.wait_for_jobs = a.wait_for_jobs;
     o.rollback_on_failure = undo;
     o.labels = parse_labels(&a.labels)?;
@@ -577,8 +619,16 @@ fn action_options(name: &str, ns: &str, a: &ActionFlags) -> anyhow::Result<Actio
 }
 
 /// Helm's `--dry-run` modes; `none` (like no flag) is a real run.
-fn dry_run_mode(flags: &ActionFlags) -> Option<DryRun> {
-    flags.dry_run.as_deref().and_then(DryRun::from_flag)
+fn dry_run_mode(flags: &ActionFlags) -> anyhow::Result<Option<DryRun>> {
+    use crate::helm_cli::{dry_run_strategy, DryRunFlag};
+    let Some(value) = flags.dry_run.as_deref() else {
+        return Ok(None);
+    };
+    Ok(match dry_run_strategy(value, false)? {
+        DryRunFlag::None => None,
+        DryRunFlag::Client => Some(DryRun::Client),
+        DryRunFlag::Server => Some(DryRun::Server),
+    })
 }
 
 fn load_chart(path: &str, size: &ChartSizeArgs) -> anyhow::Result<chart::loader::Chart> {
@@ -621,31 +671,11 @@ fn status_output(rel: &Release, fmt: OutputFormat, dry_run: bool) -> anyhow::Res
 // Actions
 
 async fn install(a: InstallArgs) -> anyhow::Result<String> {
-    let (chart_path, name) = match (a.args.as_slice(), a.generate_name) {
-        ([chart], true) => (chart.clone(), None),
-        ([n, chart], false) => (chart.clone(), Some(n.clone())),
-        ([_], false) => {
-            return Err(failed(
-                "INSTALLATION FAILED",
-                anyhow!("must either provide a name or specify --generate-name"),
-            ))
-        }
-        _ => {
-            return Err(failed(
-                "INSTALLATION FAILED",
-                anyhow!("expected at most one argument with --generate-name"),
-            ))
-        }
-    };
+    let dry_run = dry_run_mode(&a.action)?;
+    let (name, chart_path) =
+        install_name_and_chart(&a).map_err(|e| failed("INSTALLATION FAILED", e))?;
     let chart =
         load_chart(&chart_path, &a.chart_size).map_err(|e| failed("INSTALLATION FAILED", e))?;
-    let name = name.unwrap_or_else(|| {
-        format!(
-            "{}-{}",
-            chart.metadata.name,
-            jiff::Timestamp::now().as_second()
-        )
-    });
     let values = a
         .values
         .merged()
@@ -655,7 +685,7 @@ async fn install(a: InstallArgs) -> anyhow::Result<String> {
     let run = InstallRun {
         cfg: &cfg,
         opts,
-        flags: &a.action,
+        dry_run,
         create_namespace: a.create_namespace,
         output: a.output,
     };
@@ -664,11 +694,49 @@ async fn install(a: InstallArgs) -> anyhow::Result<String> {
         .map_err(|e| failed("INSTALLATION FAILED", e))
 }
 
+/// Helm's `NameAndChart` for `install`: the name given, made from
+/// `--name-template`, or generated from the chart argument with `-g`
+/// (`<base name up to its first dot>-<unix seconds>`).
+fn install_name_and_chart(a: &InstallArgs) -> anyhow::Result<(String, String)> {
+    match a.args.as_slice() {
+        [_, _, rest @ ..] if !rest.is_empty() => bail!(
+            "expected at most two arguments, unexpected arguments: {}",
+            rest.join(", ")
+        ),
+        [name, chart] => {
+            if a.generate_name {
+                bail!("cannot set --generate-name and also specify a name");
+            }
+            if a.name_template.is_some() {
+                bail!("cannot set --name-template and also specify a name");
+            }
+            Ok((name.clone(), chart.clone()))
+        }
+        [chart] => {
+            if let Some(t) = a.name_template.as_deref().filter(|t| !t.is_empty()) {
+                return Ok((crate::template::name_from_template(t)?, chart.clone()));
+            }
+            if !a.generate_name {
+                bail!("must either provide a name or specify --generate-name");
+            }
+            let base = Path::new(chart)
+                .file_name()
+                .map(|b| b.to_string_lossy().into_owned())
+                .filter(|b| !b.is_empty() && b != ".")
+                .unwrap_or_else(|| "chart".into());
+            let base = base.split('.').next().unwrap_or_default();
+            let now = jiff::Timestamp::now().as_second();
+            Ok((format!("{base}-{now}"), chart.clone()))
+        }
+        _ => bail!("expected [NAME] CHART"),
+    }
+}
+
 /// An install as `install` and `upgrade --install` run it.
 struct InstallRun<'a> {
     cfg: &'a ActionConfig,
     opts: ActionOptions,
-    flags: &'a ActionFlags,
+    dry_run: Option<DryRun>,
     create_namespace: bool,
     output: OutputFormat,
 }
@@ -676,7 +744,7 @@ struct InstallRun<'a> {
 impl InstallRun<'_> {
     async fn run(&self, chart: &chart::loader::Chart, values: Values) -> anyhow::Result<String> {
         let install = Install::new(self.cfg, self.opts.clone());
-        if let Some(mode) = dry_run_mode(self.flags) {
+        if let Some(mode) = self.dry_run {
             let rel = install.dry_run(chart, values, mode).await?;
             return status_output(&rel, self.output, true);
         }
@@ -694,27 +762,29 @@ impl InstallRun<'_> {
 }
 
 async fn upgrade(a: UpgradeArgs) -> anyhow::Result<String> {
-    let chart = load_chart(&a.chart, &a.chart_size)?;
+    let dry_run = dry_run_mode(&a.action)?;
+    let (name, chart_path) = (release_name(&a.args), a.args[1].as_str());
+    let chart = load_chart(chart_path, &a.chart_size)?;
     let given = a.values.merged().map_err(|e| failed("UPGRADE FAILED", e))?;
     let (cfg, ns) = connect(&a.kube).await?;
-    let opts = action_options(&a.name, &ns, &a.action)?;
+    let opts = action_options(name, &ns, &a.action)?;
     let history = History::new(&cfg, ns.as_str())
-        .meta(&a.name)
+        .meta(name)
         .await
-        .with_context(|| format!("reading the history of release {:?}", a.name))?;
+        .with_context(|| format!("reading the history of release {:?}", name))?;
     let uninstalled = history
         .last()
         .is_some_and(|m| m.status == Status::Uninstalled);
     if a.install && (history.is_empty() || uninstalled) {
         let mut out = if a.output == OutputFormat::Table {
-            format!("Release {:?} does not exist. Installing it now.\n", a.name)
+            format!("Release {:?} does not exist. Installing it now.\n", name)
         } else {
             String::new()
         };
         let run = InstallRun {
             cfg: &cfg,
             opts: opts.clone(),
-            flags: &a.action,
+            dry_run,
             create_namespace: a.create_namespace,
             output: a.output,
         };
@@ -728,12 +798,12 @@ async fn upgrade(a: UpgradeArgs) -> anyhow::Result<String> {
     if history.is_empty() {
         return Err(helm_err(format!(
             "UPGRADE FAILED: {:?} has no deployed releases",
-            a.name
+            name
         )));
     }
     let reuse = ReuseValues::from_flags(a.reset_values, a.reuse_values, a.reset_then_reuse_values);
     let up = Upgrade::new(&cfg, opts.clone()).reuse_values(reuse);
-    if let Some(mode) = dry_run_mode(&a.action) {
+    if let Some(mode) = dry_run {
         let (rel, diff) = up
             .dry_run(&chart, given, mode)
             .await
@@ -741,11 +811,11 @@ async fn upgrade(a: UpgradeArgs) -> anyhow::Result<String> {
         let mut out = match (a.output, diff.changed) {
             (OutputFormat::Table, true) => format!(
                 "Release {:?} would change (dry run; nothing was applied).\n",
-                a.name
+                name
             ),
             (OutputFormat::Table, false) => format!(
                 "Release {:?} is up to date: the upgrade would change nothing (dry run).\n",
-                a.name
+                name
             ),
             _ => String::new(),
         };
@@ -763,7 +833,7 @@ async fn upgrade(a: UpgradeArgs) -> anyhow::Result<String> {
         other => failed("UPGRADE FAILED", anyhow!(other)),
     })?;
     let mut out = if a.output == OutputFormat::Table {
-        format!("Release {:?} has been upgraded. Happy Helming!\n", a.name)
+        format!("Release {:?} has been upgraded. Happy Helming!\n", name)
     } else {
         String::new()
     };
@@ -772,18 +842,27 @@ async fn upgrade(a: UpgradeArgs) -> anyhow::Result<String> {
 }
 
 async fn rollback(a: RollbackArgs) -> anyhow::Result<String> {
+    let revision = match a.args.get(1) {
+        Some(r) => r.parse::<i64>().map_err(|_| {
+            anyhow!(
+                "could not convert revision to a number: strconv.Atoi: parsing {}: invalid syntax",
+                crate::helm_cli::go_quote(r)
+            )
+        })?,
+        None => 0,
+    };
     let (cfg, ns) = connect(&a.kube).await?;
     check_write_driver(&cfg)?;
-    let mut opts = ActionOptions::new(&a.name, &ns);
+    let mut opts = ActionOptions::new(release_name(&a.args), &ns);
     opts.timeout = a.timeout;
-    opts.wait = a.wait || a.wait_for_jobs;
+    opts.wait = a.wait.unwrap_or(false) || a.wait_for_jobs;
     opts.wait_for_jobs = a.wait_for_jobs;
     opts.disable_hooks = a.no_hooks;
     opts.force = a.force;
     opts.max_history = a.history_max;
     recover(&cfg, &opts).await?;
     Rollback::new(&cfg, opts)
-        .run(a.revision.unwrap_or(0))
+        .run(revision)
         .await
         .map_err(|e| match e {
             action::Error::NotDeployed { .. } => helm_err("release: not found"),
@@ -804,7 +883,7 @@ async fn uninstall(a: UninstallArgs) -> anyhow::Result<String> {
         opts.keep_history = a.keep_history;
         opts.timeout = a.timeout;
         opts.disable_hooks = a.no_hooks;
-        opts.wait = a.wait;
+        opts.wait = a.wait.unwrap_or(false);
         opts.description = a.description.clone();
         match Uninstall::new(&cfg, opts).run().await {
             Ok(_) => out.push_str(&format!("release {name:?} uninstalled\n")),
@@ -827,103 +906,6 @@ async fn uninstall(a: UninstallArgs) -> anyhow::Result<String> {
 // ---------------------------------------------------------------------------
 // Reads
 
-async fn list(a: ListArgs) -> anyhow::Result<String> {
-    let (cfg, ns) = connect(&a.kube).await?;
-    let filter = StateFilter {
-        all: a.all,
-        deployed: a.deployed,
-        failed: a.failed,
-        pending: a.pending,
-        superseded: a.superseded,
-        uninstalled: a.uninstalled,
-        uninstalling: a.uninstalling,
-    };
-    let namespaces = if a.all_namespaces {
-        Namespaces::All
-    } else {
-        Namespaces::One(ns)
-    };
-    let releases = List::new(&cfg, filter)
-        .run(&namespaces)
-        .await
-        .context("listing releases")?;
-    if a.short {
-        let names: Vec<Value> = releases.iter().map(|r| json!(r.name)).collect();
-        return Ok(match a.output {
-            OutputFormat::Table => names
-                .iter()
-                .map(|n| format!("{}\n", n.as_str().unwrap_or_default()))
-                .collect(),
-            OutputFormat::Json => format::json(&Value::Array(names)),
-            OutputFormat::Yaml => format::yaml(&Value::Array(names))?,
-        });
-    }
-    let rows: Vec<ListRow> = releases
-        .iter()
-        .map(|r| ListRow {
-            name: r.name.clone(),
-            namespace: r.namespace.clone(),
-            revision: r.version.to_string(),
-            updated: r
-                .info
-                .as_ref()
-                .and_then(|i| i.last_deployed.as_ref())
-                .filter(|t| !t.is_zero())
-                .map(format::go_time)
-                .unwrap_or_else(|| "-".into()),
-            status: r.status().to_string(),
-            chart: format::chart_name(r),
-            app_version: format::app_version(r),
-        })
-        .collect();
-    Ok(match a.output {
-        OutputFormat::Json => format::json(&rows),
-        OutputFormat::Yaml => format::yaml(&serde_json::to_value(&rows)?)?,
-        OutputFormat::Table => {
-            let mut table = Vec::new();
-            if !a.no_headers {
-                table.push(
-                    [
-                        "NAME",
-                        "NAMESPACE",
-                        "REVISION",
-                        "UPDATED",
-                        "STATUS",
-                        "CHART",
-                        "APP VERSION",
-                    ]
-                    .map(String::from)
-                    .to_vec(),
-                );
-            }
-            for r in rows {
-                table.push(vec![
-                    r.name,
-                    r.namespace,
-                    r.revision,
-                    r.updated,
-                    r.status,
-                    r.chart,
-                    r.app_version,
-                ]);
-            }
-            format::table(&table)
-        }
-    })
-}
-
-/// One release as `helm list -o json` prints it, fields in Helm's order.
-#[derive(serde::Serialize)]
-struct ListRow {
-    name: String,
-    namespace: String,
-    revision: String,
-    updated: String,
-    status: String,
-    chart: String,
-    app_version: String,
-}
-
 /// One revision as `helm history -o json` prints it, fields in Helm's order.
 #[derive(serde::Serialize)]
 struct HistoryRow {
@@ -938,7 +920,7 @@ struct HistoryRow {
 async fn history(a: HistoryArgs) -> anyhow::Result<String> {
     let (cfg, ns) = connect(&a.kube).await?;
     let hist = History::new(&cfg, ns)
-        .run(&a.name, a.max)
+        .run(release_name(&a.args), a.max)
         .await
         .map_err(not_found)?;
     let items: Vec<HistoryRow> = hist
@@ -988,7 +970,10 @@ async fn history(a: HistoryArgs) -> anyhow::Result<String> {
 async fn status(a: StatusArgs) -> anyhow::Result<String> {
     let (cfg, ns) = connect(&a.kube).await?;
     let status = ReleaseStatus::new(&cfg, ns);
-    let mut rel = status.run(&a.name, a.revision).await.map_err(not_found)?;
+    let mut rel = status
+        .run(release_name(&a.args), a.revision)
+        .await
+        .map_err(not_found)?;
     // As Helm does: the table output shows the server's tables, JSON and YAML
     // the objects themselves.
     let tables = matches!(a.output, OutputFormat::Table);
@@ -1000,7 +985,7 @@ async fn status(a: StatusArgs) -> anyhow::Result<String> {
 async fn get_values(a: GetValuesArgs) -> anyhow::Result<String> {
     let (cfg, ns) = connect(&a.kube).await?;
     let vals = Get::new(&cfg, ns)
-        .values(&a.name, a.revision, a.all)
+        .values(release_name(&a.args), a.revision, a.all)
         .await
         .map_err(not_found)?;
     Ok(match a.output {
@@ -1057,7 +1042,10 @@ mod tests {
     #[test]
     fn dry_run_flag_does_not_eat_the_next_argument() {
         let a = upgrade_args(&["--dry-run"]);
-        assert_eq!(a.action.dry_run.as_deref(), Some("client"));
+        assert_eq!(
+            a.action.dry_run.as_deref(),
+            Some(crate::helm_cli::DRY_RUN_BARE)
+        );
         let a = upgrade_args(&["--dry-run=server", "--timeout", "90s"]);
         assert_eq!(a.action.dry_run.as_deref(), Some("server"));
         assert_eq!(a.action.timeout, Duration::from_secs(90));
@@ -1065,18 +1053,14 @@ mod tests {
 
     #[test]
     fn dry_run_modes_follow_helm() {
-        let mode = |flags: &[&str]| dry_run_mode(&upgrade_args(flags).action);
-        assert_eq!(mode(&[]), None);
-        assert_eq!(mode(&["--dry-run=none"]), None);
-        assert_eq!(mode(&["--dry-run"]), Some(DryRun::Client));
-        assert_eq!(mode(&["--dry-run=client"]), Some(DryRun::Client));
-        assert_eq!(mode(&["--dry-run=server"]), Some(DryRun::Server));
-        use clap::Parser;
-        #[derive(clap::Parser)]
-        struct T {
-            #[command(flatten)]
-            a: UpgradeArgs,
-        }
-        assert!(T::try_parse_from(["t", "web", "./chart", "--dry-run=later"]).is_err());
+        let mode = |flags: &[&str]| dry_run_mode(&upgrade_args(flags).action).ok();
+        assert_eq!(mode(&[]), Some(None));
+        assert_eq!(mode(&["--dry-run=none"]), Some(None));
+        assert_eq!(mode(&["--dry-run=false"]), Some(None));
+        assert_eq!(mode(&["--dry-run"]), Some(Some(DryRun::Client)));
+        assert_eq!(mode(&["--dry-run=true"]), Some(Some(DryRun::Client)));
+        assert_eq!(mode(&["--dry-run=client"]), Some(Some(DryRun::Client)));
+        assert_eq!(mode(&["--dry-run=server"]), Some(Some(DryRun::Server)));
+        assert_eq!(mode(&["--dry-run=later"]), None);
     }
 }

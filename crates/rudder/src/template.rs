@@ -1,12 +1,16 @@
 //! `rudder template`: renders a chart locally exactly as `helm template`
-//! does, as YAML with `# Source:` headers or as the oracle's JSON shape.
+//! does — Helm 4.2's text, flags, errors and exit codes — or as the
+//! oracle's JSON shape.
 
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
 use chart::manifest::SortAhead;
-use chart::render::{stage, ReleaseInfo, RenderOptions};
+use chart::render::{stage, ReleaseInfo, RenderChartError, RenderOptions};
 use chart::values::strvals::ValueOptions;
+
+use crate::helm_cli::{check_arity, dry_run_strategy, split_csv, Arity, DryRunFlag};
+
+mod layout;
 
 /// Value flags shared by every command that takes values (`-f`, `--set`…).
 #[derive(clap::Args, Debug, Clone, Default)]
@@ -61,32 +65,36 @@ pub(crate) enum Output {
 #[derive(clap::Args, Debug)]
 pub(crate) struct TemplateArgs {
     /// `[NAME] CHART`: an optional release name, then the chart directory or .tgz.
-    #[arg(required = true, num_args = 1..=2)]
+    #[arg(value_name = "[NAME] [CHART]")]
     pub args: Vec<String>,
-    /// Release name (default `release-name`).
-    #[arg(long)]
+    /// Release name (rudder's own; Helm takes it as the first argument).
+    #[arg(long, hide = true)]
     pub name: Option<String>,
-    /// Release namespace.
-    #[arg(short = 'n', long, default_value = "default")]
-    pub namespace: String,
+    #[command(flatten)]
+    pub kube: crate::release_cmds::KubeArgs,
     #[command(flatten)]
     pub values: ValueArgs,
     /// Kubernetes version for .Capabilities (e.g. v1.29.0).
     #[arg(long)]
     pub kube_version: Option<String>,
-    /// Extra API group/versions for .Capabilities.APIVersions.
+    /// Extra API group/versions for .Capabilities.APIVersions (repeat the
+    /// flag or separate them with commas).
     #[arg(short = 'a', long = "api-versions")]
     pub api_versions: Vec<String>,
     /// Include the chart's crds/ in the output.
     #[arg(long)]
     pub include_crds: bool,
+    /// Leave the chart's test hooks out of the output.
+    #[arg(long)]
+    pub skip_tests: bool,
     /// Render as an upgrade (.Release.IsUpgrade).
     #[arg(long)]
     pub is_upgrade: bool,
     /// .Release.Revision.
     #[arg(long, default_value_t = 1)]
     pub revision: i64,
-    /// Only show manifests rendered from these templates (e.g. templates/svc.yaml).
+    /// Only show manifests rendered from these templates (paths or globs,
+    /// e.g. templates/svc.yaml, templates/*.yaml), in the order given.
     #[arg(short = 's', long = "show-only")]
     pub show_only: Vec<String>,
     /// Do not render hooks.
@@ -95,11 +103,98 @@ pub(crate) struct TemplateArgs {
     /// Skip values.schema.json validation.
     #[arg(long)]
     pub skip_schema_validation: bool,
-    /// Output format.
+    /// Name the release with this template (Sprig functions, e.g.
+    /// '{{ randAlpha 6 | lower }}') instead of `release-name`.
+    #[arg(long)]
+    pub name_template: Option<String>,
+    /// Accepted as Helm accepts it: `template` names an unnamed release
+    /// `release-name` all the same.
+    #[arg(short = 'g', long)]
+    pub generate_name: bool,
+    /// `client` (default) renders offline; `server` asks the cluster for
+    /// `lookup` and the capabilities, as Helm does.
+    #[arg(
+        long,
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = crate::helm_cli::DRY_RUN_BARE
+    )]
+    pub dry_run: Option<String>,
+    /// Deprecated: `--dry-run=server`.
+    #[arg(long)]
+    pub validate: bool,
+    /// Show `v1` Secrets as a comment instead of their data.
+    #[arg(long)]
+    pub hide_secret: bool,
+    /// Output format: `yaml` (Helm's text) or `json` (rudder's own: every
+    /// rendered file by path, as the Helm oracle prints it).
     #[arg(short = 'o', long, value_enum, default_value = "yaml")]
     pub output: Output,
     #[command(flatten)]
     pub chart_size: ChartSizeArgs,
+    #[command(flatten)]
+    pub ignored: InstallOnlyArgs,
+}
+
+impl TemplateArgs {
+    /// Whether a hook with these events is printed (`--no-hooks`, `--skip-tests`).
+    fn shows_hook(&self, events: &[String]) -> bool {
+        if self.no_hooks {
+            return false;
+        }
+        !(self.skip_tests && layout::is_test_hook(events))
+    }
+}
+
+/// `helm install` flags that `helm template` accepts and a local render
+/// has no use for: accepted, so that one set of flags serves both.
+#[derive(clap::Args, Debug, Default)]
+#[command(next_help_heading = "Accepted for `helm install` compatibility (no effect)")]
+pub(crate) struct InstallOnlyArgs {
+    #[arg(long)]
+    create_namespace: bool,
+    #[arg(
+        long,
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "watcher",
+        value_parser = crate::helm_cli::parse_wait
+    )]
+    wait: Option<bool>,
+    #[arg(long)]
+    wait_for_jobs: bool,
+    #[arg(long, value_parser = crate::release_cmds::parse_go_duration)]
+    timeout: Option<std::time::Duration>,
+    #[arg(long)]
+    atomic: bool,
+    #[arg(long)]
+    rollback_on_failure: bool,
+    #[arg(long)]
+    force: bool,
+    #[arg(long)]
+    force_replace: bool,
+    #[arg(long)]
+    force_conflicts: bool,
+    #[arg(long)]
+    replace: bool,
+    #[arg(long)]
+    description: Option<String>,
+    #[arg(short = 'l', long)]
+    labels: Vec<String>,
+    #[arg(long)]
+    take_ownership: bool,
+    #[arg(long)]
+    skip_crds: bool,
+    #[arg(long)]
+    disable_openapi_validation: bool,
+    #[arg(long)]
+    render_subchart_notes: bool,
+    #[arg(long)]
+    hide_notes: bool,
+    #[arg(long)]
+    devel: bool,
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    server_side: Option<String>,
 }
 
 /// How large a chart may be once read (Helm's loader limits).
@@ -153,14 +248,6 @@ impl JsonOutput {
     }
 }
 
-fn show_only_matches(chart: &str, source: &str, patterns: &[String]) -> bool {
-    patterns.is_empty()
-        || patterns.iter().any(|p| {
-            let full = format!("{chart}/{}", p.trim_start_matches("./"));
-            source == full || source == p
-        })
-}
-
 /// Runs `rudder template`; returns the process exit code. The work runs on
 /// a deep stack, so values and output nested as deep as Helm accepts never
 /// overflow it.
@@ -168,80 +255,287 @@ pub(crate) fn run(args: TemplateArgs) -> anyhow::Result<i32> {
     gocodec::depth::on_deep_stack(move || run_here(args))
 }
 
+/// Where `--dry-run`/`--validate` send the render.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Offline,
+    Cluster,
+}
+
 fn run_here(args: TemplateArgs) -> anyhow::Result<i32> {
-    let (name, chart_path) = match args.args.as_slice() {
-        [chart] => (
-            args.name.clone().unwrap_or_else(|| "release-name".into()),
-            chart.clone(),
+    check_arity(
+        &args.args,
+        Arity::AtLeast(1),
+        "template",
+        "template [NAME] [CHART] [flags]",
+    )?;
+    let mode = mode(&args)?;
+    let (name, chart_path) = name_and_chart(&args)?;
+    let namespace = namespace(&args.kube);
+    if args.output == Output::Json {
+        return run_json(&args, name, namespace, &chart_path);
+    }
+    let (text, failure) = match mode {
+        Mode::Offline => render_offline(&args, name, namespace, &chart_path)?,
+        Mode::Cluster => (
+            render_in_cluster(&args, name, namespace, &chart_path)?,
+            None,
         ),
-        [name, chart] => (name.clone(), chart.clone()),
-        _ => anyhow::bail!("expected [NAME] CHART"),
     };
-    let opts = RenderOptions {
+    print_template(&args, &text, failure)?;
+    exit_now(0)
+}
+
+/// What `--dry-run` and `--validate` ask for.
+fn mode(args: &TemplateArgs) -> anyhow::Result<Mode> {
+    if args.validate && args.dry_run.is_some() {
+        anyhow::bail!(
+            "if any flags in the group [validate dry-run] are set none of the others can be; [dry-run validate] were all set"
+        );
+    }
+    if args.validate {
+        crate::helm_cli::deprecated_flag("validate", "use '--dry-run=server' instead");
+        return Ok(Mode::Cluster);
+    }
+    let value = args.dry_run.as_deref().unwrap_or("client");
+    Ok(match dry_run_strategy(value, true)? {
+        DryRunFlag::Server => Mode::Cluster,
+        _ => Mode::Offline,
+    })
+}
+
+/// Helm's `NameAndChart` for `template`, whose release is `release-name`
+/// unless named.
+fn name_and_chart(args: &TemplateArgs) -> anyhow::Result<(String, String)> {
+    match args.args.as_slice() {
+        [name, chart] => {
+            if args.generate_name {
+                anyhow::bail!("cannot set --generate-name and also specify a name");
+            }
+            if args.name_template.is_some() {
+                anyhow::bail!("cannot set --name-template and also specify a name");
+            }
+            Ok((name.clone(), chart.clone()))
+        }
+        [chart] => {
+            let name = match (&args.name_template, &args.name) {
+                (Some(t), _) if !t.is_empty() => name_from_template(t)?,
+                (_, Some(n)) => n.clone(),
+                _ => "release-name".to_string(),
+            };
+            Ok((name, chart.clone()))
+        }
+        [_, _, rest @ ..] => anyhow::bail!(
+            "expected at most two arguments, unexpected arguments: {}",
+            rest.join(", ")
+        ),
+        [] => anyhow::bail!("expected [NAME] CHART"),
+    }
+}
+
+/// Helm's `TemplateName`: the template run with Sprig's functions and
+/// nothing as `.`.
+pub(crate) fn name_from_template(text: &str) -> anyhow::Result<String> {
+    let mut set = gotmpl::Templates::new(std::rc::Rc::new(sprig::funcmap()));
+    set.parse("name-template", text)
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    std::rc::Rc::new(set)
+        .execute("name-template", &gotmpl::Value::Invalid)
+        .map_err(|e| anyhow::anyhow!("{e}"))
+}
+
+/// The release namespace as Helm's `settings.Namespace()` finds it: the
+/// flag or `HELM_NAMESPACE`, else the kubeconfig context's, else `default`.
+fn namespace(kube: &crate::release_cmds::KubeArgs) -> String {
+    if let Some(ns) = kube.namespace.as_ref().filter(|n| !n.is_empty()) {
+        return ns.clone();
+    }
+    let config = match &kube.kubeconfig {
+        Some(path) => kube::config::Kubeconfig::read_from(path).ok(),
+        None => kube::config::Kubeconfig::read().ok(),
+    };
+    config
+        .and_then(|c| {
+            let context = kube
+                .kube_context
+                .clone()
+                .or_else(|| c.current_context.clone())?;
+            c.contexts
+                .into_iter()
+                .find(|n| n.name == context)?
+                .context?
+                .namespace
+        })
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(|| "default".to_string())
+}
+
+fn render_options(
+    args: &TemplateArgs,
+    name: String,
+    namespace: String,
+) -> anyhow::Result<RenderOptions> {
+    Ok(RenderOptions {
         release: ReleaseInfo {
             name,
-            namespace: args.namespace.clone(),
+            namespace,
             revision: args.revision,
             is_upgrade: args.is_upgrade,
         },
         kube_version: args.kube_version.clone(),
-        api_versions: args.api_versions.clone(),
+        api_versions: split_csv(&args.api_versions)?,
         check_kube_version: true,
         skip_schema_validation: args.skip_schema_validation,
         two_threads: true,
         ..RenderOptions::default()
-    };
-    // Documents are read on the other core while the templates run; JSON
-    // output prints the files unsplit.
-    let mut sort = SortAhead::new();
-    let mut feed = |path: &str, text: &str| {
-        if args.output != Output::Json {
-            sort.feed(path, text);
-        }
-    };
+    })
+}
+
+/// `-o json`: every rendered file, or the error, in the oracle's shape.
+fn run_json(
+    args: &TemplateArgs,
+    name: String,
+    namespace: String,
+    chart_path: &str,
+) -> anyhow::Result<i32> {
+    let opts = render_options(args, name, namespace)?;
     let result = render(
-        &chart_path,
+        chart_path,
         &args.values,
         &opts,
         &args.chart_size.budget(),
-        &mut feed,
+        &mut |_, _| {},
+    )
+    .map_err(Failure::into_error);
+    let json = JsonOutput::new(&result, args.include_crds);
+    println!("{}", serde_json::to_string_pretty(&json)?);
+    exit_now(if result.is_ok() { 0 } else { 1 })
+}
+
+/// A render that failed once Helm had a release to show (`--debug` prints
+/// what it holds): the error, and the manifest text rendered so far.
+struct Failed {
+    error: anyhow::Error,
+    manifest: String,
+}
+
+/// Renders offline: `helm template`'s text, or the failure Helm reports
+/// with what it had rendered.
+fn render_offline(
+    args: &TemplateArgs,
+    name: String,
+    namespace: String,
+    chart_path: &str,
+) -> anyhow::Result<(String, Option<Failed>)> {
+    action::validate_release_name(&name)?;
+    let opts = render_options(args, name, namespace)?;
+    // Documents are read on the other core while the templates run.
+    let mut sort = SortAhead::new();
+    let rendered = render(
+        chart_path,
+        &args.values,
+        &opts,
+        &args.chart_size.budget(),
+        &mut |path, text| sort.feed(path, text),
     );
-    if args.output == Output::Json {
-        let json = JsonOutput::new(&result, args.include_crds);
-        println!("{}", serde_json::to_string_pretty(&json)?);
-        exit_now(if result.is_ok() { 0 } else { 1 });
-    }
-    let r = result?;
-    let rendered_chart = r.chart_name.clone();
-    let sorted = sort
-        .finish(chart::manifest::INSTALL_ORDER)
-        .context("splitting the rendered manifests")?;
-    let mut out = String::new();
-    if args.include_crds {
-        for (n, t) in &r.crds {
-            out.push_str(&format!("---\n# Source: {n}\n{t}\n"));
+    let r = match rendered {
+        Ok(r) => r,
+        Err(Failure::Before(e)) => return Err(e),
+        Err(Failure::Render(e)) => {
+            let failed = Failed {
+                error: e,
+                manifest: String::new(),
+            };
+            return Ok((String::new(), Some(failed)));
         }
-    }
-    for m in &sorted.manifests {
-        if show_only_matches(&rendered_chart, &m.source, &args.show_only) {
-            out.push_str(&format!("---\n# Source: {}\n{}\n", m.source, m.content));
+    };
+    let sorted = match sort.finish(chart::manifest::INSTALL_ORDER) {
+        Ok(s) => s,
+        Err(e) => {
+            let failed = Failed {
+                error: e.into(),
+                manifest: layout::unparsed_manifest(&r.files),
+            };
+            return Ok((String::new(), Some(failed)));
         }
-    }
-    if !args.no_hooks {
-        for h in &sorted.hooks {
-            if show_only_matches(&rendered_chart, &h.path, &args.show_only) {
-                out.push_str(&format!("---\n# Source: {}\n{}\n", h.path, h.manifest));
+    };
+    let crds: &[(String, String)] = if args.include_crds { &r.crds } else { &[] };
+    let manifest = layout::release_manifest(crds, &sorted.manifests, args.hide_secret);
+    let hooks = sorted
+        .hooks
+        .iter()
+        .filter(|h| args.shows_hook(&h.events))
+        .map(|h| (h.path.as_str(), h.manifest.as_str()));
+    Ok((layout::template_text(&manifest, hooks), None))
+}
+
+/// `--dry-run=server`: the chart rendered as an install would render it
+/// against the cluster (`lookup`, the cluster's version and APIs), nothing
+/// written.
+fn render_in_cluster(
+    args: &TemplateArgs,
+    name: String,
+    namespace: String,
+    chart_path: &str,
+) -> anyhow::Result<String> {
+    let chart = chart::loader::load_with(Path::new(chart_path), &args.chart_size.budget())?;
+    let values = args.values.merged()?;
+    let rt = crate::runtime::deep_stack_runtime()?;
+    let mut kube = args.kube.clone();
+    kube.namespace = Some(namespace.clone());
+    let rel = rt.block_on(async move {
+        let (cfg, _) = crate::release_cmds::connect(&kube).await?;
+        let mut opts = action::ActionOptions::new(&name, &namespace);
+        opts.disable_hooks = args.no_hooks;
+        let rel = action::Install::new(&cfg, opts)
+            .dry_run(&chart, values, action::DryRun::Server)
+            .await?;
+        anyhow::Ok(rel)
+    })?;
+    let hooks = rel
+        .hooks
+        .iter()
+        .filter(|h| args.shows_hook(&h.events))
+        .map(|h| (h.path.as_str(), h.manifest.as_str()));
+    Ok(layout::template_text(&rel.manifest, hooks))
+}
+
+/// Prints `text` (or, for `--show-only`, the documents asked for) as Helm's
+/// `template` command does, and reports a failed render the way Helm does:
+/// with `--debug`, after printing what was rendered; without, with Helm's
+/// hint to use it.
+fn print_template(args: &TemplateArgs, text: &str, failure: Option<Failed>) -> anyhow::Result<()> {
+    let (text, error) = match failure {
+        None => (text.to_string(), None),
+        Some(f) if !args.kube.debug => {
+            return Err(anyhow::anyhow!(
+                "{}\n\nUse --debug flag to render out invalid YAML",
+                crate::error_text::chain(&f.error)
+            ))
+        }
+        Some(f) => (layout::template_text(&f.manifest, []), Some(f.error)),
+    };
+    let shown = if args.show_only.is_empty() {
+        text
+    } else {
+        match layout::show_only(&text, &args.show_only) {
+            Ok(picked) => picked,
+            Err(missing) => {
+                return Err(error.unwrap_or_else(|| {
+                    anyhow::anyhow!("could not find template {missing} in chart")
+                }))
             }
         }
+    };
+    print!("{shown}");
+    match error {
+        Some(e) => {
+            use std::io::Write as _;
+            let _ = std::io::stdout().flush();
+            Err(e)
+        }
+        None => Ok(()),
     }
-    if !args.show_only.is_empty() && out.is_empty() {
-        anyhow::bail!(
-            "could not find template {} in chart",
-            args.show_only.join(", ")
-        );
-    }
-    print!("{out}");
-    exit_now(0)
 }
 
 /// Ends the process once the output is out. A one-shot render leaves the
@@ -258,26 +552,61 @@ fn exit_now(code: i32) -> ! {
     unsafe { libc::_exit(code) }
 }
 
+/// Why a render failed, as Helm tells the two apart: before it had a
+/// release (loading, values, schema), or while rendering it (templates,
+/// the chart's `kubeVersion`), where `--debug` has something to show.
+enum Failure {
+    Before(anyhow::Error),
+    Render(anyhow::Error),
+}
+
+impl Failure {
+    fn into_error(self) -> anyhow::Error {
+        match self {
+            Failure::Before(e) | Failure::Render(e) => e,
+        }
+    }
+
+    fn of(e: RenderChartError) -> Failure {
+        match e {
+            RenderChartError::Render(_)
+            | RenderChartError::Manifest(_)
+            | RenderChartError::KubeVersionConstraint { .. } => Failure::Render(e.into()),
+            RenderChartError::Prepare(_) | RenderChartError::KubeVersion(_) => {
+                Failure::Before(e.into())
+            }
+        }
+    }
+}
+
 fn render(
     chart_path: &str,
     values: &ValueArgs,
     opts: &RenderOptions,
     budget: &chart::loader::Budget,
     feed: &mut dyn FnMut(&str, &str),
-) -> anyhow::Result<chart::render::RenderedFiles> {
-    let loading_error = || format!("loading chart {chart_path}");
+) -> Result<chart::render::RenderedFiles, Failure> {
+    if !Path::new(chart_path).exists() {
+        return Err(Failure::Before(anyhow::anyhow!(
+            "path {} not found",
+            crate::helm_cli::go_quote(chart_path)
+        )));
+    }
     // Values files are parsed and templates parsed on two threads: they
     // are the larger part of a one-shot render.
-    let ahead = chart::ahead::load(Path::new(chart_path), budget).with_context(loading_error)?;
+    let ahead =
+        chart::ahead::load(Path::new(chart_path), budget).map_err(|e| Failure::Before(e.into()))?;
     prefetch_keys(ahead.chart());
     // The values are coalesced and the templates' objects built while the
     // other core still parses templates; errors come in the plain order
     // (loading, then the user's values, then preparing the chart).
     let vals = values.merged();
     let staged = ahead
-        .finish_with(|chart| -> anyhow::Result<_> { Ok(stage(chart, vals?, opts)?) })
-        .with_context(loading_error)??;
-    Ok(staged.render_feeding(feed)?)
+        .finish_with(|chart| -> Result<_, Failure> {
+            stage(chart, vals.map_err(Failure::Before)?, opts).map_err(Failure::of)
+        })
+        .map_err(|e| Failure::Before(e.into()))??;
+    staged.render_feeding(feed).map_err(Failure::of)
 }
 
 /// Most keys searched for ahead of the render: charts with more key-making

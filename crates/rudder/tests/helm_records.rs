@@ -12,7 +12,9 @@
 //! the text output, the objects themselves (and the related Pods) in JSON and YAML.
 //!
 //! Runs against `rudder apiserver`, or the cluster `RUDDER_TEST_KUBECONFIG` names;
-//! skips (with a message) without helm or kubectl.
+//! skips (with a message) without helm or kubectl. With a helm CLI older than 4.2,
+//! manifests are compared in Helm 4.1's layout (see `interop::helm_4_1_layout`):
+//! rudder keeps Helm 4.2's.
 
 mod interop;
 
@@ -63,6 +65,9 @@ fn normalized(v: &Value, ns: &str) -> Value {
                 .collect::<Map<_, _>>(),
         ),
         Value::Array(a) => Value::Array(a.iter().map(|v| normalized(v, ns)).collect()),
+        Value::String(s) if interop::helm_has_4_1_layout() => {
+            Value::String(interop::helm_4_1_layout(&s.replace(ns, "<ns>")))
+        }
         Value::String(s) => Value::String(s.replace(ns, "<ns>")),
         other => other.clone(),
     }

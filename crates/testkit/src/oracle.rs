@@ -1,7 +1,10 @@
 //! The Helm oracle's corpus format, for tests and benchmarks: the cases of a corpus
 //! folder, their options (`<scenario>.options.json`), one case rendered end to end, and
 //! render results in the JSON shape of `helm-oracle render`
-//! (`{"manifests": {...}, "error": null}`) so the oracle's `compare` can judge them.
+//! (`{"manifests": {...}, "error": null}`), judged against Helm's expected renders by
+//! meaning (the oracle's `compare`) and byte for byte ([`bytes`]).
+
+pub mod bytes;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -168,19 +171,58 @@ pub struct CorpusCase<'c> {
     pub options: CaseOptions,
 }
 
+/// A corpus judged against Helm's expected renders.
+pub struct Judged {
+    /// How many cases the corpus has.
+    pub cases: usize,
+    /// The oracle's `compare`, by meaning (document and key order ignored,
+    /// nondeterministic paths masked); `None`, with a skip message, when the
+    /// oracle or its PyYAML is missing.
+    pub meaning: Option<Compared>,
+    /// Byte for byte (see [`bytes`]).
+    pub bytes: ByteJudgement,
+}
+
+/// How the renders compared with Helm's byte for byte.
+#[derive(Debug, Default)]
+pub struct ByteJudgement {
+    /// Cases whose every file (or error) equals Helm's.
+    pub identical: usize,
+    /// Cases equal to Helm's outside the values Helm renders differently on
+    /// every run (random passwords, keys, certificates, their checksums).
+    pub identical_outside_random: usize,
+    /// `chart/scenario: where` of every other case.
+    pub failures: Vec<String>,
+}
+
+impl ByteJudgement {
+    /// One line per failing case, then the counts.
+    pub fn report(&self, cases: usize) -> String {
+        let mut out: String = self
+            .failures
+            .iter()
+            .map(|f| format!("BYTES {f}\n"))
+            .collect();
+        out.push_str(&format!(
+            "{} of {cases} cases byte-identical to Helm, {} more outside random values, {} differ",
+            self.identical,
+            self.identical_outside_random,
+            self.failures.len()
+        ));
+        out
+    }
+}
+
 /// Renders every case of the corpus with `render` (the render in
-/// `helm-oracle render`'s JSON shape) into a scratch folder, and has the
-/// oracle's `compare` judge them against Helm's expected renders; with the
-/// number of cases. `None` (with a skip message) when the corpus, the
-/// oracle or its PyYAML is missing.
-pub fn judge_corpus(
-    label: &str,
-    mut render: impl FnMut(&CorpusCase) -> Vec<u8>,
-) -> Option<(Compared, usize)> {
+/// `helm-oracle render`'s JSON shape), judges each byte for byte against
+/// Helm's expected render, and has the oracle's `compare` judge them all by
+/// meaning. `None` (with a skip message) when the corpus is missing.
+pub fn judge_corpus(label: &str, mut render: impl FnMut(&CorpusCase) -> Vec<u8>) -> Option<Judged> {
     let corpus = corpus_with_expected()?;
     let out = std::env::temp_dir().join(format!("rudder-{label}-{}", std::process::id()));
     let cases = corpus_cases(&corpus);
     assert!(!cases.is_empty(), "no cases in {}", corpus.display());
+    let mut judged = ByteJudgement::default();
     for (chart, scenario, dir, values) in &cases {
         let case = CorpusCase {
             chart,
@@ -191,11 +233,35 @@ pub fn judge_corpus(
         };
         let file = out.join(chart).join(format!("{scenario}.json"));
         std::fs::create_dir_all(file.parent().expect("parent")).expect("mkdir");
-        std::fs::write(&file, render(&case)).expect("write");
+        let rendered = render(&case);
+        let expected = corpus
+            .join("expected")
+            .join(chart)
+            .join(format!("{scenario}.json"));
+        let verdict = std::fs::read(&expected)
+            .map_err(|e| format!("cannot read {}: {e}", expected.display()))
+            .and_then(|e| serde_json::from_slice(&e).map_err(|e| e.to_string()))
+            .and_then(|e| {
+                let actual = serde_json::from_slice(&rendered)
+                    .map_err(|e| format!("the render is not JSON: {e}"))?;
+                bytes::compare(&e, &actual)
+            });
+        match verdict {
+            Ok(bytes::Exactness::Identical) => judged.identical += 1,
+            Ok(bytes::Exactness::IdenticalOutsideRandomValues(_)) => {
+                judged.identical_outside_random += 1
+            }
+            Err(why) => judged.failures.push(format!("{chart}/{scenario}: {why}")),
+        }
+        std::fs::write(&file, rendered).expect("write");
     }
-    let compared = compare_with_helm(&corpus, &out);
+    let meaning = compare_with_helm(&corpus, &out);
     let _ = std::fs::remove_dir_all(&out);
-    Some((compared?, cases.len()))
+    Some(Judged {
+        cases: cases.len(),
+        meaning,
+        bytes: judged,
+    })
 }
 
 /// What the oracle's `compare` said of a folder of renders.

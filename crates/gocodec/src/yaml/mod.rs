@@ -293,6 +293,12 @@ mod tests {
             err("key:\n\tvalue"),
             "error converting YAML to JSON: yaml: line 2: found character that cannot start any token"
         );
+        // A key with no ':' before the end of the stream (the golden of
+        // Helm's template-with-invalid-yaml).
+        assert_eq!(
+            err("spec:\n  a: 1\ninvalid\n"),
+            "error converting YAML to JSON: yaml: line 4: could not find expected ':'"
+        );
         assert_eq!(
             err("a: .inf"),
             "error converting YAML to JSON: json: unsupported value: +Inf"

@@ -153,7 +153,9 @@ fn scan_err(text: &str, e: ScanError) -> YamlError {
         || msg == "tab cannot be used as indentation"
     {
         "found character that cannot start any token".to_string()
-    } else if msg == "simple key expect ':'" {
+    } else if msg == "simple key expect ':'" || msg == "simple key expected" {
+        // libyaml says this of a required simple key whether it goes stale
+        // or the stream ends without its ':'.
         "could not find expected ':'".to_string()
     } else {
         msg.to_string()

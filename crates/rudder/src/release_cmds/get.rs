@@ -14,12 +14,30 @@ use super::{connect, not_found, KubeArgs, OutputFormat};
 #[derive(clap::Args, Debug)]
 pub(crate) struct GetMetadataArgs {
     /// Release name.
-    pub name: String,
+    #[arg(value_name = "RELEASE_NAME")]
+    pub args: Vec<String>,
     /// Read this revision instead of the newest.
     #[arg(long)]
     pub revision: Option<i64>,
     #[arg(short = 'o', long, value_enum, default_value = "table")]
     pub output: OutputFormat,
+    #[command(flatten)]
+    pub kube: KubeArgs,
+}
+
+/// `get all NAME`.
+#[derive(clap::Args, Debug)]
+pub(crate) struct GetAllArgs {
+    /// Release name.
+    #[arg(value_name = "RELEASE_NAME")]
+    pub args: Vec<String>,
+    /// Read this revision instead of the newest.
+    #[arg(long)]
+    pub revision: Option<i64>,
+    /// A Go template to print instead, run on `.Release` (Helm's release
+    /// struct, e.g. '{{.Release.Chart.Metadata.Version}}').
+    #[arg(long)]
+    pub template: Option<String>,
     #[command(flatten)]
     pub kube: KubeArgs,
 }
@@ -86,7 +104,7 @@ fn apply_method_text(method: &str) -> &str {
 pub(super) async fn metadata(a: GetMetadataArgs) -> anyhow::Result<String> {
     let (cfg, ns) = connect(&a.kube).await?;
     let rel = Get::new(&cfg, ns.clone())
-        .run(&a.name, a.revision)
+        .run(super::release_name(&a.args), a.revision)
         .await
         .map_err(not_found)?;
     let labels = shown_labels(&cfg, &ns, &rel, a.revision).await?;
@@ -151,15 +169,18 @@ fn metadata_output(
 
 /// `get hooks NAME`.
 pub(super) async fn hooks(a: super::GetTextArgs) -> anyhow::Result<String> {
-    let rel = super::get(&a.kube, &a.name, a.revision).await?;
+    let rel = super::get(&a.kube, super::release_name(&a.args), a.revision).await?;
     Ok(format::hooks_text(&rel))
 }
 
 /// `get all NAME`: the status printer with the chart's name and versions, both sets
-/// of values, the hooks and the manifest.
-pub(super) async fn all(a: super::GetTextArgs) -> anyhow::Result<String> {
-    let rel = super::get(&a.kube, &a.name, a.revision).await?;
-    all_text(&rel)
+/// of values, the hooks and the manifest; or `--template` run on the release.
+pub(super) async fn all(a: GetAllArgs) -> anyhow::Result<String> {
+    let rel = super::get(&a.kube, super::release_name(&a.args), a.revision).await?;
+    match a.template.as_deref().filter(|t| !t.is_empty()) {
+        Some(t) => super::go_release::execute(t, &rel),
+        None => all_text(&rel),
+    }
 }
 
 fn all_text(rel: &Release) -> anyhow::Result<String> {

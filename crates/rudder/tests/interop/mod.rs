@@ -30,6 +30,45 @@ pub fn state_file(s: char) -> String {
     path_str(&fixtures().join(format!("{s}.yaml")))
 }
 
+/// Whether the helm CLI under test prints Helm 4.1's manifest layout (documents
+/// trimmed), where rudder, like Helm >= 4.2, keeps each document's trailing
+/// newlines (helm/helm#31952).
+pub fn helm_has_4_1_layout() -> bool {
+    static OLD: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *OLD.get_or_init(|| {
+        let Some(helm) = testkit::tools::helm() else {
+            return false;
+        };
+        let out = helm.command().args(["version", "--short"]).output();
+        let version = out
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_default();
+        let mut parts = version.trim().trim_start_matches('v').split('.');
+        let major: u32 = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
+        let minor: u32 = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
+        (major, minor) < (4, 2)
+    })
+}
+
+/// `text` in Helm 4.1's layout where Helm 4.2 keeps documents' trailing
+/// newlines: no blank lines before a `---` or `MANIFEST:` line, one before
+/// `NOTES:`, no newline at the end (a 4.1 hook's manifest has none). Applied to both tools' output when the helm CLI
+/// is older than 4.2, so that only this known difference is set aside.
+pub fn helm_4_1_layout(text: &str) -> String {
+    let mut out = text.to_string();
+    for marker in ["---", "MANIFEST:"] {
+        let (blank, tight) = (format!("\n\n{marker}"), format!("\n{marker}"));
+        while out.contains(&blank) {
+            out = out.replace(&blank, &tight);
+        }
+    }
+    while out.contains("\n\n\nNOTES:") {
+        out = out.replace("\n\n\nNOTES:", "\n\nNOTES:");
+    }
+    out.truncate(out.trim_end_matches('\n').len());
+    out
+}
+
 pub fn path_str(p: &Path) -> String {
     p.to_str().expect("utf-8 path").to_string()
 }

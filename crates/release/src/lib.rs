@@ -9,6 +9,7 @@
 #![warn(unreachable_pub)]
 
 pub mod api_error;
+pub mod cache;
 pub mod codec;
 pub mod driver;
 mod error;

@@ -15,6 +15,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{Api, ListParams};
 use kube::Client;
 
+use crate::cache::RecordCaches;
 use crate::driver::{
     make_key, selector, ConfigMapDriver, Driver, Filter, MemoryDriver, RecordMeta, RecordStamp,
     SecretDriver, WriteMeta, OWNER_HELM,
@@ -64,14 +65,37 @@ impl StorageDriver {
 
     /// The release storage of `namespace` (Helm's default history limit).
     pub fn storage(&self, client: &Client, namespace: &str) -> Storage {
-        let driver: Arc<dyn Driver> = match self {
-            StorageDriver::Secret => {
-                Arc::new(SecretDriver::for_namespace(client.clone(), namespace))
+        self.cached_storage(client, namespace, &RecordCaches::default())
+    }
+
+    /// The release storage of `namespace`, reading record metadata from the cache
+    /// of this driver's kind in `caches` when there is one (see [`crate::cache`]).
+    pub fn cached_storage(
+        &self,
+        client: &Client,
+        namespace: &str,
+        caches: &RecordCaches,
+    ) -> Storage {
+        let client = client.clone();
+        let driver: Arc<dyn Driver> = match (self, caches) {
+            (
+                StorageDriver::Secret,
+                RecordCaches {
+                    secrets: Some(c), ..
+                },
+            ) => Arc::new(SecretDriver::cached(client, namespace, c.clone())),
+            (StorageDriver::Secret, _) => Arc::new(SecretDriver::for_namespace(client, namespace)),
+            (
+                StorageDriver::ConfigMap,
+                RecordCaches {
+                    configmaps: Some(c),
+                    ..
+                },
+            ) => Arc::new(ConfigMapDriver::cached(client, namespace, c.clone())),
+            (StorageDriver::ConfigMap, _) => {
+                Arc::new(ConfigMapDriver::for_namespace(client, namespace))
             }
-            StorageDriver::ConfigMap => {
-                Arc::new(ConfigMapDriver::for_namespace(client.clone(), namespace))
-            }
-            StorageDriver::Memory(m) => m.clone(),
+            (StorageDriver::Memory(m), _) => m.clone(),
         };
         Storage::new(driver)
     }
@@ -240,7 +264,7 @@ impl Storage {
 
     /// Metadata of the newest revision labelled deployed. Several can be labelled so
     /// after concurrent writers; like Helm, the newest wins.
-    pub(crate) async fn deployed_meta(&self, name: &str) -> Result<Option<RecordMeta>> {
+    pub async fn deployed_meta(&self, name: &str) -> Result<Option<RecordMeta>> {
         let metas = self
             .driver
             .query_meta(&selector([

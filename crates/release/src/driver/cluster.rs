@@ -2,6 +2,7 @@
 //! ConfigMaps, in one namespace, in exactly Helm's layout (see [`super::objects`]).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
@@ -12,7 +13,8 @@ use kube::{Api, Client};
 use serde_json::json;
 
 use super::objects::{ObjectBackend, ObjectDriver, RawObject};
-use super::SECRET_TYPE;
+use super::{parse_key, SECRET_TYPE};
+use crate::cache::{RecordCache, Written};
 use crate::error::{Error, Result};
 
 /// Release records stored as Secrets (Helm's `secret` driver).
@@ -25,12 +27,24 @@ impl SecretDriver {
     pub fn for_namespace(client: Client, namespace: &str) -> SecretDriver {
         ObjectDriver::new(SecretBackend::new(client, namespace))
     }
+
+    /// A Secret driver for `namespace` that reads record metadata from `cache` (a
+    /// cache of Secrets) and tells it of its writes.
+    pub fn cached(client: Client, namespace: &str, cache: Arc<RecordCache>) -> SecretDriver {
+        ObjectDriver::new(SecretBackend::new(client, namespace).with_cache(cache))
+    }
 }
 
 impl ConfigMapDriver {
     /// A ConfigMap driver for `namespace`.
     pub fn for_namespace(client: Client, namespace: &str) -> ConfigMapDriver {
         ObjectDriver::new(ConfigMapBackend::new(client, namespace))
+    }
+
+    /// A ConfigMap driver for `namespace` that reads record metadata from `cache` (a
+    /// cache of ConfigMaps) and tells it of its writes.
+    pub fn cached(client: Client, namespace: &str, cache: Arc<RecordCache>) -> ConfigMapDriver {
+        ObjectDriver::new(ConfigMapBackend::new(client, namespace).with_cache(cache))
     }
 }
 
@@ -66,7 +80,7 @@ async fn patch_annotation<K>(
     resource_version: Option<&str>,
     annotation: &str,
     value: Option<&str>,
-) -> std::result::Result<(), kube::Error>
+) -> std::result::Result<K, kube::Error>
 where
     K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
 {
@@ -77,7 +91,6 @@ where
     let patch = json!({ "metadata": meta });
     api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
         .await
-        .map(|_| ())
 }
 
 fn meta(obj: &RawObject) -> ObjectMeta {
@@ -183,11 +196,13 @@ impl RecordKind for ConfigMap {
     }
 }
 
-/// Objects of kind `K` in one namespace.
+/// Objects of kind `K` in one namespace, their metadata read from a
+/// [`RecordCache`] when it has one.
 #[derive(Clone)]
 pub struct KindBackend<K: RecordKind> {
     api: Api<K>,
     namespace: String,
+    cache: Option<Arc<RecordCache>>,
 }
 
 /// Secrets in one namespace.
@@ -200,12 +215,54 @@ impl<K: RecordKind> KindBackend<K> {
         KindBackend {
             api: Api::namespaced(client, namespace),
             namespace: namespace.to_string(),
+            cache: None,
         }
+    }
+
+    fn with_cache(mut self, cache: Arc<RecordCache>) -> Self {
+        self.cache = Some(cache);
+        self
     }
 
     fn err(&self, op: &str, name: &str, e: kube::Error) -> Error {
         map_err(K::KIND, &self.namespace, op, name, e)
     }
+
+    /// The cache, when it is fresh for `release` (`None`: every release).
+    async fn fresh_cache(&self, release: Option<&str>) -> Option<&RecordCache> {
+        let cache = self.cache.as_deref()?;
+        cache.fresh(&self.namespace, release).await.then_some(cache)
+    }
+
+    /// Runs the write `op` on object `name`, telling the cache of it (so reads wait
+    /// until its watch delivers the version written).
+    async fn write<F, Fut>(&self, name: &str, release: Option<&str>, op: F) -> Result<()>
+    where
+        F: FnOnce() -> Fut,
+        Fut: std::future::Future<Output = Result<Written>>,
+    {
+        let guard = self
+            .cache
+            .as_deref()
+            .map(|c| c.write_started(&self.namespace, name, release));
+        let result = op().await;
+        if let (Some(guard), Ok(written)) = (guard, &result) {
+            guard.done(written.clone());
+        }
+        result.map(|_| ())
+    }
+}
+
+/// What a write answered, for the cache.
+fn stored<K: RecordKind>(obj: &K) -> Written {
+    match &obj.meta().resource_version {
+        Some(v) => Written::Stored(v.clone()),
+        None => Written::Failed,
+    }
+}
+
+fn raw_meta<K: RecordKind>(m: kube::core::PartialObjectMeta<K>) -> RawObject {
+    raw_from_meta(&m.metadata)
 }
 
 #[async_trait]
@@ -241,30 +298,83 @@ impl<K: RecordKind> ObjectBackend for KindBackend<K> {
         }
     }
 
+    async fn list_meta(&self, selector: &BTreeMap<String, String>) -> Result<Vec<RawObject>> {
+        if let Some(cache) = self
+            .fresh_cache(selector.get("name").map(String::as_str))
+            .await
+        {
+            return Ok(cache.list(&self.namespace, selector));
+        }
+        self.list_meta_fresh(selector).await
+    }
+
+    async fn list_meta_fresh(&self, selector: &BTreeMap<String, String>) -> Result<Vec<RawObject>> {
+        let lp = ListParams::default().labels(&selector_string(selector));
+        match self.api.list_metadata(&lp).await {
+            Ok(list) => Ok(list.items.into_iter().map(raw_meta).collect()),
+            Err(e) => Err(Error::api(
+                format!(
+                    "list {}s in {} with labels {}",
+                    K::KIND,
+                    self.namespace,
+                    selector_string(selector)
+                ),
+                e,
+            )),
+        }
+    }
+
+    async fn get_meta(&self, name: &str) -> Result<Option<RawObject>> {
+        let release = parse_key(name).map(|(r, _)| r);
+        if let Some(cache) = self.fresh_cache(release).await {
+            return Ok(cache.get(&self.namespace, name));
+        }
+        match self.api.get_metadata_opt(name).await {
+            Ok(o) => Ok(o.map(raw_meta)),
+            Err(e) => Err(self.err("get", name, e)),
+        }
+    }
+
+    fn cached_reads(&self) -> bool {
+        self.cache.is_some()
+    }
+
     async fn create(&self, obj: &RawObject) -> Result<()> {
         let mut o = K::from_raw(obj);
         o.meta_mut().resource_version = None;
-        self.api
-            .create(&PostParams::default(), &o)
-            .await
-            .map(|_| ())
-            .map_err(|e| self.err("create", &obj.name, e))
+        let release = obj.labels.get("name").map(String::as_str);
+        self.write(&obj.name, release, || async {
+            self.api
+                .create(&PostParams::default(), &o)
+                .await
+                .map(|o| stored(&o))
+                .map_err(|e| self.err("create", &obj.name, e))
+        })
+        .await
     }
 
     async fn replace(&self, obj: &RawObject) -> Result<()> {
-        self.api
-            .replace(&obj.name, &PostParams::default(), &K::from_raw(obj))
-            .await
-            .map(|_| ())
-            .map_err(|e| self.err("update", &obj.name, e))
+        let release = obj.labels.get("name").map(String::as_str);
+        self.write(&obj.name, release, || async {
+            self.api
+                .replace(&obj.name, &PostParams::default(), &K::from_raw(obj))
+                .await
+                .map(|o| stored(&o))
+                .map_err(|e| self.err("update", &obj.name, e))
+        })
+        .await
     }
 
     async fn delete(&self, name: &str) -> Result<()> {
-        self.api
-            .delete(name, &DeleteParams::default())
-            .await
-            .map(|_| ())
-            .map_err(|e| self.err("delete", name, e))
+        self.write(name, None, || async {
+            match self.api.delete(name, &DeleteParams::default()).await {
+                // Held by a finalizer: it stays, marked for deletion.
+                Ok(either::Either::Left(o)) => Ok(stored(&o)),
+                Ok(either::Either::Right(_)) => Ok(Written::Gone),
+                Err(e) => Err(self.err("delete", name, e)),
+            }
+        })
+        .await
     }
 
     async fn annotate(
@@ -274,8 +384,12 @@ impl<K: RecordKind> ObjectBackend for KindBackend<K> {
         annotation: &str,
         value: Option<&str>,
     ) -> Result<()> {
-        patch_annotation(&self.api, name, resource_version, annotation, value)
-            .await
-            .map_err(|e| self.err("annotate", name, e))
+        self.write(name, None, || async {
+            patch_annotation(&self.api, name, resource_version, annotation, value)
+                .await
+                .map(|o| stored(&o))
+                .map_err(|e| self.err("annotate", name, e))
+        })
+        .await
     }
 }

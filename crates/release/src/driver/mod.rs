@@ -218,7 +218,14 @@ pub trait Driver: Send + Sync {
     async fn query(&self, labels: &BTreeMap<String, String>) -> Result<Vec<Release>>;
 
     /// The records whose labels match, without decoding them (empty when none match).
+    /// May be answered from a cache that is at least as new as this driver's own
+    /// writes (see [`crate::cache`]).
     async fn query_meta(&self, labels: &BTreeMap<String, String>) -> Result<Vec<RecordMeta>>;
+
+    /// [`Driver::query_meta`] as the API server has it now, bypassing any cache.
+    async fn query_meta_fresh(&self, labels: &BTreeMap<String, String>) -> Result<Vec<RecordMeta>> {
+        self.query_meta(labels).await
+    }
 
     /// Stores a new record; [`Error::AlreadyExists`] if the key is taken.
     async fn create(&self, key: &str, rel: &Release) -> Result<()> {

@@ -124,6 +124,27 @@ pub trait ObjectBackend: Send + Sync {
     async fn get(&self, name: &str) -> Result<Option<RawObject>>;
     /// Objects whose labels match all of `selector`.
     async fn list(&self, selector: &BTreeMap<String, String>) -> Result<Vec<RawObject>>;
+    /// Like [`ObjectBackend::list`], but only the metadata is needed (`data` may be
+    /// left empty): a backend may answer from a cache that is at least as new as its
+    /// own writes, or with a metadata-only list.
+    async fn list_meta(&self, selector: &BTreeMap<String, String>) -> Result<Vec<RawObject>> {
+        self.list(selector).await
+    }
+    /// [`ObjectBackend::list_meta`] as the server has it now, bypassing any cache.
+    async fn list_meta_fresh(&self, selector: &BTreeMap<String, String>) -> Result<Vec<RawObject>> {
+        self.list(selector).await
+    }
+    /// Like [`ObjectBackend::get`], but only the metadata is needed (see
+    /// [`ObjectBackend::list_meta`]).
+    async fn get_meta(&self, name: &str) -> Result<Option<RawObject>> {
+        self.get(name).await
+    }
+    /// Whether [`ObjectBackend::list_meta`] and [`ObjectBackend::get_meta`] may answer
+    /// from a cache, which can lag writes of others: a conditional write that fails
+    /// after such a read is worth one more try with a fresh read.
+    fn cached_reads(&self) -> bool {
+        false
+    }
     /// [`Error::AlreadyExists`] if the name is taken.
     async fn create(&self, obj: &RawObject) -> Result<()>;
     /// [`Error::NotFound`] if missing, [`Error::Conflict`] on a stale resource version.
@@ -201,6 +222,13 @@ impl<B: ObjectBackend> ObjectDriver<B> {
 
     fn is_chunk(obj: &RawObject) -> bool {
         obj.labels.contains_key(PART_LABEL)
+    }
+
+    /// Whether a record object is a chunk index, from its data or (metadata only)
+    /// from the annotation every index carries.
+    fn is_chunked(obj: &RawObject) -> bool {
+        obj.data.contains_key(CHUNKS_KEY)
+            || obj.annotations.get(STORAGE_ANNOTATION).map(String::as_str) == Some(STORAGE_CHUNKED)
     }
 
     /// Decodes a listed or fetched object, following chunks if needed.
@@ -361,7 +389,7 @@ impl<B: ObjectBackend> ObjectDriver<B> {
             ("name".to_string(), name.to_string()),
             ("version".to_string(), version.to_string()),
         ]);
-        for obj in self.backend.list(&selector).await? {
+        for obj in self.backend.list_meta(&selector).await? {
             if keep.iter().any(|k| k.name == obj.name) {
                 continue;
             }
@@ -376,7 +404,7 @@ impl<B: ObjectBackend> ObjectDriver<B> {
     /// Deletes a record's object and, for a chunked record, its chunks.
     async fn remove_object(&self, key: &str, obj: &RawObject) -> Result<()> {
         self.backend.delete(key).await?;
-        if obj.data.contains_key(CHUNKS_KEY) {
+        if Self::is_chunked(obj) {
             let (name, version) = Self::rel_name_version(key, obj);
             self.delete_chunks(&name, version, &[]).await?;
         }
@@ -461,7 +489,21 @@ impl<B: ObjectBackend> Driver for ObjectDriver<B> {
         }
         Ok(self
             .backend
-            .list(labels)
+            .list_meta(labels)
+            .await?
+            .iter()
+            .filter(|o| !Self::is_chunk(o))
+            .map(RawObject::record_meta)
+            .collect())
+    }
+
+    async fn query_meta_fresh(&self, labels: &BTreeMap<String, String>) -> Result<Vec<RecordMeta>> {
+        for (k, v) in labels {
+            validate_label_value(k, v)?;
+        }
+        Ok(self
+            .backend
+            .list_meta_fresh(labels)
             .await?
             .iter()
             .filter(|o| !Self::is_chunk(o))
@@ -493,11 +535,14 @@ impl<B: ObjectBackend> Driver for ObjectDriver<B> {
     }
 
     async fn update_with(&self, key: &str, rel: &Release, meta: &WriteMeta) -> Result<()> {
+        // Only the metadata is used: the lock on it, its version and finalizers, and
+        // whether it is chunked.
         let mut existing = self
             .backend
-            .get(key)
+            .get_meta(key)
             .await?
             .ok_or_else(|| Error::NotFound(key.to_string()))?;
+        let mut cached = self.backend.cached_reads();
         let mut labels = record_labels(rel);
         labels.insert("modifiedAt".into(), now_label());
         let (mut main, mut chunks) = self.build(key, rel, labels)?;
@@ -514,9 +559,12 @@ impl<B: ObjectBackend> Driver for ObjectDriver<B> {
             match self.backend.replace(&main).await {
                 Ok(()) => break,
                 // Only the holder's own lock renewals race with its writes; anything
-                // else that changed the record since we read it wins.
-                Err(Error::Conflict(_)) if meta.holder.is_some() && attempts < 3 => {
-                    attempts += 1;
+                // else that changed the record since we read it wins. A read from a
+                // cache may just have been behind: that one is read again.
+                Err(Error::Conflict(_)) if cached || (meta.holder.is_some() && attempts < 3) => {
+                    if !std::mem::take(&mut cached) {
+                        attempts += 1;
+                    }
                     existing = self
                         .backend
                         .get(key)
@@ -526,7 +574,7 @@ impl<B: ObjectBackend> Driver for ObjectDriver<B> {
                 Err(e) => return Err(e),
             }
         }
-        let was_chunked = existing.data.contains_key(CHUNKS_KEY);
+        let was_chunked = Self::is_chunked(&existing);
         if was_chunked || !chunks.is_empty() {
             let (name, version) = Self::rel_name_version(key, &existing);
             self.delete_chunks(&name, version, &chunks).await?;
@@ -560,7 +608,7 @@ impl<B: ObjectBackend> Driver for ObjectDriver<B> {
     async fn remove(&self, key: &str) -> Result<()> {
         let obj = self
             .backend
-            .get(key)
+            .get_meta(key)
             .await?
             .ok_or_else(|| Error::NotFound(key.to_string()))?;
         self.remove_object(key, &obj).await

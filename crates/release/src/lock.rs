@@ -158,8 +158,14 @@ pub struct LockSlot {
 /// Where locks are kept.
 #[async_trait]
 pub trait LockBackend: Send + Sync {
-    /// The release's lock slot, read now.
+    /// The release's lock slot, read now (possibly from a cache that is at least as
+    /// new as this process's own writes).
     async fn read(&self, release: &str) -> Result<LockSlot, LockError>;
+    /// The release's lock slot as the API server has it now: after a read from a
+    /// cache lost a race, or before acting on what it said of others' writes.
+    async fn read_fresh(&self, release: &str) -> Result<LockSlot, LockError> {
+        self.read(release).await
+    }
     /// Puts `lock` (or, with `None`, no lock) on the slot's record if it is unchanged
     /// since `slot` was read ([`LockError::Contended`] otherwise). A slot without a
     /// record writes nothing.
@@ -190,25 +196,37 @@ fn storage_err(release: &str, e: Error) -> LockError {
     }
 }
 
+/// The lock slot of a release whose records are `metas`: its newest record.
+fn slot_of(metas: Vec<crate::RecordMeta>) -> LockSlot {
+    match metas.into_iter().max_by_key(|m| m.version) {
+        None => LockSlot::default(),
+        Some(m) => LockSlot {
+            lock: LockState::of(&m.annotations),
+            record: Some(RecordRef {
+                key: m.key,
+                version: m.version,
+                resource_version: m.resource_version,
+            }),
+        },
+    }
+}
+
 #[async_trait]
 impl LockBackend for RecordLocks {
     async fn read(&self, release: &str) -> Result<LockSlot, LockError> {
-        let metas = self
-            .driver
+        self.driver
             .query_meta(&selector([("name", release), ("owner", OWNER_HELM)]))
             .await
-            .map_err(|e| storage_err(release, e))?;
-        Ok(match metas.into_iter().max_by_key(|m| m.version) {
-            None => LockSlot::default(),
-            Some(m) => LockSlot {
-                lock: LockState::of(&m.annotations),
-                record: Some(RecordRef {
-                    key: m.key,
-                    version: m.version,
-                    resource_version: m.resource_version,
-                }),
-            },
-        })
+            .map(slot_of)
+            .map_err(|e| storage_err(release, e))
+    }
+
+    async fn read_fresh(&self, release: &str) -> Result<LockSlot, LockError> {
+        self.driver
+            .query_meta_fresh(&selector([("name", release), ("owner", OWNER_HELM)]))
+            .await
+            .map(slot_of)
+            .map_err(|e| storage_err(release, e))
     }
 
     async fn write(
@@ -248,6 +266,10 @@ impl<T: LockBackend + ?Sized> LockBackend for Arc<T> {
         (**self).read(release).await
     }
 
+    async fn read_fresh(&self, release: &str) -> Result<LockSlot, LockError> {
+        (**self).read_fresh(release).await
+    }
+
     async fn write(
         &self,
         release: &str,
@@ -268,6 +290,10 @@ pub struct LockHandle {
 
 /// How often a conditional write is retried after losing a race before giving up.
 const RETRIES: usize = 3;
+/// How often, and how far apart, a read that shows an older newest record than one
+/// the holder wrote is repeated before the lock gives up (a lagging cache or list).
+const STALE_READS: u32 = 5;
+const STALE_READ_PAUSE: Duration = Duration::from_millis(200);
 
 /// Takes, renews and gives back per-release locks for one holder identity.
 pub struct ReleaseLocks<B> {
@@ -313,31 +339,79 @@ impl<B: LockBackend> ReleaseLocks<B> {
         now: Timestamp,
         dead: Option<&str>,
     ) -> Result<LockHandle, LockError> {
-        let slot = self.backend.read(release).await?;
-        if let Some(current) = &slot.lock {
-            let ours = current.holder == self.holder;
-            let gone = dead == Some(current.holder.as_str());
-            if !ours && !gone && current.is_live(now) {
-                return Err(LockError::Held {
-                    release: release.to_string(),
-                    holder: current.holder.clone(),
-                    acquired: current.acquired,
-                    expires: current.expires(),
-                });
-            }
-        }
         let state = LockState {
             holder: self.holder.clone(),
             acquired: now,
             renewed: now,
             duration_seconds: self.duration_seconds(),
         };
-        self.backend.write(release, &slot, Some(&state)).await?;
-        Ok(LockHandle {
-            release: release.to_string(),
-            state,
-            slot,
-        })
+        // A read from a cache may be behind others' writes: a lock it shows is
+        // confirmed, and a write that lost a race tried once more, on a fresh read.
+        let mut fresh = false;
+        loop {
+            let slot = if fresh {
+                self.backend.read_fresh(release).await?
+            } else {
+                self.backend.read(release).await?
+            };
+            if let Some(current) = &slot.lock {
+                let ours = current.holder == self.holder;
+                let gone = dead == Some(current.holder.as_str());
+                if !ours && !gone && current.is_live(now) {
+                    if !fresh {
+                        fresh = true;
+                        continue;
+                    }
+                    return Err(LockError::Held {
+                        release: release.to_string(),
+                        holder: current.holder.clone(),
+                        acquired: current.acquired,
+                        expires: current.expires(),
+                    });
+                }
+            }
+            match self.backend.write(release, &slot, Some(&state)).await {
+                Err(LockError::Contended(_)) if !fresh => fresh = true,
+                Err(e) => return Err(e),
+                Ok(()) => {
+                    return Ok(LockHandle {
+                        release: release.to_string(),
+                        state,
+                        slot,
+                    })
+                }
+            }
+        }
+    }
+
+    /// The slot of `release`, whose newest record is at least revision `newest` (one
+    /// the holder wrote itself): a read that shows an older one is behind (a cache, or
+    /// a list a server answered from a lagging cache) and is repeated from the server,
+    /// so the lock never lands on a record that is no longer the newest. `fresh`
+    /// reads from the server from the start.
+    async fn read_at_least(
+        &self,
+        release: &str,
+        newest: i64,
+        fresh: bool,
+    ) -> Result<LockSlot, LockError> {
+        let mut slot = if fresh {
+            self.backend.read_fresh(release).await?
+        } else {
+            self.backend.read(release).await?
+        };
+        let mut tries = 0;
+        while slot.record.as_ref().is_some_and(|r| r.version < newest) {
+            tries += 1;
+            if tries > STALE_READS {
+                return Err(LockError::Contended(release.to_string()));
+            }
+            if tries > 1 {
+                tokio::time::sleep(STALE_READ_PAUSE).await;
+            }
+            slot = self.backend.read_fresh(release).await?;
+        }
+        Ok(slot)
     }
 
     /// Extends a held lock; [`LockError::Lost`] if it was taken over meanwhile.
@@ -352,9 +426,24 @@ impl<B: LockBackend> ReleaseLocks<B> {
         handle: &LockHandle,
         now: Timestamp,
     ) -> Result<LockHandle, LockError> {
+        let newest = handle.slot.record.as_ref().map_or(0, |r| r.version);
+        self.renew_written(handle, now, newest).await
+    }
+
+    /// [`ReleaseLocks::renew_at`] by a holder that has written revision `newest`
+    /// since: the lock is renewed on that record or a newer one, never on an older
+    /// one a lagging read still shows as the newest (that would leave the real newest
+    /// record with a lock that expires while the holder still works).
+    pub async fn renew_written(
+        &self,
+        handle: &LockHandle,
+        now: Timestamp,
+        newest: i64,
+    ) -> Result<LockHandle, LockError> {
         let lost = || LockError::Lost(handle.release.clone());
+        let mut fresh = false;
         for _ in 0..RETRIES {
-            let slot = self.backend.read(&handle.release).await?;
+            let slot = self.read_at_least(&handle.release, newest, fresh).await?;
             match &slot.lock {
                 Some(l) if l.holder == self.holder => {}
                 // The release has no records (any more): nothing to hold on to, and
@@ -364,6 +453,11 @@ impl<B: LockBackend> ReleaseLocks<B> {
                         slot,
                         ..handle.clone()
                     })
+                }
+                // Lost, unless a read from a cache was behind: ask the server.
+                _ if !fresh => {
+                    fresh = true;
+                    continue;
                 }
                 _ => return Err(lost()),
             }
@@ -383,7 +477,7 @@ impl<B: LockBackend> ReleaseLocks<B> {
                         slot,
                     })
                 }
-                Err(LockError::Contended(_)) => continue,
+                Err(LockError::Contended(_)) => fresh = true,
                 Err(e) => return Err(e),
             }
         }
@@ -392,14 +486,21 @@ impl<B: LockBackend> ReleaseLocks<B> {
 
     /// Gives the lock back. Succeeds if it is already gone or was taken over.
     pub async fn release(&self, handle: LockHandle) -> Result<(), LockError> {
+        let newest = handle.slot.record.as_ref().map_or(0, |r| r.version);
+        self.release_written(handle, newest).await
+    }
+
+    /// [`ReleaseLocks::release`] by a holder that has written revision `newest`.
+    pub async fn release_written(&self, handle: LockHandle, newest: i64) -> Result<(), LockError> {
+        let mut fresh = false;
         for _ in 0..RETRIES {
-            let slot = self.backend.read(&handle.release).await?;
+            let slot = self.read_at_least(&handle.release, newest, fresh).await?;
             match &slot.lock {
                 Some(l) if l.holder == self.holder => {}
                 _ => return Ok(()),
             }
             match self.backend.write(&handle.release, &slot, None).await {
-                Err(LockError::Contended(_)) => continue,
+                Err(LockError::Contended(_)) => fresh = true,
                 other => return other,
             }
         }
@@ -593,6 +694,92 @@ mod tests {
         );
         // Unlocked writers (the helm CLI's way) are not stopped.
         storage.update(&rel).await.unwrap();
+    }
+
+    /// Answers reads with an older view than the server has, as a lagging cache (or
+    /// a list served from one) would: only fresh reads see every record.
+    struct Lagging {
+        records: RecordLocks,
+        behind: LockSlot,
+    }
+
+    #[async_trait]
+    impl LockBackend for Lagging {
+        async fn read(&self, _: &str) -> Result<LockSlot, LockError> {
+            Ok(self.behind.clone())
+        }
+
+        async fn read_fresh(&self, release: &str) -> Result<LockSlot, LockError> {
+            self.records.read(release).await
+        }
+
+        async fn write(
+            &self,
+            release: &str,
+            slot: &LockSlot,
+            lock: Option<&LockState>,
+        ) -> Result<(), LockError> {
+            self.records.write(release, slot, lock).await
+        }
+    }
+
+    #[tokio::test]
+    async fn a_lagging_read_never_puts_the_lock_on_an_older_record() {
+        let driver = Arc::new(MemoryDriver::new());
+        let storage = Storage::new(driver.clone());
+        record(&storage, 1).await;
+        let records = RecordLocks::new(driver.clone());
+        let a = locks("a", records.clone());
+        let held = a.try_acquire_at("web", at(0), None).await.unwrap();
+        // The holder writes revision 2 (carrying its lock); reads still show v1.
+        let mut v2 = Release {
+            name: "web".into(),
+            namespace: "ns".into(),
+            version: 2,
+            ..Release::default()
+        };
+        v2.set_status(Status::PendingUpgrade, "Preparing upgrade");
+        let meta = WriteMeta {
+            annotations: BTreeMap::from([(LOCK_ANNOTATION.to_string(), held.state.encode())]),
+            holder: Some("a".into()),
+            ..WriteMeta::default()
+        };
+        driver
+            .create_with("sh.helm.release.v1.web.v2", &v2, &meta)
+            .await
+            .unwrap();
+        let lagging = locks(
+            "a",
+            Lagging {
+                records,
+                behind: held.slot.clone(),
+            },
+        );
+        let renewed = lagging.renew_written(&held, at(10), 2).await.unwrap();
+        assert_eq!(renewed.slot.record.as_ref().map(|r| r.version), Some(2));
+        let on_v2 = driver.annotations_of("sh.helm.release.v1.web.v2").unwrap();
+        assert!(
+            on_v2[LOCK_ANNOTATION].contains("\"renewed\":\"2023-11-14T22:13:30Z\""),
+            "{on_v2:?}"
+        );
+        // And a lock a lagging read shows as someone else's is confirmed first.
+        let b = locks(
+            "b",
+            Lagging {
+                records: RecordLocks::new(driver.clone()),
+                behind: LockSlot {
+                    record: held.slot.record.clone(),
+                    lock: Some(LockState {
+                        holder: "gone".into(),
+                        ..held.state.clone()
+                    }),
+                },
+            },
+        );
+        match b.try_acquire_at("web", at(11), None).await {
+            Err(LockError::Held { holder, .. }) => assert_eq!(holder, "a"),
+            other => panic!("expected a's lock, got {other:?}"),
+        }
     }
 
     #[tokio::test]

@@ -319,7 +319,13 @@ async fn record_lock_in_the_cluster() {
         .unwrap();
     let v2 = secrets.get("sh.helm.release.v1.web.v2").await.unwrap();
     assert_eq!(v2.metadata.owner_references, Some(vec![owner]));
-    let held = a.renew(&held).await.unwrap();
+    // The holder renews knowing it wrote revision 2: a read that still shows v1 as
+    // the newest (a server answering the list from a lagging cache) is read again,
+    // so the lock never lands on v1 while v2 exists.
+    let held = a
+        .renew_written(&held, jiff::Timestamp::now(), 2)
+        .await
+        .unwrap();
     assert_eq!(
         held.slot.record.as_ref().map(|r| r.key.as_str()),
         Some("sh.helm.release.v1.web.v2")
@@ -356,4 +362,64 @@ async fn record_lock_in_the_cluster() {
     // The lock took no object of its own.
     let all = secrets.list(&ListParams::default()).await.unwrap();
     assert_eq!(all.items.len(), 2);
+}
+
+#[tokio::test]
+async fn cached_reads_see_our_own_writes_at_once() {
+    use release::cache::{watch, RecordCache};
+    let (ns, client) = start();
+    let cache = Arc::new(RecordCache::new("Secret"));
+    let watching = tokio::spawn(watch::<Secret>(
+        cache.clone(),
+        client.clone(),
+        Some(ns.name().to_string()),
+    ));
+    let driver: Arc<dyn Driver> = Arc::new(SecretDriver::cached(
+        client.clone(),
+        ns.name(),
+        cache.clone(),
+    ));
+    let storage = Storage::new(driver.clone());
+    for version in 1..=3 {
+        storage
+            .create(&rel(&ns, "web", version, Status::Superseded, "kind: A"))
+            .await
+            .unwrap();
+        // Right after the write: the cache has it (the read waited for the watch).
+        let history = storage.history_meta("web").await.unwrap();
+        assert_eq!(history.last().map(|m| m.version), Some(version));
+        let mut r = storage.get("web", version).await.unwrap();
+        r.set_status(Status::Deployed, "updated");
+        storage.update(&r).await.unwrap();
+        let deployed = storage.deployed_meta("web").await.unwrap();
+        assert_eq!(deployed.map(|m| m.version), Some(version));
+    }
+    // A lock taken through the cache lands on the newest record.
+    let locks = ReleaseLocks::new(
+        RecordLocks::new(driver.clone()),
+        "pod-a",
+        Duration::from_secs(15),
+    );
+    let held = locks.try_acquire("web").await.unwrap();
+    assert_eq!(held.slot.record.map(|r| r.version), Some(3));
+    // Someone else deletes a record: the cache drops it, and says so.
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    cache.on_change(move |c| {
+        let _ = tx.send(c);
+    });
+    Api::<Secret>::namespaced(client.clone(), ns.name())
+        .delete("sh.helm.release.v1.web.v1", &Default::default())
+        .await
+        .unwrap();
+    let change = tokio::time::timeout(Duration::from_secs(10), rx.recv())
+        .await
+        .expect("reported in time")
+        .expect("a change");
+    assert!(change.deleted && change.release == "web", "{change:?}");
+    let history = storage.history_meta("web").await.unwrap();
+    assert_eq!(
+        history.iter().map(|m| m.version).collect::<Vec<_>>(),
+        [2, 3]
+    );
+    watching.abort();
 }

@@ -9,6 +9,7 @@
 
 use chart::loader::Chart;
 use chart::values::Values;
+use kube::api::DynamicObject;
 use release::record::Release;
 
 use crate::config::ActionConfig;
@@ -82,31 +83,35 @@ impl<'a> Adopt<'a> {
                 Err(e) => return Err(e),
             }
         }
-        live_objects(&kube, &owner, &objects).await
+        Ok(live_objects(&kube, &owner, &objects).await?.0)
     }
 }
 
-/// Reads `objects` from the cluster and sorts the existing ones by ownership.
+/// Reads `objects` from the cluster and sorts the existing ones by ownership; also
+/// returns what was read, in order, so the install applies from the same reads.
 pub(crate) async fn live_objects(
     kube: &KubeClient,
     owner: &Owner,
     objects: &[Object],
-) -> Result<LiveObjects> {
+) -> Result<(LiveObjects, Vec<Option<DynamicObject>>)> {
     let mut live = LiveObjects::default();
+    let mut read = Vec::with_capacity(objects.len());
     for object in objects {
-        let Some(found) = kube.get(owner, object).await? else {
-            continue;
-        };
-        let ann = found.metadata.annotations.unwrap_or_default();
-        let ours = ann.get(RELEASE_NAME_ANNOTATION) == Some(&owner.name)
-            && ann.get(RELEASE_NAMESPACE_ANNOTATION) == Some(&owner.namespace);
-        if ours {
-            live.owned.push(object.reference.clone());
-        } else {
-            live.foreign.push(object.reference.clone());
+        let found = kube.get(owner, object).await?;
+        if let Some(found) = &found {
+            let ann = found.metadata.annotations.as_ref();
+            let says = |k: &str| ann.and_then(|a| a.get(k));
+            let ours = says(RELEASE_NAME_ANNOTATION) == Some(&owner.name)
+                && says(RELEASE_NAMESPACE_ANNOTATION) == Some(&owner.namespace);
+            if ours {
+                live.owned.push(object.reference.clone());
+            } else {
+                live.foreign.push(object.reference.clone());
+            }
         }
+        read.push(found);
     }
-    Ok(live)
+    Ok((live, read))
 }
 
 /// The options an adopting install runs with: no hooks (they ran when the release was

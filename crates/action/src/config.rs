@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::Client;
+use release::cache::RecordCaches;
 use release::driver::{RecordStamp, WriteMeta};
 use release::lock::RecordLocks;
 use release::{Release, Storage, StorageDriver};
@@ -33,6 +34,9 @@ pub struct ActionConfig {
     client: Client,
     driver: StorageDriver,
     discovery: Arc<DiscoveryCache>,
+    /// Where record metadata is read from instead of the API server, when the
+    /// caller keeps watches of them (the operator); see `release::cache`.
+    records: RecordCaches,
 }
 
 /// What the records of a locked action carry: the caller's owner reference and the
@@ -50,7 +54,10 @@ impl RecordStamp for ActionStamp {
             // Only the newest record holds the lock, so only there does another
             // holder's live lock mean ours was lost; older records may keep a stale
             // lock of an earlier action (the one that wrote a newer revision).
-            holder: lock.is_some().then(|| self.lock.holder().to_string()),
+            holder: self
+                .lock
+                .on_newest(rel.version)
+                .then(|| self.lock.holder().to_string()),
             annotations: lock.into_iter().collect(),
         }
     }
@@ -78,7 +85,17 @@ impl ActionConfig {
             client,
             driver: StorageDriver::Secret,
             discovery: Arc::new(DiscoveryCache::new(Duration::ZERO)),
+            records: RecordCaches::default(),
         }
+    }
+
+    /// Reads the labels, locks and versions of release records from `caches` (kept
+    /// by the caller's watches), which wait for this configuration's own writes;
+    /// record contents are still read from the API server, one GET per record an
+    /// action decodes.
+    pub fn with_record_caches(mut self, caches: RecordCaches) -> ActionConfig {
+        self.records = caches;
+        self
     }
 
     /// Keeps release records with `driver` (see [`StorageDriver::from_helm_driver`]).
@@ -111,7 +128,8 @@ impl ActionConfig {
 
     /// The release storage of `namespace` (Helm's default history limit).
     pub fn storage(&self, namespace: &str) -> Storage {
-        self.driver.storage(&self.client, namespace)
+        self.driver
+            .cached_storage(&self.client, namespace, &self.records)
     }
 
     /// The storage a locked action writes the release `opts` names with: pruned to its

@@ -21,7 +21,7 @@ use crate::error::{Error, Result};
 use crate::kube::{wait, KubeClient, Object};
 use crate::lock::Held;
 use crate::options::ActionOptions;
-use crate::plan::{self, Plan};
+use crate::plan::{self, Known, Plan};
 use crate::record::{
     hook_record, new_release, processed_chart_record, record_labels, record_lookups, sort_by_kind,
     Draft,
@@ -184,10 +184,11 @@ impl<'a> Install<'a> {
         let kube = self.cfg.kube();
         let (plan, hook_recs) = plan::plan_render(&kube, opts, &rendered).await?;
 
-        let live = match adoption {
-            Adoption::Off => LiveObjects::default(),
+        let (live, read) = match adoption {
+            Adoption::Off => (LiveObjects::default(), None),
             Adoption::IfLive | Adoption::Only => {
-                adopt::live_objects(&kube, &opts.owner(), &plan.objects).await?
+                let (live, read) = adopt::live_objects(&kube, &opts.owner(), &plan.objects).await?;
+                (live, Some(read))
             }
         };
         if live.owned.is_empty() && adoption == Adoption::Only {
@@ -224,7 +225,8 @@ impl<'a> Install<'a> {
             plan: &plan,
             store: &store,
         };
-        let result = steps.install(&mut rel, &held).await;
+        let known = read.map_or(Known::Nothing, Known::Read);
+        let result = steps.install(&mut rel, &held, known).await;
         let result = match result {
             Ok(created) => Ok(created),
             Err((err, created)) => Err(steps.failed(&mut rel, err, &created).await),
@@ -251,13 +253,16 @@ struct Steps<'s> {
 impl Steps<'_> {
     /// Applies the plan and records `deployed`; on failure, the error and the objects
     /// this install created.
+    /// `known`: the plan's objects as the adoption check read them, so they are not
+    /// read again for the ownership check.
     async fn install(
         &self,
         rel: &mut Release,
         held: &Held,
+        known: Known<'_>,
     ) -> std::result::Result<Vec<Object>, (Error, Vec<Object>)> {
         let mut created = Vec::new();
-        match self.cluster_changes(rel, &mut created, held).await {
+        match self.cluster_changes(rel, &mut created, held, known).await {
             Ok(()) => {}
             Err(e) => return Err((e, created)),
         }
@@ -267,6 +272,8 @@ impl Steps<'_> {
             .as_deref()
             .unwrap_or("Install complete");
         rel.set_status(Status::Deployed, description);
+        // The last write of the action: it gives the lock back.
+        held.release_with_next_write();
         match store::save(self.store, rel).await {
             Ok(()) => Ok(created),
             Err(e) => Err((e, created)),
@@ -278,13 +285,14 @@ impl Steps<'_> {
         rel: &mut Release,
         created: &mut Vec<Object>,
         held: &Held,
+        known: Known<'_>,
     ) -> Result<()> {
         let (kube, opts, plan) = (self.kube, self.opts, self.plan);
         let owner = opts.owner();
         let (t, no_hooks) = (opts.timeout, opts.disable_hooks);
         plan::install_crds(kube, &owner, &plan.crds, t).await?;
         plan::run_hooks(kube, &owner, rel, &plan.hooks, "pre-install", no_hooks, t).await?;
-        plan::apply_all(kube, opts, &plan.objects, created).await?;
+        plan::apply_all(kube, opts, &plan.objects, created, known).await?;
         if opts.waits() {
             wait::wait_ready(kube, &owner, &plan.objects, opts.wait_for_jobs, t).await?;
         }

@@ -111,6 +111,11 @@ pub(crate) struct LockCell {
     holder: String,
     state: Mutex<LockState>,
     newest: AtomicI64,
+    /// The action's next write of the newest record is its last: it leaves the lock
+    /// out, giving it back without a write of its own.
+    releasing: AtomicBool,
+    /// That write happened: the lock is given back.
+    released: AtomicBool,
 }
 
 impl LockCell {
@@ -127,15 +132,30 @@ impl LockCell {
         &self.holder
     }
 
-    /// The lock annotation a write of revision `version` carries, if any.
+    /// Whether a write of revision `version` is a write of the newest record, the
+    /// one the lock lives on (then it must not overwrite another holder's lock).
+    pub(crate) fn on_newest(&self, version: i64) -> bool {
+        version >= self.newest.load(Ordering::SeqCst)
+    }
+
+    /// The lock annotation a write of revision `version` carries, if any: the newest
+    /// record's, unless this write gives the lock back.
     pub(crate) fn annotation(&self, version: i64) -> Option<(String, String)> {
-        (version >= self.newest.load(Ordering::SeqCst))
+        (self.on_newest(version) && !self.releasing.load(Ordering::SeqCst))
             .then(|| (LOCK_ANNOTATION.to_string(), self.state().encode()))
     }
 
-    /// Revision `version` was written with the lock.
+    /// Revision `version` was written (with the lock, or giving it back).
     pub(crate) fn written(&self, version: i64) {
+        if self.on_newest(version) && self.releasing.load(Ordering::SeqCst) {
+            self.released.store(true, Ordering::SeqCst);
+        }
         self.newest.fetch_max(version, Ordering::SeqCst);
+    }
+
+    /// The newest revision the holder has written (or found) with the lock.
+    fn newest(&self) -> i64 {
+        self.newest.load(Ordering::SeqCst)
     }
 }
 
@@ -175,6 +195,14 @@ impl Held {
     pub(crate) fn cell(&self) -> Arc<LockCell> {
         self.cell.clone()
     }
+
+    /// The action's next write of the release's newest record is its last one under
+    /// the lock: that write gives the lock back (it leaves the annotation out), which
+    /// saves the separate write that would remove it. Renewal stops now; should the
+    /// write fail, the lock is given back as usual when the action ends.
+    pub(crate) fn release_with_next_write(&self) {
+        self.cell.releasing.store(true, Ordering::SeqCst);
+    }
 }
 
 impl ReleaseLock {
@@ -199,13 +227,18 @@ impl ReleaseLock {
     /// still ours).
     pub(crate) async fn release(self) {
         self.renewer.abort();
+        if self.cell.released.load(Ordering::SeqCst) {
+            // The action's last write gave it back.
+            with_live(|l| l.remove(&self.identity));
+            return;
+        }
         let handle = self
             .handle
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone();
         let release = handle.release.clone();
-        if let Err(e) = self.locks.release(handle).await {
+        if let Err(e) = self.locks.release_written(handle, self.cell.newest()).await {
             tracing::warn!(%release, error = %e, "cannot give the release lock back; it expires on its own");
         }
         with_live(|l| l.remove(&self.identity));
@@ -297,6 +330,8 @@ pub(crate) async fn acquire(backend: Backend, release: &str) -> Result<ReleaseLo
         holder: identity.clone(),
         state: Mutex::new(handle.state.clone()),
         newest: AtomicI64::new(handle.slot.record.as_ref().map_or(0, |r| r.version)),
+        releasing: AtomicBool::new(false),
+        released: AtomicBool::new(false),
     });
     let handle = Arc::new(Mutex::new(handle));
     let lost = Arc::new(AtomicBool::new(false));
@@ -324,6 +359,10 @@ async fn renew_loop(
 ) {
     loop {
         tokio::time::sleep(RENEW_EVERY).await;
+        if cell.releasing.load(Ordering::SeqCst) {
+            // The action is writing its last record, which gives the lock back.
+            return;
+        }
         let current = handle.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let now = Timestamp::now();
         // The action's own writes carry the renewed lock from now on, so a write of
@@ -332,7 +371,9 @@ async fn renew_loop(
             renewed: now,
             ..current.state.clone()
         });
-        match locks.renew_at(&current, now).await {
+        // On the newest record the action wrote, never on an older one a lagging read
+        // still shows as the newest.
+        match locks.renew_written(&current, now, cell.newest()).await {
             Ok(next) => *handle.lock().unwrap_or_else(|e| e.into_inner()) = next,
             Err(LockError::Lost(_)) => {
                 tracing::error!(release = %current.release, "the release lock was taken over while an action ran");

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use chart::manifest::UNINSTALL_ORDER;
 use chart::render::Rendered;
+use kube::api::DynamicObject;
 use release::record::Release;
 
 use crate::error::{Error, Result};
@@ -160,29 +161,74 @@ pub(crate) async fn run_hooks(
     hooks::run(kube, owner, &mut rel.hooks, objects, event, timeout).await
 }
 
+/// What an action knows of the live objects before it applies them.
+pub(crate) enum Known<'a> {
+    /// Nothing: every object is read first (the ownership check needs it).
+    Nothing,
+    /// Each object as just read (in the plan's order), e.g. by the adoption check.
+    Read(Vec<Option<DynamicObject>>),
+    /// The objects of the release's previous revisions: the release owns them, so
+    /// they are applied without reading them first (Helm's upgrade checks only the
+    /// objects it creates); the others are read.
+    Release(&'a [Object]),
+}
+
 /// Checks ownership of all objects first, so a conflict leaves the cluster untouched,
 /// then applies them in order (replacing unchangeable ones with `force`). Pushes the
-/// objects that did not exist before onto `created`.
+/// objects that did not exist before onto `created` (of those it read). An object
+/// applied unread whose answer shows ownership of other writers to take over (see
+/// `kube::managers`) is taken over and applied once more, so the result is the same
+/// as reading it first, at two more requests only in that case.
 pub(crate) async fn apply_all(
     kube: &KubeClient,
     opts: &ActionOptions,
     objects: &[Object],
     created: &mut Vec<Object>,
+    known: Known<'_>,
 ) -> Result<()> {
     let owner = opts.owner();
-    let mut live = Vec::with_capacity(objects.len());
-    for o in objects {
-        let found = kube.get(&owner, o).await?;
+    let (mut read, ours): (Vec<Option<DynamicObject>>, HashSet<_>) = match known {
+        Known::Read(read) if read.len() == objects.len() => (read, HashSet::new()),
+        Known::Release(old) => (
+            Vec::new(),
+            old.iter().map(|o| o.reference.identity()).collect(),
+        ),
+        _ => (Vec::new(), HashSet::new()),
+    };
+    let prefetched = !read.is_empty() || objects.is_empty();
+    // `None`: applied unread.
+    let mut live: Vec<Option<Option<DynamicObject>>> = Vec::with_capacity(objects.len());
+    for (i, o) in objects.iter().enumerate() {
+        let found = if prefetched {
+            read.get_mut(i).and_then(Option::take)
+        } else if ours.contains(&o.reference.identity()) {
+            live.push(None);
+            continue;
+        } else {
+            kube.get(&owner, o).await?
+        };
         if let Some(found) = &found {
             check_live_ownership(&owner, o, found, &opts.apply())?;
         }
-        live.push(found);
+        live.push(Some(found));
     }
     for (o, live) in objects.iter().zip(live) {
-        kube.apply_or_replace(&owner, o, live.as_ref(), opts.force, opts.timeout)
-            .await?;
-        if live.is_none() {
-            created.push(o.clone());
+        match live {
+            Some(live) => {
+                kube.apply_or_replace(&owner, o, live.as_ref(), opts.force, opts.timeout)
+                    .await?;
+                if live.is_none() {
+                    created.push(o.clone());
+                }
+            }
+            None => {
+                let applied = kube
+                    .apply_or_replace(&owner, o, None, opts.force, opts.timeout)
+                    .await?;
+                if kube.take_over_fields(&owner, o, &applied).await?.is_some() {
+                    kube.apply(&owner, o, true).await?;
+                }
+            }
         }
     }
     Ok(())

@@ -64,13 +64,10 @@ pub(crate) async fn rollback_steps(
     };
     // What may be live now: the deployed revision's objects and, after a failed
     // action, the objects of the newest revision (which never became deployed).
-    let deployed_rel = store
-        .deployed(name)
-        .await
-        .map_err(|e| Error::storage(name, e))?;
+    let deployed_rel = store::deployed_known(store, name, &[&last, &target]).await?;
     let mut previous_manifests = vec![last.manifest.clone()];
-    if let Some(d) = deployed_rel.filter(|d| d.version != last.version) {
-        previous_manifests.push(d.manifest);
+    if let Some(d) = deployed_rel.as_ref().filter(|d| d.version != last.version) {
+        previous_manifests.push(d.manifest.clone());
     }
     let docs = install_ordered_documents(&target.manifest);
     let plan = plan::plan(kube, opts, &[], &docs, &target.hooks).await?;
@@ -113,7 +110,8 @@ pub(crate) async fn rollback_steps(
     let result = match change.run(&mut rel, held).await {
         Ok(()) => {
             let description = opts.description.as_deref().unwrap_or(&description);
-            store::finish_deployed(store, &mut rel, description).await
+            let known: Vec<&Release> = deployed_rel.iter().collect();
+            store::finish_deployed(store, &mut rel, description, held, &known).await
         }
         Err(e) => Err(e),
     };

@@ -6,6 +6,7 @@ use release::record::{Release, Status};
 use release::Storage;
 
 use crate::error::{Error, Result};
+use crate::lock::Held;
 
 pub(crate) async fn save(store: &Storage, rel: &Release) -> Result<()> {
     store
@@ -68,42 +69,110 @@ pub(crate) async fn recover_leftover(store: &Storage, name: &str) -> Result<Opti
             tracing::warn!(release = %name, version = rel.version, "an interrupted action left two deployed revisions; marking the older one superseded");
             rel.info.get_or_insert_with(Default::default).status = Some(Status::Superseded);
         }
-        save(store, &rel).await?;
+        match save(store, &rel).await {
+            // The action that deployed the newer one supersedes it after giving its
+            // lock back: whichever write comes second finds it changed, and done.
+            Err(Error::Storage {
+                source: release::Error::Conflict(_),
+                ..
+            }) if stale_deployed && !still_deployed(store, name, meta.version).await? => continue,
+            other => other?,
+        }
         repaired = Some(rel);
     }
     Ok(repaired)
 }
 
-/// Marks every deployed revision other than `keep` superseded.
-pub(crate) async fn supersede_others(store: &Storage, name: &str, keep: i64) -> Result<()> {
+/// Whether revision `version`'s labels still say `deployed`.
+async fn still_deployed(store: &Storage, name: &str, version: i64) -> Result<bool> {
     let history = store
-        .history(name)
+        .history_meta(name)
         .await
         .map_err(|e| Error::storage(name, e))?;
-    for mut old in history {
-        if old.version != keep && old.status() == Status::Deployed {
-            // Helm changes only the status; the description ("Upgrade complete", ...)
-            // stays what it was.
-            old.info.get_or_insert_with(Default::default).status = Some(Status::Superseded);
-            save(store, &old).await?;
+    Ok(history
+        .iter()
+        .any(|m| m.version == version && m.status == Status::Deployed))
+}
+
+/// The record of revision `version`: one of `known` (already decoded by the
+/// caller), else read.
+async fn get_known(
+    store: &Storage,
+    name: &str,
+    version: i64,
+    known: &[&Release],
+) -> Result<Release> {
+    match known.iter().find(|r| r.version == version) {
+        Some(r) => Ok((*r).clone()),
+        None => store
+            .get(name, version)
+            .await
+            .map_err(|e| Error::storage(name, e)),
+    }
+}
+
+/// Marks every deployed revision other than `keep` superseded, found by the
+/// records' labels; only those records are read (or taken from `known`).
+pub(crate) async fn supersede_others(
+    store: &Storage,
+    name: &str,
+    keep: i64,
+    known: &[&Release],
+) -> Result<()> {
+    let history = store
+        .history_meta(name)
+        .await
+        .map_err(|e| Error::storage(name, e))?;
+    for meta in history {
+        if meta.version == keep || meta.status != Status::Deployed {
+            continue;
         }
+        let mut old = get_known(store, name, meta.version, known).await?;
+        // Helm changes only the status; the description ("Upgrade complete", ...)
+        // stays what it was.
+        old.info.get_or_insert_with(Default::default).status = Some(Status::Superseded);
+        save(store, &old).await?;
     }
     Ok(())
 }
 
-/// Records `rel` deployed, then supersedes the others. In this order a crash in
-/// between leaves two deployed records (the newest wins), never none.
+/// Records `rel` deployed, then supersedes the others (`known`: records the caller
+/// has decoded already). In this order a crash in between leaves two deployed
+/// records (the newest wins), never none. Writing `rel` is the action's last write
+/// under its lock, so it gives the lock back (`held`); superseding follows, as the
+/// recovery every later action starts with would do it (a race with one is settled
+/// by the records' resourceVersions: one write wins, both say "superseded").
 pub(crate) async fn finish_deployed(
     store: &Storage,
     rel: &mut Release,
     description: &str,
+    held: &Held,
+    known: &[&Release],
 ) -> Result<()> {
     rel.set_status(Status::Deployed, description);
+    held.release_with_next_write();
     save(store, rel).await?;
-    if let Err(e) = supersede_others(store, &rel.name, rel.version).await {
+    if let Err(e) = supersede_others(store, &rel.name, rel.version, known).await {
         tracing::warn!(release = %rel.name, error = %e, "cannot mark older revisions superseded; the newest deployed revision wins");
     }
     Ok(())
+}
+
+/// The deployed revision, or `None`; one of `known` when it is among them, so a
+/// record the caller has decoded is not read again.
+pub(crate) async fn deployed_known(
+    store: &Storage,
+    name: &str,
+    known: &[&Release],
+) -> Result<Option<Release>> {
+    let meta = store
+        .deployed_meta(name)
+        .await
+        .map_err(|e| Error::storage(name, e))?;
+    match meta {
+        Some(m) => get_known(store, name, m.version, known).await.map(Some),
+        None => Ok(None),
+    }
 }
 
 /// The newest revision, refusing while another action is pending on it.

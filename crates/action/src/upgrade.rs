@@ -195,7 +195,11 @@ impl<'a> Upgrade<'a> {
         let name = &opts.name;
         store::recover_leftover(&store, name).await?;
         let last = store::current(&store, name).await?;
-        let previous = store::deployed(&store, name).await?;
+        let previous = store::deployed_known(&store, name, &[&last])
+            .await?
+            .ok_or_else(|| Error::NotDeployed {
+                release: name.clone(),
+            })?;
         let version = last.version + 1;
         let (chart, values) = self.reuse.apply(chart, values, Some(&previous));
         let chart_rec = processed_chart_record(&chart, &values);
@@ -237,7 +241,7 @@ impl<'a> Upgrade<'a> {
         let result = match change.run(&mut rel, &held).await {
             Ok(()) => {
                 let description = opts.description.as_deref().unwrap_or("Upgrade complete");
-                store::finish_deployed(&store, &mut rel, description).await
+                store::finish_deployed(&store, &mut rel, description, &held, &[&previous]).await
             }
             Err(e) => Err(e),
         };
@@ -317,7 +321,8 @@ impl Change<'_> {
         let (t, no_hooks) = (opts.timeout, opts.disable_hooks);
         plan::install_crds(kube, &owner, &plan.crds, t).await?;
         plan::run_hooks(kube, &owner, rel, &plan.hooks, self.steps.pre, no_hooks, t).await?;
-        plan::apply_all(kube, opts, &plan.objects, &mut Vec::new()).await?;
+        let known = plan::Known::Release(self.old);
+        plan::apply_all(kube, opts, &plan.objects, &mut Vec::new(), known).await?;
         plan::delete_stale(kube, &owner, self.old, &plan.objects).await?;
         if opts.waits() {
             wait::wait_ready(kube, &owner, &plan.objects, opts.wait_for_jobs, t).await?;

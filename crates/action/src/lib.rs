@@ -60,7 +60,9 @@ pub mod retry {
         client, client_builder, with_retries, BaseService, MAX_RETRIES, REPORT_AFTER, RETRY_BUDGET,
     };
 }
-pub use self::kube::wait::{WaitReport, WaitReportFn, WAIT_LOG_TARGET};
+pub use self::kube::wait::{
+    WaitReport, WaitReportFn, Write, WriteReport, WriteReportFn, WAIT_LOG_TARGET,
+};
 pub use self::kube::{
     ObjectRef, FIELD_MANAGER, MANAGED_BY_LABEL, RELEASE_NAMESPACE_ANNOTATION,
     RELEASE_NAME_ANNOTATION,

@@ -10,7 +10,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::DynamicObject;
 use release::storage::DEFAULT_MAX_HISTORY;
 
-use crate::kube::wait::WaitReport;
+use crate::kube::wait::{WaitReport, WriteReport};
 use crate::kube::{ApplyOptions, ObjectRef, Owner};
 
 /// Options of install, upgrade and rollback.
@@ -65,6 +65,8 @@ pub struct ActionOptions {
     /// Where the action's waits (hooks, `wait`, deletions) report what they still wait
     /// for, besides the log.
     pub wait_report: WaitReport,
+    /// Who hears of the action's writes to the release's objects.
+    pub write_report: WriteReport,
 }
 
 /// Changes (or refuses) each object of a release before it is applied: the operator
@@ -130,6 +132,7 @@ impl ActionOptions {
             lookups_label: None,
             revision_label: None,
             wait_report: WaitReport::default(),
+            write_report: WriteReport::default(),
         }
     }
 
@@ -138,6 +141,7 @@ impl ActionOptions {
             name: self.name.clone(),
             namespace: self.namespace.clone(),
             report: self.wait_report.clone(),
+            writes: self.write_report.clone(),
         }
     }
 

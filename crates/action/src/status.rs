@@ -55,6 +55,7 @@ impl<'a> ReleaseStatus<'a> {
             name: rel.name.clone(),
             namespace: rel.namespace.clone(),
             report: WaitReport::default(),
+            writes: Default::default(),
         };
         let mut out = Map::new();
         let mut selectors: Vec<Map<String, Value>> = Vec::new();

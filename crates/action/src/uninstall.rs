@@ -53,6 +53,7 @@ impl<'a> Uninstall<'a> {
             name: opts.name.clone(),
             namespace: opts.namespace.clone(),
             report: Default::default(),
+            writes: Default::default(),
         };
         let mut objects = plan::stored_objects(&kube, &owner, manifest).await?;
         sort_by_kind(&mut objects, UNINSTALL_ORDER, |o| o.reference.kind.as_str());
@@ -107,6 +108,7 @@ impl<'a> Uninstall<'a> {
             name: name.clone(),
             namespace: opts.namespace.clone(),
             report: Default::default(),
+            writes: Default::default(),
         };
         let hook_objects = if opts.disable_hooks {
             Vec::new()

@@ -30,6 +30,7 @@ use serde_json::Value;
 
 use crate::error::{Error, Result};
 use discovery::{DiscoveryCache, KindError, Mapping};
+use wait::Write;
 
 pub use managers::FIELD_MANAGER;
 /// Helm's annotation naming the release that owns an object.
@@ -93,6 +94,8 @@ pub(crate) struct Owner {
     pub namespace: String,
     /// Where its waits report besides the log.
     pub report: wait::WaitReport,
+    /// Who hears of its writes to the release's objects.
+    pub writes: wait::WriteReport,
 }
 
 /// How objects are applied.
@@ -333,10 +336,17 @@ impl KubeClient {
         obj.metadata.resource_version = None;
         obj.metadata.managed_fields = None;
         let params = PatchParams::apply(FIELD_MANAGER).force();
-        self.api(o)
+        owner.writes.report(&o.reference, Write::Sending);
+        let applied = self
+            .api(o)
             .patch(&o.reference.name, &params, &Patch::Apply(&obj))
-            .await
-            .map_err(|e| Error::api(&owner.name, "apply", &o.reference, e))
+            .await;
+        let step = match &applied {
+            Ok(a) => Write::Done(a.metadata.resource_version.as_deref()),
+            Err(_) => Write::Failed,
+        };
+        owner.writes.report(&o.reference, step);
+        applied.map_err(|e| Error::api(&owner.name, "apply", &o.reference, e))
     }
 
     /// Moves the ownership other writers of the release recorded on the `live` object
@@ -374,10 +384,16 @@ impl KubeClient {
                 field_manager: Some(FIELD_MANAGER.to_string()),
                 ..PatchParams::default()
             };
-            match api
+            owner.writes.report(&o.reference, Write::Sending);
+            let patched = api
                 .patch(&o.reference.name, &params, &Patch::Merge(&patch))
-                .await
-            {
+                .await;
+            let step = match &patched {
+                Ok(p) => Write::Done(p.metadata.resource_version.as_deref()),
+                Err(_) => Write::Failed,
+            };
+            owner.writes.report(&o.reference, step);
+            match patched {
                 Ok(patched) => return Ok(patched.metadata.resource_version),
                 Err(kube::Error::Api(s)) if s.code == 404 => return Ok(None),
                 Err(kube::Error::Api(s)) if s.code == 409 => {
@@ -422,11 +438,17 @@ impl KubeClient {
 
     /// Deletes the object with background propagation; `false` when it was already gone.
     pub(crate) async fn delete(&self, owner: &Owner, o: &Object) -> Result<bool> {
-        match self
+        owner.writes.report(&o.reference, Write::Sending);
+        let deleted = self
             .api(o)
             .delete(&o.reference.name, &DeleteParams::background())
-            .await
-        {
+            .await;
+        let step = match &deleted {
+            Ok(_) => Write::Done(None),
+            Err(_) => Write::Failed,
+        };
+        owner.writes.report(&o.reference, step);
+        match deleted {
             Ok(_) => Ok(true),
             Err(kube::Error::Api(s)) if s.code == 404 => Ok(false),
             Err(e) => Err(Error::api(&owner.name, "delete", &o.reference, e)),

@@ -50,6 +50,53 @@ impl std::fmt::Debug for WaitReport {
     }
 }
 
+/// Hears of every write an action makes to its release's objects (applies, field
+/// ownership take-overs, deletions): when it is sent, and how it ended. The
+/// operator's dependent watches tell these from drift, so its own applies do not come
+/// back as repairs.
+#[derive(Clone, Default)]
+pub struct WriteReport(Option<Arc<WriteReportFn>>);
+
+/// The function inside a [`WriteReport`].
+pub type WriteReportFn = dyn Fn(&super::ObjectRef, Write<'_>) + Send + Sync;
+
+/// One step of a write to a release object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Write<'a> {
+    /// About to be sent.
+    Sending,
+    /// The server stored it at this resourceVersion (`None`: deleted it).
+    Done(Option<&'a str>),
+    /// It failed (or found nothing to delete).
+    Failed,
+}
+
+impl WriteReport {
+    pub fn new(f: impl Fn(&super::ObjectRef, Write<'_>) + Send + Sync + 'static) -> WriteReport {
+        WriteReport(Some(Arc::new(f)))
+    }
+
+    pub(crate) fn report(&self, object: &super::ObjectRef, step: Write<'_>) {
+        if let Some(f) = &self.0 {
+            f(object, step);
+        }
+    }
+}
+
+impl std::fmt::Debug for WriteReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("WriteReport(..)")
+    }
+}
+
+impl PartialEq for WriteReport {
+    fn eq(&self, _: &WriteReport) -> bool {
+        true
+    }
+}
+
+impl Eq for WriteReport {}
+
 /// Every report is as good as another: owners compare by release only.
 impl PartialEq for WaitReport {
     fn eq(&self, _: &WaitReport) -> bool {

@@ -24,6 +24,21 @@ pub(crate) type CrKey = (String, String);
 pub(crate) struct DriftTracker {
     crs: Mutex<HashMap<CrKey, Tracked>>,
     kinds: Mutex<Kinds>,
+    /// Status writes of ours the CR watch has not delivered yet, by CR. A reconcile
+    /// starting meanwhile would read the status as it was before and take the release
+    /// for not deployed.
+    statuses: Mutex<HashMap<CrKey, StatusWrite>>,
+    status_seen: tokio::sync::Notify,
+}
+
+/// A status write of ours, until the CR watch delivers it.
+#[derive(Debug)]
+enum StatusWrite {
+    /// Sent, not answered yet: the versions the watch delivered meanwhile (the write's
+    /// own may come before its answer).
+    InFlight(Vec<String>),
+    /// Answered with this resourceVersion, not delivered yet.
+    Awaiting(String),
 }
 
 #[derive(Debug, Default)]
@@ -31,7 +46,31 @@ struct Tracked {
     /// Bumped by every drift report of a dependent watch.
     drifts: u64,
     applied: Option<AppliedRelease>,
+    /// This process's recent writes to the release's objects, which the dependent
+    /// watches will report and which are no drift.
+    own: Vec<OwnWrite>,
+    /// Writes to the release's objects sent and not answered yet, and the events of
+    /// them the watches delivered meanwhile (our write's own may come before its
+    /// answer): `(object, version)`.
+    writing: u32,
+    raced: Vec<(ObjectKey, Option<String>)>,
 }
+
+/// An object of a release: group, kind, namespace, name.
+type ObjectKey = (String, String, Option<String>, String);
+
+/// One write of ours to a release object: the object (group, kind, namespace, name)
+/// and the resourceVersion it left (`None`: deleted), and when.
+#[derive(Debug)]
+struct OwnWrite {
+    object: ObjectKey,
+    version: Option<String>,
+    at: std::time::Instant,
+}
+
+/// How long a write of ours is remembered for its watch event to come back: a write
+/// that changed nothing has no event, and is forgotten after this.
+const OWN_WRITES_KEPT: std::time::Duration = std::time::Duration::from_secs(60);
 
 #[derive(Debug)]
 struct AppliedRelease {
@@ -76,6 +115,95 @@ impl DriftTracker {
         DriftTracker::default()
     }
 
+    /// This process is about to write `object` of `cr`'s release.
+    pub(crate) fn own_write_sending(&self, cr: &CrKey) {
+        lock(&self.crs).entry(cr.clone()).or_default().writing += 1;
+    }
+
+    /// This process's write of `object` of `cr`'s release ended: it left the object
+    /// at `version` (`Some(None)`: deleted it), or failed (`None`). Events the watches
+    /// delivered while it was in flight other than its own were someone else's:
+    /// drift, once no write is in flight any more.
+    pub(crate) fn own_write_done(
+        &self,
+        cr: &CrKey,
+        object: ObjectKey,
+        version: Option<Option<String>>,
+    ) {
+        let mut crs = lock(&self.crs);
+        let t = crs.entry(cr.clone()).or_default();
+        t.writing = t.writing.saturating_sub(1);
+        let now = std::time::Instant::now();
+        if let Some(version) = version {
+            let came = t
+                .raced
+                .iter()
+                .position(|(o, v)| *o == object && *v == version);
+            match came {
+                Some(i) => {
+                    t.raced.remove(i);
+                }
+                None => {
+                    t.own
+                        .retain(|w| w.object != object && now - w.at < OWN_WRITES_KEPT);
+                    t.own.push(OwnWrite {
+                        object,
+                        version,
+                        at: now,
+                    });
+                }
+            }
+        }
+        if t.writing == 0 && !t.raced.is_empty() {
+            t.raced = Vec::new();
+            t.drifts += 1;
+        }
+    }
+
+    /// Whether a dependent watch's event of `object` at `version` (`None`: its
+    /// deletion), an object of `crs`' releases, is one of this process's own writes
+    /// coming back (then that write is forgotten), or arrived while a write to the
+    /// release is in flight (then the write's answer tells, see
+    /// [`DriftTracker::own_write_done`]).
+    pub(crate) fn own_event(
+        &self,
+        crs: &[CrKey],
+        object: (&str, &str, Option<&str>, &str),
+        version: Option<&str>,
+    ) -> bool {
+        let mut all = lock(&self.crs);
+        let now = std::time::Instant::now();
+        let mut own = false;
+        let same =
+            |o: &ObjectKey| (o.0.as_str(), o.1.as_str(), o.2.as_deref(), o.3.as_str()) == object;
+        for cr in crs {
+            let Some(t) = all.get_mut(cr) else {
+                continue;
+            };
+            let before = t.own.len();
+            t.own.retain(|w| {
+                let ours = same(&w.object) && w.version.as_deref() == version;
+                !ours && now - w.at < OWN_WRITES_KEPT
+            });
+            if t.own.len() < before {
+                own = true;
+            } else if t.writing > 0 {
+                let key = (
+                    object.0.to_string(),
+                    object.1.to_string(),
+                    object.2.map(str::to_string),
+                    object.3.to_string(),
+                );
+                t.raced.push((key, version.map(str::to_string)));
+                own = true;
+            }
+            if t.own.is_empty() {
+                t.own = Vec::new();
+            }
+        }
+        own
+    }
+
     /// A dependent watch saw an object of `cr`'s release change or go.
     pub(crate) fn drifted(&self, cr: &CrKey) {
         // Counted even before a first apply finished: one may be under way.
@@ -117,7 +245,74 @@ impl DriftTracker {
 
     /// Forgets `cr` (deleted, or its apply failed: the next reconcile applies in full).
     pub(crate) fn forget(&self, cr: &CrKey) {
+        lock(&self.statuses).remove(cr);
         lock(&self.crs).remove(cr);
+    }
+
+    /// This process is about to write `cr`'s status.
+    pub(crate) fn status_writing(&self, cr: &CrKey) {
+        lock(&self.statuses).insert(cr.clone(), StatusWrite::InFlight(Vec::new()));
+    }
+
+    /// The status write of `cr` ended: the API server answered with `version`
+    /// (`None`: nothing was written, or the write failed).
+    pub(crate) fn status_written(&self, cr: &CrKey, version: Option<String>) {
+        let mut statuses = lock(&self.statuses);
+        let delivered = match (statuses.get(cr), &version) {
+            (Some(StatusWrite::InFlight(seen)), Some(v)) => seen.contains(v),
+            _ => true,
+        };
+        match version {
+            Some(v) if !delivered => {
+                statuses.insert(cr.clone(), StatusWrite::Awaiting(v));
+            }
+            _ => {
+                statuses.remove(cr);
+            }
+        }
+    }
+
+    /// The CR watch delivered `cr` at `version`.
+    pub(crate) fn cr_seen(&self, cr: &CrKey, version: Option<&str>) {
+        let Some(version) = version else {
+            return;
+        };
+        let mut statuses = lock(&self.statuses);
+        match statuses.get_mut(cr) {
+            Some(StatusWrite::InFlight(seen)) => seen.push(version.to_string()),
+            Some(StatusWrite::Awaiting(v)) if v == version => {
+                statuses.remove(cr);
+                drop(statuses);
+                self.status_seen.notify_waiters();
+            }
+            _ => {}
+        }
+    }
+
+    /// The CR watch listed again: what it listed is newer than every write before.
+    pub(crate) fn crs_relisted(&self) {
+        lock(&self.statuses).clear();
+        self.status_seen.notify_waiters();
+    }
+
+    /// Waits (at most `wait`) until the CR watch has delivered this process's last
+    /// status write of `cr`, so a reconcile reads the status it wrote, not an older one.
+    pub(crate) async fn status_delivered(&self, cr: &CrKey, wait: std::time::Duration) {
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            let notified = self.status_seen.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if !matches!(lock(&self.statuses).get(cr), Some(StatusWrite::Awaiting(_))) {
+                return;
+            }
+            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                tracing::debug!(namespace = %cr.0, name = %cr.1,
+                    "the custom resource watch has not delivered our status write; reading the cache as it is");
+                lock(&self.statuses).remove(cr);
+                return;
+            }
+        }
     }
 
     /// What is known about `cr` with uid `uid`; nothing for another CR of that name.
@@ -251,6 +446,74 @@ mod tests {
         assert!(t.known(&cr, "u1") && !t.known(&cr, "u2"));
         t.forget(&cr);
         assert_eq!(t.seen(&cr, "u1"), Seen::default());
+    }
+
+    #[test]
+    fn own_writes_coming_back_are_no_drift() {
+        let t = DriftTracker::new();
+        let cr = key("a");
+        let start = t.apply_started(&cr, 1_000);
+        let cm = || {
+            (
+                "".to_string(),
+                "ConfigMap".to_string(),
+                Some("ns".to_string()),
+                "a-cfg".to_string(),
+            )
+        };
+        let event = ("", "ConfigMap", Some("ns"), "a-cfg");
+        let crs = [cr.clone()];
+        // The answer first, then the event.
+        t.own_write_sending(&cr);
+        t.own_write_done(&cr, cm(), Some(Some("5".into())));
+        assert!(t.own_event(&crs, event, Some("5")));
+        assert!(
+            !t.own_event(&crs, event, Some("6")),
+            "someone else's is not"
+        );
+        // The event first (while the write is in flight), then the answer.
+        t.own_write_sending(&cr);
+        assert!(t.own_event(&crs, event, Some("7")));
+        t.own_write_done(&cr, cm(), Some(Some("7".into())));
+        // A deletion of ours.
+        t.own_write_sending(&cr);
+        t.own_write_done(&cr, cm(), Some(None));
+        assert!(t.own_event(&crs, event, None));
+        t.applied(&cr, "u", 1, start, &[]);
+        assert!(!t.seen(&cr, "u").drifted);
+
+        // Someone else's write delivered while ours was in flight is drift.
+        let start = t.apply_started(&cr, 2_000);
+        t.own_write_sending(&cr);
+        assert!(t.own_event(&crs, event, Some("8")));
+        assert!(t.own_event(&crs, event, Some("9")));
+        t.own_write_done(&cr, cm(), Some(Some("8".into())));
+        t.applied(&cr, "u", 1, start, &[]);
+        assert!(t.seen(&cr, "u").drifted);
+    }
+
+    #[test]
+    fn a_status_write_is_awaited_until_the_watch_delivers_it() {
+        let t = DriftTracker::new();
+        let cr = key("a");
+        let pending =
+            |t: &DriftTracker| matches!(lock(&t.statuses).get(&cr), Some(StatusWrite::Awaiting(_)));
+        t.status_writing(&cr);
+        t.status_written(&cr, Some("3".into()));
+        assert!(pending(&t));
+        t.cr_seen(&cr, Some("2"));
+        assert!(pending(&t));
+        t.cr_seen(&cr, Some("3"));
+        assert!(!pending(&t));
+        // Delivered before the answer came back.
+        t.status_writing(&cr);
+        t.cr_seen(&cr, Some("4"));
+        t.status_written(&cr, Some("4".into()));
+        assert!(!pending(&t));
+        // Nothing written: nothing to wait for.
+        t.status_writing(&cr);
+        t.status_written(&cr, None);
+        assert!(lock(&t.statuses).is_empty());
     }
 
     #[test]

@@ -204,6 +204,8 @@ async fn manage(
         }
         None => {}
     }
+    // One set of release record watches for every watched kind.
+    let records = controller::RecordWatches::new();
     for Prepared {
         watch,
         chart,
@@ -211,6 +213,7 @@ async fn manage(
     } in prepared
     {
         let (client, options, metrics) = (client.clone(), Arc::clone(&options), metrics.clone());
+        let records = Arc::clone(&records);
         manager = manager.add_controller(move |controller| {
             controller::run_watch(WatchRun {
                 client,
@@ -219,6 +222,7 @@ async fn manage(
                 reload,
                 options,
                 metrics,
+                records,
                 manager: controller,
             })
         });

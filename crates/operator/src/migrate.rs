@@ -15,6 +15,7 @@ use std::fmt;
 
 use kube::api::{Api, ApiResource, Patch, PatchParams};
 use kube::Client;
+use release::cache::RecordCaches;
 use release::driver::{selector, Driver, OWNER_HELM};
 use release::record::{Release, Status};
 use release::{make_key, Storage, StorageDriver};
@@ -164,13 +165,35 @@ pub async fn migrate(
     release: &str,
     namespace: &str,
 ) -> Result<MigrationReport, MigrateError> {
-    migrate_with_chart(client, cr, cr_resource, release, namespace, None).await
+    let records = Records::direct(client);
+    migrate_with(&records, cr, cr_resource, release, namespace, None).await
 }
 
-/// [`migrate`], with the watch's chart to describe a legacy status release whose own
-/// record lacks chart metadata.
-pub(crate) async fn migrate_with_chart(
-    client: &Client,
+/// Where a migration reads and writes records: through the operator's record
+/// caches (so its writes are ones later reads wait for, and finding nothing to move
+/// costs no request), or straight from the API server.
+pub(crate) struct Records<'a> {
+    pub(crate) client: &'a Client,
+    pub(crate) caches: RecordCaches,
+}
+
+impl<'a> Records<'a> {
+    pub(crate) fn direct(client: &'a Client) -> Records<'a> {
+        Records {
+            client,
+            caches: RecordCaches::default(),
+        }
+    }
+
+    fn storage(&self, driver: StorageDriver, namespace: &str) -> Storage {
+        driver.cached_storage(self.client, namespace, &self.caches)
+    }
+}
+
+/// [`migrate`] through `records`, with the watch's chart to describe a legacy status
+/// release whose own record lacks chart metadata.
+pub(crate) async fn migrate_with(
+    records: &Records<'_>,
     cr: &CustomResource,
     cr_resource: &ApiResource,
     release: &str,
@@ -178,13 +201,14 @@ pub(crate) async fn migrate_with_chart(
     chart: Option<&chart::loader::Chart>,
 ) -> Result<MigrationReport, MigrateError> {
     let mut report = MigrationReport::default();
-    let copied = copy_configmap_records(client, release, namespace).await?;
+    let copied = copy_records(records, release, namespace).await?;
     report.copied = copied.copied;
     report.undecodable_configmaps = copied.undecodable;
     report.removed_configmaps =
-        remove_configmap_records(client, release, namespace, &copied.verified).await?;
+        remove_configmap_records(records, release, namespace, &copied.verified).await?;
 
-    let written = write_status_records(client, cr, cr_resource, release, namespace, chart).await?;
+    let client = records.client;
+    let written = status_records(records, cr, cr_resource, release, namespace, chart).await?;
     if !written.is_empty() {
         report.from_status = written.iter().map(|(_, v)| *v).collect();
         let locations: Vec<Location> = written.into_iter().map(|(l, _)| l).collect();
@@ -226,7 +250,15 @@ pub async fn copy_configmap_records(
     release: &str,
     namespace: &str,
 ) -> Result<CopyOutcome, MigrateError> {
-    let cms = StorageDriver::ConfigMap.storage(client, namespace);
+    copy_records(&Records::direct(client), release, namespace).await
+}
+
+async fn copy_records(
+    records: &Records<'_>,
+    release: &str,
+    namespace: &str,
+) -> Result<CopyOutcome, MigrateError> {
+    let cms = records.storage(StorageDriver::ConfigMap, namespace);
     let cms = cms.driver();
     let mut out = CopyOutcome::default();
     let mut metas = match cms
@@ -256,7 +288,7 @@ pub async fn copy_configmap_records(
         return Ok(out);
     }
     metas.sort_by_key(|m| m.version);
-    let secrets = StorageDriver::Secret.storage(client, namespace);
+    let secrets = records.storage(StorageDriver::Secret, namespace);
     for meta in metas {
         let source = match cms.get(&meta.key).await {
             Ok(r) => r,
@@ -363,7 +395,7 @@ async fn put_verified(
 /// Step 2 for ConfigMap records: deletes the ConfigMaps whose Secret copies were
 /// verified by [`copy_configmap_records`]. Returns the deleted keys.
 pub(crate) async fn remove_configmap_records(
-    client: &Client,
+    records: &Records<'_>,
     release: &str,
     namespace: &str,
     verified: &[String],
@@ -371,7 +403,7 @@ pub(crate) async fn remove_configmap_records(
     if verified.is_empty() {
         return Ok(Vec::new());
     }
-    let cms = StorageDriver::ConfigMap.storage(client, namespace);
+    let cms = records.storage(StorageDriver::ConfigMap, namespace);
     let cms = cms.driver();
     let mut removed = Vec::new();
     for key in verified {
@@ -421,6 +453,18 @@ pub async fn write_status_records(
     namespace: &str,
     chart: Option<&chart::loader::Chart>,
 ) -> Result<Vec<(Location, i64)>, MigrateError> {
+    let records = Records::direct(client);
+    status_records(&records, cr, cr_resource, release, namespace, chart).await
+}
+
+async fn status_records(
+    records: &Records<'_>,
+    cr: &CustomResource,
+    cr_resource: &ApiResource,
+    release: &str,
+    namespace: &str,
+    chart: Option<&chart::loader::Chart>,
+) -> Result<Vec<(Location, i64)>, MigrateError> {
     let Some(status) = legacy_status(cr) else {
         return Ok(Vec::new());
     };
@@ -432,7 +476,7 @@ pub async fn write_status_records(
     // An unreadable spec is reported by the reconcile; the legacy record keeps its own.
     let spec = crate::reconcile::values::spec_values(cr).unwrap_or_default();
     let spec = &spec;
-    let secrets: Storage = StorageDriver::Secret.storage(client, namespace);
+    let secrets: Storage = records.storage(StorageDriver::Secret, namespace);
     let history = secrets
         .history_meta(release)
         .await

@@ -320,23 +320,33 @@ pub(crate) async fn write_if_changed(
     name: &str,
     original: &HelmAppStatus,
     status: &HelmAppStatus,
-) -> Result<bool, kube::Error> {
+) -> Result<Written, kube::Error> {
     if original.same_as(status) {
-        return Ok(false);
+        return Ok(Written::Unchanged);
     }
     let patch = json!({ "status": status.to_patch_value() });
     let params = PatchParams::default();
+    let written = |cr: CustomResource| Written::At(cr.metadata.resource_version);
     match api.patch_status(name, &params, &Patch::Merge(&patch)).await {
-        Ok(_) => Ok(true),
+        Ok(cr) => Ok(written(cr)),
         Err(kube::Error::Api(e)) if e.code == 404 => {
             match api.patch(name, &params, &Patch::Merge(&patch)).await {
-                Ok(_) => Ok(true),
-                Err(kube::Error::Api(e)) if e.code == 404 => Ok(false),
+                Ok(cr) => Ok(written(cr)),
+                Err(kube::Error::Api(e)) if e.code == 404 => Ok(Written::Unchanged),
                 Err(e) => Err(e),
             }
         }
         Err(e) => Err(e),
     }
+}
+
+/// What [`write_if_changed`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Written {
+    /// Nothing to write (or the CR is gone).
+    Unchanged,
+    /// Written; the CR's resourceVersion after the write.
+    At(Option<String>),
 }
 
 #[cfg(test)]

@@ -73,7 +73,7 @@ impl Router {
         }
     }
 
-    fn send(&self, cr: ObjectRef<CustomResource>) {
+    pub(super) fn send(&self, cr: ObjectRef<CustomResource>) {
         let tx = match (&self.all, &cr.namespace) {
             (Some(tx), _) => Some(tx),
             (None, Some(ns)) => self.by_namespace.get(ns),
@@ -347,6 +347,27 @@ impl Forwarder {
         }
     }
 
+    /// Whether this event of an object of `owners` (at `version`; `None`: deleted)
+    /// is a write of the reconciler's own coming back.
+    fn own(
+        &self,
+        owners: &[ObjectRef<CustomResource>],
+        meta: &ObjectMeta,
+        version: Option<&str>,
+    ) -> bool {
+        let crs: Vec<(String, String)> = owners
+            .iter()
+            .map(|o| (o.namespace.clone().unwrap_or_default(), o.name.clone()))
+            .collect();
+        let object = (
+            self.kind.group.as_str(),
+            self.kind.kind.as_str(),
+            meta.namespace.as_deref(),
+            meta.name.as_deref().unwrap_or_default(),
+        );
+        self.drift.own_event(&crs, object, version)
+    }
+
     fn trigger(&mut self, owners: &[ObjectRef<CustomResource>]) {
         self.pending.extend(owners.iter().cloned());
     }
@@ -420,8 +441,13 @@ impl Forwarder {
                     },
                 );
                 // A new object was created by the reconciler itself; a known one
-                // changed only if its fingerprint did.
-                if previous.is_some_and(|p| p.fingerprint != fingerprint) {
+                // changed only if its fingerprint did, and not by our own apply.
+                let own = self.own(
+                    &owners,
+                    &obj.metadata,
+                    obj.metadata.resource_version.as_deref(),
+                );
+                if !own && previous.is_some_and(|p| p.fingerprint != fingerprint) {
                     self.trigger(&owners);
                 }
             }
@@ -436,7 +462,10 @@ impl Forwarder {
                         }
                     }
                 }
-                self.trigger(&owners);
+                // Deleted by an upgrade that dropped it: no drift.
+                if !self.own(&owners, &obj.metadata, None) {
+                    self.trigger(&owners);
+                }
             }
         }
     }

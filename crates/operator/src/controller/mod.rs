@@ -10,6 +10,7 @@
 //! runtime's [`Manager`](runtime::Manager), which [`crate::manager`] sets up.
 
 mod dependents;
+mod records;
 
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
@@ -38,6 +39,7 @@ use crate::watches::reload::{ChangeDetector, POLL_INTERVAL};
 use crate::watches::{format_go_duration, Watch};
 use crate::Options;
 use dependents::{DependentScope, DependentWatches, Router};
+pub(crate) use records::RecordWatches;
 
 /// How often to look for a CRD that is not installed yet.
 const CRD_RETRY: Duration = Duration::from_secs(10);
@@ -129,6 +131,7 @@ struct ContextSettings {
     drift: Arc<DriftTracker>,
     reapply_period: Duration,
     max_history: usize,
+    records: Arc<RecordWatches>,
 }
 
 impl ContextSettings {
@@ -142,6 +145,7 @@ impl ContextSettings {
             chart,
             self.resource.clone(),
         )?
+        .with_record_caches(self.records.record_caches())
         .with_metrics(self.metrics.clone())
         .with_reporter(Reporter {
             controller: self.controller.clone(),
@@ -165,6 +169,8 @@ pub(crate) struct WatchRun {
     pub(crate) reload: bool,
     pub(crate) options: Arc<Options>,
     pub(crate) metrics: Metrics,
+    /// The process's watches of release records, shared by its watches.
+    pub(crate) records: Arc<RecordWatches>,
     /// When to stop, the shard share, and whom to tell the controller runs.
     pub(crate) manager: runtime::Controller,
 }
@@ -179,6 +185,7 @@ pub(crate) async fn run_watch(run: WatchRun) {
         reload,
         options,
         metrics,
+        records,
         manager:
             runtime::Controller {
                 stop,
@@ -225,6 +232,7 @@ pub(crate) async fn run_watch(run: WatchRun) {
         drift: Arc::new(DriftTracker::new()),
         reapply_period: options.reapply_period,
         max_history: watch.max_history.unwrap_or(options.max_history),
+        records: Arc::clone(&records),
     };
     let ctx = match settings.build(Arc::clone(&chart)) {
         Ok(ctx) => ctx,
@@ -265,6 +273,10 @@ pub(crate) async fn run_watch(run: WatchRun) {
         Some(tx) => Router::all(tx),
         None => Router::per_namespace(senders),
     };
+    // Records changed by others bring their CRs back at once; the watches start with
+    // the first controller (after leader election, when there is one).
+    records.route(&resource, router.clone());
+    records.start(&client, &options.watch_namespaces, stop.clone());
     let dependents = watch.watch_dependent_resources.then(|| {
         Arc::new(DependentWatches::new(
             client.clone(),
@@ -310,11 +322,15 @@ pub(crate) async fn run_watch(run: WatchRun) {
         let run = Arc::clone(&run);
         let reader = writer.as_reader();
         let seen = ResourceMetrics::new(&metrics, &resource);
+        let delivered = Arc::clone(&settings.drift);
         // Status-only writes (the reconciler's own) do not trigger a reconcile.
         // The cache keeps what reconciling reads (`CustomResource`, `status::slim`).
         let crs = watcher::watcher(api, config.clone()).modify(CustomResource::slim_for_cache);
         let changes = reflector::reflector(writer, crs)
-            .inspect(move |event| seen.observe(event))
+            .inspect(move |event| {
+                seen.observe(event);
+                status_delivered(&delivered, event);
+            })
             .applied_objects()
             .predicate_filter(cr_change, PredicateConfig::default());
         let controller = Controller::for_stream_with(changes, reader, resource.clone())
@@ -377,6 +393,28 @@ pub(crate) async fn run_watch(run: WatchRun) {
     started.done();
     while set.join_next().await.is_some() {}
     tracing::info!(target: "", controller = %controller_name, "All workers finished");
+}
+
+/// How long a reconcile waits for the CR watch to deliver the status this process
+/// wrote last, before it reads the CR as the cache has it.
+const STATUS_WAIT: Duration = Duration::from_secs(2);
+
+/// When a CR whose objects drifted during its reconcile is looked at again.
+const DRIFT_REQUEUE: Duration = Duration::from_millis(500);
+
+/// Tells the drift tracker which versions of the CRs the watch delivered.
+fn status_delivered(
+    drift: &DriftTracker,
+    event: &Result<watcher::Event<CustomResource>, watcher::Error>,
+) {
+    match event {
+        Ok(watcher::Event::Apply(cr) | watcher::Event::InitApply(cr)) => {
+            let key = (cr.namespace().unwrap_or_default(), cr.name_any());
+            drift.cr_seen(&key, cr.metadata.resource_version.as_deref());
+        }
+        Ok(watcher::Event::InitDone) => drift.crs_relisted(),
+        _ => {}
+    }
 }
 
 /// operator-lib's `resource_created_at_seconds` for one kind, fed by the watch.
@@ -563,6 +601,10 @@ async fn reconcile_one(cr: Arc<CustomResource>, run: Arc<WatchState>) -> Result<
     }
     metrics.queue_add(&run.controller);
     let queued = Instant::now();
+    // The CR as this process last wrote its status, not older (see `drift`); waited
+    // for before taking a worker.
+    let key = (namespace.clone(), name.clone());
+    run.ctx().drift().status_delivered(&key, STATUS_WAIT).await;
     let permit = run.permits.acquire().await;
     // Shutting down: don't start work that was only waiting for a worker.
     if permit.is_err() || run.stop.peek().is_some() {
@@ -621,6 +663,13 @@ async fn reconcile_one(cr: Arc<CustomResource>, run: Arc<WatchState>) -> Result<
         dependents.ensure(&outcome.dependents);
     }
     tracing::debug!(cr = %cr_id, elapsed_ms = elapsed.as_millis() as u64, "reconciled");
+    // Someone changed an object in the very moment this reconcile applied it (the
+    // dependent watch could not tell it from the apply until the apply answered):
+    // repair now, not at the next period.
+    let uid = cr.metadata.uid.as_deref().unwrap_or_default();
+    if run.ctx().drift().seen(&key, uid).drifted {
+        return Ok(Action::requeue(DRIFT_REQUEUE));
+    }
     Ok(match outcome.requeue_after {
         Some(after) => Action::requeue(after),
         None => Action::await_change(),

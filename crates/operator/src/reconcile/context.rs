@@ -9,6 +9,7 @@ use chart::values::Values;
 use kube::api::ApiResource;
 use kube::runtime::events::Reporter;
 use kube::Client;
+use release::cache::RecordCaches;
 
 use super::digest::ChartDigest;
 use crate::action_client::{ActionClient, Actions};
@@ -54,6 +55,9 @@ pub struct Context {
     /// What discovery found, shared by the watch's renders, lookups and dependent
     /// watches.
     discovery: Arc<action::DiscoveryCache>,
+    /// Where the records' labels are read from (the operator's record watches);
+    /// empty: from the API server.
+    pub(super) records: RecordCaches,
 }
 
 /// The chart's name as a label value; `None` (no label) for a name Kubernetes would
@@ -108,7 +112,20 @@ impl Context {
             drift: Arc::new(DriftTracker::new()),
             reapply_period: crate::options::DEFAULT_REAPPLY_PERIOD,
             max_history: watch_max_history,
+            records: RecordCaches::default(),
         })
+    }
+
+    /// Reads the release records' labels from `caches` (kept up to date by the
+    /// operator's watches of them) instead of listing them on every reconcile; the
+    /// real actions are rebuilt to use them (call before [`Context::with_actions`]).
+    pub fn with_record_caches(mut self, caches: RecordCaches) -> Context {
+        let cfg = action::ActionConfig::new(self.client.clone())
+            .with_discovery(self.discovery.clone())
+            .with_record_caches(caches.clone());
+        self.actions = Arc::new(Actions::with_config(cfg));
+        self.records = caches;
+        self
     }
 
     /// Takes the release actions from `actions` (a fake in tests).

@@ -227,12 +227,17 @@ impl Run {
     }
 
     async fn migrate(&self) -> Result<(), ReconcileError> {
-        let report = crate::migrate::migrate(
-            &self.ctx.client,
+        let records = crate::migrate::Records {
+            client: &self.ctx.client,
+            caches: self.ctx.records.clone(),
+        };
+        let report = crate::migrate::migrate_with(
+            &records,
             &self.cr,
             &self.ctx.resource,
             &self.name,
             &self.namespace,
+            None,
         )
         .await
         .map_err(|source| ReconcileError::Migrate {
@@ -287,7 +292,31 @@ impl Run {
         opts.transform = Some(transform::transform(Arc::new(policy)));
         opts.revision_label = Some(REVISION_LABEL.to_string());
         opts.max_history = self.ctx.max_history;
+        opts.write_report = self.write_report();
         opts
+    }
+
+    /// Tells the drift tracker of the action's own writes to the release's objects,
+    /// so the dependent watches do not take them for drift.
+    fn write_report(&self) -> action::WriteReport {
+        let (drift, key) = (Arc::clone(&self.ctx.drift), self.key());
+        action::WriteReport::new(move |o, step| {
+            let object = || {
+                (
+                    o.group().to_string(),
+                    o.kind.clone(),
+                    o.namespace.clone(),
+                    o.name.clone(),
+                )
+            };
+            match step {
+                action::Write::Sending => drift.own_write_sending(&key),
+                action::Write::Done(version) => {
+                    drift.own_write_done(&key, object(), Some(version.map(str::to_string)))
+                }
+                action::Write::Failed => drift.own_write_done(&key, object(), None),
+            }
+        })
     }
 
     /// The CR as the owner of its release's objects and records (Go's
@@ -617,6 +646,7 @@ impl Run {
             ropts.lookups_label = Some(LOOKUPS_LABEL.to_string());
             ropts.revision_label = Some(REVISION_LABEL.to_string());
             ropts.max_history = self.ctx.max_history;
+            ropts.write_report = self.write_report();
             ropts.labels = BTreeMap::from([
                 (ROLLBACK_OF_LABEL.to_string(), digest.to_string()),
                 (ATTEMPT_LABEL.to_string(), number.to_string()),

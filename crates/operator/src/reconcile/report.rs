@@ -77,7 +77,16 @@ impl Run {
     pub(super) async fn write_status(&mut self) -> Result<(), ReconcileError> {
         let room = st::MAX_OBJECT_BYTES.saturating_sub(self.cr.weight_without_status());
         self.status.fit(room);
-        match st::write_if_changed(&self.api, &self.name, &self.original, &self.status).await {
+        // The next reconcile waits for the CR watch to bring this write back.
+        self.ctx.drift.status_writing(&self.key());
+        let written =
+            st::write_if_changed(&self.api, &self.name, &self.original, &self.status).await;
+        let version = match &written {
+            Ok(st::Written::At(version)) => version.clone(),
+            _ => None,
+        };
+        self.ctx.drift.status_written(&self.key(), version);
+        match written {
             Ok(_) => {
                 self.original = self.status.clone();
                 Ok(())

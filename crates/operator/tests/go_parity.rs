@@ -18,7 +18,10 @@ use common::cluster::TestCluster;
 use common::{resource, GROUP, KIND, VERSION};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Secret};
-use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{
+    Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch,
+    PatchParams, PostParams,
+};
 use kube::runtime::events::Reporter;
 use kube::{Client, ResourceExt};
 use operator::Watch;
@@ -413,15 +416,16 @@ fn paused_again() -> Value {
     json!({"helm.sdk.operatorframework.io/reconcile-paused": "true"})
 }
 
-/// Marks a Deployment ready, as its controller would once its pods are.
+/// Makes Deployment `name` ready as the kit's readiness helper would: through its
+/// status, or, where a kube-controller-manager computes that status (and would write
+/// a patched one back), through its Pods.
 async fn make_ready(client: &Client, namespace: &str, name: &str) {
-    let api: Api<Deployment> = Api::namespaced(client.clone(), namespace);
-    let d = api.get(name).await.expect("deployment");
-    let generation = d.metadata.generation.unwrap_or(1);
-    let status = json!({"status": {"observedGeneration": generation, "replicas": 1,
-        "updatedReplicas": 1, "readyReplicas": 1, "availableReplicas": 1,
-        "conditions": [{"type": "Available", "status": "True"}]}});
-    api.patch_status(name, &PatchParams::default(), &Patch::Merge(&status))
+    let resource = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("apps", "v1", "Deployment"),
+        "deployments",
+    );
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &resource);
+    testkit::settle(&api, "Deployment", name)
         .await
         .expect("mark ready");
 }

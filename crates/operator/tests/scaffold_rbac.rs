@@ -19,7 +19,6 @@ use common::cluster::TestCluster;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::GroupVersionKind;
 use kube::Client;
@@ -149,20 +148,10 @@ async fn the_go_scaffolds_role_grants_every_request() {
         return;
     };
     let tc = TestCluster::start("scaffold-rbac", true).await;
-    let crd_text =
-        std::fs::read_to_string(dir.join("config/crd/bases/cache.example.com_memcacheds.yaml"))
-            .expect("CRD");
-    let crd: CustomResourceDefinition =
-        serde_json::from_value(gocodec::yaml::parse_yaml_to_json(&crd_text).expect("YAML"))
-            .expect("CRD");
-    match Api::<CustomResourceDefinition>::all(tc.client.clone())
-        .create(&PostParams::default(), &crd)
-        .await
-    {
-        Ok(_) => {}
-        Err(kube::Error::Api(e)) if e.code == 409 => {}
-        Err(e) => panic!("create CRD: {e}"),
-    }
+    // A new CRD is served only once it is Established (404 until then, on a real
+    // server): the kit's helper waits for that.
+    let crd: Value = yaml(&dir.join("config/crd/bases/cache.example.com_memcacheds.yaml"));
+    testkit::crd::install_crd(&tc.client, &crd).await;
     let role = rules(&dir.join("config/rbac/role.yaml"));
     let resource = ApiResource::from_gvk_with_plural(
         &GroupVersionKind::gvk("cache.example.com", "v1alpha1", "Memcached"),
@@ -292,9 +281,8 @@ async fn the_sample_reconciles_as_its_service_account_under_rbac() {
     };
     let tc = TestCluster::start_with("scaffold-sa", true, Authorization::Rbac).await;
     let admin = tc.client.clone();
-    let crd: CustomResourceDefinition =
-        yaml(&dir.join("config/crd/bases/cache.example.com_memcacheds.yaml"));
-    create(&Api::all(admin.clone()), &crd).await;
+    let crd: Value = yaml(&dir.join("config/crd/bases/cache.example.com_memcacheds.yaml"));
+    testkit::crd::install_crd(&admin, &crd).await;
     // The operator's own namespace, ServiceAccount and the scaffold's roles, unchanged
     // but for the names a shared cluster needs unique.
     let op_ns = format!("{}-op", tc.namespace);

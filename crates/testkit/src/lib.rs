@@ -23,7 +23,9 @@
 //! simulates readiness, a cluster with a kubelet runs the Pods, and on a control plane
 //! without one (no Ready Node) each test namespace gets a helper that patches the status
 //! subresource of its Deployments, StatefulSets, DaemonSets, Jobs, PVCs and Pods the way
-//! `rudder apiserver --simulate-readiness` does. [`ClusterBuilder::simulate_readiness`]
+//! `rudder apiserver --simulate-readiness` does (where a kube-controller-manager runs, it
+//! marks only the Pods ready and PVCs bound, and the controller manager computes the
+//! workloads' status from them, as it would overwrite any other). [`ClusterBuilder::simulate_readiness`]
 //! turns that off for tests that need workloads to stay unready; they skip where a kubelet
 //! runs them anyway ([`Cluster::has_kubelet`]).
 

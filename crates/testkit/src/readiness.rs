@@ -4,11 +4,15 @@
 //! the way `rudder apiserver --simulate-readiness` does, so tests that wait for ready
 //! workloads pass on a kubelet-less control plane too.
 //!
-//! Where kube-controller-manager runs, it computes workload status from Pods; marking
-//! the Pods it creates Running and Ready (Succeeded for a Job's) lets it reach the same
-//! ready status itself. A claim binds unless it names a StorageClass the cluster does not
-//! have (it would stay Pending on any cluster); a PersistentVolume controller may set a
-//! claim back to Pending, so tests that wait for claims can race with it there.
+//! Where kube-controller-manager runs, it computes workload status from Pods and
+//! writes it back over anything else: a Deployment marked ready through its status is
+//! set back to no available replicas at its next sync. So there (its leader Lease in
+//! `kube-system` is held) the helper leaves workload status alone and marks the Pods
+//! the controllers create Running and Ready (Succeeded for a Job's), from which the
+//! controller manager reaches the same ready status itself. A claim binds unless it
+//! names a StorageClass the cluster does not have (it would stay Pending on any
+//! cluster); a PersistentVolume controller may set a claim back to Pending, so tests
+//! that wait for claims can race with it there.
 
 use std::time::Duration;
 
@@ -31,10 +35,41 @@ const KINDS: &[(&str, &str, &str, &str)] = &[
     ("", "v1", "Pod", "pods"),
 ];
 
+/// Kinds whose status kube-controller-manager computes from their Pods (and writes
+/// back over ours).
+const COMPUTED: &[&str] = &[
+    "Deployment",
+    "StatefulSet",
+    "DaemonSet",
+    "ReplicaSet",
+    "Job",
+];
+
+/// How long [`settle`] waits for a controller manager to compute a ready status from
+/// the Pods it marked ready.
+const COMPUTED_WAIT: Duration = Duration::from_secs(30);
+
+/// Whether a kube-controller-manager runs: its leader Lease is held (renewed within a
+/// minute). It computes workload status from Pods, overwriting status patches.
+pub(crate) async fn controller_manager_runs(client: &kube::Client) -> bool {
+    let leases: Api<k8s_openapi::api::coordination::v1::Lease> =
+        Api::namespaced(client.clone(), "kube-system");
+    let Ok(Some(lease)) = leases.get_opt("kube-controller-manager").await else {
+        return false;
+    };
+    let renewed = lease.spec.and_then(|s| s.renew_time).map(|t| t.0);
+    renewed.is_some_and(|t| {
+        k8s_openapi::jiff::Timestamp::now().duration_since(t)
+            < k8s_openapi::jiff::SignedDuration::from_secs(60)
+    })
+}
+
 /// Settles `namespace`'s workloads until aborted.
 pub(crate) async fn simulate(client: kube::Client, namespace: String) {
+    let computed = controller_manager_runs(&client).await;
     let apis: Vec<(&str, Api<DynamicObject>)> = KINDS
         .iter()
+        .filter(|(_, _, kind, _)| !(computed && COMPUTED.contains(kind)))
         .map(|(group, version, kind, plural)| {
             let gvk = GroupVersionKind::gvk(group, version, kind);
             let resource = ApiResource::from_gvk_with_plural(&gvk, plural);
@@ -100,10 +135,31 @@ async fn settle_all(kind: &str, api: &Api<DynamicObject>, classes: &Api<DynamicO
 /// readiness helper would have, for a test that kept it waiting on purpose
 /// ([`ClusterBuilder::simulate_readiness`](crate::ClusterBuilder::simulate_readiness)
 /// off). `Ok(false)` when it was ready already.
+///
+/// Where a kube-controller-manager runs (see the module docs), a workload is made
+/// ready through its Pods instead, and this waits (up to 30 s) until the controller
+/// manager shows it ready; only after that, or for a workload without Pods, is its
+/// status patched.
 pub async fn settle(api: &Api<DynamicObject>, kind: &str, name: &str) -> Result<bool, kube::Error> {
     let obj = api.get(name).await?;
-    let Some(status) = settled_status(kind, &obj) else {
+    if settled_status(kind, &obj).is_none() {
         return Ok(false);
+    }
+    let client = api.clone().into_client();
+    if COMPUTED.contains(&kind) && controller_manager_runs(&client).await {
+        let deadline = tokio::time::Instant::now() + COMPUTED_WAIT;
+        while tokio::time::Instant::now() < deadline {
+            settle_pods_of(&client, &obj).await;
+            let now = api.get(name).await?;
+            if settled_status(kind, &now).is_none() {
+                return Ok(true);
+            }
+            tokio::time::sleep(PERIOD).await;
+        }
+    }
+    let obj = api.get(name).await?;
+    let Some(status) = settled_status(kind, &obj) else {
+        return Ok(true);
     };
     api.patch_status(
         name,
@@ -112,6 +168,49 @@ pub async fn settle(api: &Api<DynamicObject>, kind: &str, name: &str) -> Result<
     )
     .await?;
     Ok(true)
+}
+
+/// Marks the Pods `workload`'s selector picks in its namespace Running and Ready
+/// (Succeeded for a Job's).
+async fn settle_pods_of(client: &kube::Client, workload: &DynamicObject) {
+    let Some(ns) = workload.metadata.namespace.as_deref() else {
+        return;
+    };
+    let selector: Vec<String> = field(workload, "/spec/selector/matchLabels")
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| Some(format!("{k}={}", v.as_str()?)))
+                .collect()
+        })
+        .unwrap_or_default();
+    if selector.is_empty() {
+        return;
+    }
+    let pods: Api<DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        ns,
+        &ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("", "v1", "Pod"), "pods"),
+    );
+    let Ok(list) = pods
+        .list(&ListParams::default().labels(&selector.join(",")))
+        .await
+    else {
+        return;
+    };
+    for pod in list.items {
+        let (Some(name), Some(status)) = (pod.metadata.name.as_deref(), pod_status(&pod)) else {
+            continue;
+        };
+        // A conflict or a deletion in between is seen on the next pass.
+        let _ = pods
+            .patch_status(
+                name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({ "status": status })),
+            )
+            .await;
+    }
 }
 
 fn field<'a>(obj: &'a DynamicObject, pointer: &str) -> Option<&'a Value> {

@@ -16,7 +16,6 @@ use std::time::Duration;
 
 use common::cluster::TestCluster;
 use common::{resource, GROUP, KIND, VERSION};
-use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Secret};
 use kube::api::{
     Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch,

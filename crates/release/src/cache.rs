@@ -14,13 +14,16 @@
 //! A cache may lag the server; a reconcile must never act on a view older than its
 //! own last write (an action that wrote revision 2 and then read "newest: 1" would put
 //! its lock on the wrong record). So every record write made through a backend that
-//! uses this cache is announced ([`RecordCache::write_started`]) and, once the server
-//! answered, the resourceVersion it answered with (or "gone", for a delete) is
-//! remembered until the watch delivers that very version. A read of release `R`
-//! ([`RecordCache::fresh`]) waits until no write of `R`'s objects is in flight or
-//! undelivered; after [`RecordCache::wait`] it gives up, and the caller reads from the
-//! API server directly (as it does while the watch has not listed yet, or cannot:
-//! RBAC). Versions are compared for equality only, never ordered, as Kubernetes asks.
+//! uses this cache is announced ([`RecordCache::write_started`]), and its answer (the
+//! object as the server stored it, or "gone") is put into the cache at once: a read
+//! after a write sees that write without waiting for the watch. Until the watch
+//! delivers that very version, its events for the object are older than what the
+//! cache holds and only count as others' changes. A read of release `R`
+//! ([`RecordCache::fresh`]) waits while a write of `R`'s objects is in flight (a few
+//! milliseconds), or until the watch's first list; after the cache's wait (5 s) it
+//! gives up, and the caller reads from the API server directly (as it does when the
+//! watch cannot list: RBAC). Versions are compared for equality only, never
+//! ordered, as Kubernetes asks.
 //!
 //! Writes of others (the `helm` CLI, another replica, a user deleting a Secret) are
 //! reported through [`RecordCache::on_change`], so an operator can reconcile the
@@ -196,11 +199,23 @@ impl Entry {
     }
 }
 
-/// What we expect the watch to deliver for an object we wrote.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What we expect the watch to deliver for an object we wrote: the object as we
+/// stored it, or its deletion.
+#[derive(Debug, Clone, PartialEq)]
 enum Expect {
-    Version(Box<str>),
+    Stored(Entry),
     Gone,
+}
+
+impl Expect {
+    /// Whether an event of `version` (`None`: a deletion) is this write coming back.
+    fn is(&self, version: Option<&str>) -> bool {
+        match (self, version) {
+            (Expect::Stored(e), Some(v)) => &*e.resource_version == v,
+            (Expect::Gone, None) => true,
+            _ => false,
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -223,10 +238,10 @@ impl Pending {
 }
 
 /// How a write made through the cache ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Written {
-    /// The server stored the object at this resourceVersion.
-    Stored(String),
+    /// The server stored the object as this metadata says (its answer).
+    Stored(Box<ObjectMeta>),
     /// The object is gone.
     Gone,
     /// The write failed: nothing to wait for.
@@ -369,9 +384,11 @@ impl RecordCache {
                     if let Some(entry) = Entry::of(&meta) {
                         let ns: Box<str> = meta.namespace.clone().unwrap_or_default().into();
                         let version = Some(entry.resource_version.clone());
-                        let own = own_event(&mut st, &ns, &entry.name, version);
+                        let (own, newer) = own_event(&mut st, &ns, &entry.name, version);
                         let release = entry.release.to_string();
-                        upsert(&mut st, &ns, entry);
+                        if !newer {
+                            upsert(&mut st, &ns, entry);
+                        }
                         if !own {
                             changes.push(RecordChange {
                                 namespace: ns.to_string(),
@@ -385,8 +402,10 @@ impl RecordCache {
                 WatchEvent::Delete(meta) => {
                     if let Some(entry) = Entry::of(&meta) {
                         let ns: Box<str> = meta.namespace.clone().unwrap_or_default().into();
-                        let own = own_event(&mut st, &ns, &entry.name, None);
-                        remove(&mut st, &ns, &entry.release, &entry.name);
+                        let (own, newer) = own_event(&mut st, &ns, &entry.name, None);
+                        if !newer {
+                            remove(&mut st, &ns, &entry.release, &entry.name);
+                        }
                         if !own {
                             changes.push(RecordChange {
                                 namespace: ns.to_string(),
@@ -444,7 +463,9 @@ impl RecordCache {
             diff(&before, &fresh, changes);
         }
         // The list is newer than every write answered before it started: those are
-        // delivered. Later ones are delivered when the list already shows them.
+        // delivered. Later ones are delivered when the list already shows them, and
+        // otherwise newer than it: the cache keeps showing them.
+        let mut newer: Vec<(Box<str>, Box<str>, Expect)> = Vec::new();
         st.pending.retain(|(ns, name), p| {
             if scope_ns.as_deref().is_some_and(|s| s != &**ns) {
                 return true;
@@ -452,19 +473,29 @@ impl RecordCache {
             let now = fresh
                 .get(ns)
                 .and_then(|n| n.releases.get(&p.release))
-                .and_then(|es| es.iter().find(|e| e.name == *name));
-            p.awaited.retain(|expect| match (expect, now) {
-                _ if p.epoch < epoch => false,
-                (Expect::Gone, None) => false,
-                (Expect::Version(v), Some(e)) => *v != e.resource_version,
-                _ => true,
-            });
+                .and_then(|es| es.iter().find(|e| e.name == *name))
+                .map(|e| e.resource_version.clone());
+            p.awaited
+                .retain(|expect| p.epoch >= epoch && !expect.is(now.as_deref()));
+            if let Some(last) = p.awaited.last() {
+                newer.push((ns.clone(), name.clone(), last.clone()));
+            }
             if p.in_flight == 0 {
                 p.seen.clear();
             }
             !p.settled()
         });
         st.namespaces.extend(fresh);
+        for (ns, name, expect) in newer {
+            match expect {
+                Expect::Stored(entry) => upsert(st, &ns, entry),
+                Expect::Gone => {
+                    if let Some(release) = find_release(st, &ns, &name) {
+                        remove(st, &ns, &release, &name);
+                    }
+                }
+            }
+        }
     }
 
     /// A write of object `name` (of release `release`, when known) in `namespace`
@@ -498,27 +529,25 @@ impl RecordCache {
         let mut foreign = Vec::new();
         {
             let mut st = lock(&self.state);
-            let current = find_entry(&st, &key.0, &key.1).map(|e| e.resource_version.clone());
+            let expect = match outcome {
+                Written::Stored(meta) => Entry::of(&meta).map(Expect::Stored),
+                Written::Gone => Some(Expect::Gone),
+                Written::Failed => None,
+            };
             let Some(p) = st.pending.get_mut(&key) else {
                 return;
             };
             p.in_flight = p.in_flight.saturating_sub(1);
-            let expect = match outcome {
-                Written::Stored(v) => Some(Expect::Version(v.into())),
-                Written::Gone => Some(Expect::Gone),
-                Written::Failed => None,
-            };
+            let mut show = None;
             if let Some(expect) = expect {
-                let seen_version = match &expect {
-                    Expect::Version(v) => Some(v.clone()),
-                    Expect::Gone => None,
-                };
-                if let Some(i) = p.seen.iter().position(|s| *s == seen_version) {
-                    // Delivered while the write was in flight.
+                if let Some(i) = p.seen.iter().position(|s| expect.is(s.as_deref())) {
+                    // Delivered while the write was in flight: the cache has it, or
+                    // something newer.
                     p.seen.remove(i);
-                } else if expect == Expect::Gone && current.is_none() && p.awaited.is_empty() {
-                    // Gone, and the cache never showed it (or already dropped it).
                 } else {
+                    // Shown at once; the watch's events of the object until it
+                    // delivers this are older.
+                    show = Some(expect.clone());
                     p.awaited.push(expect);
                 }
             }
@@ -529,8 +558,14 @@ impl RecordCache {
                 }
                 p.seen.clear();
             }
+            let release = p.release.clone();
             if p.settled() {
                 st.pending.remove(&key);
+            }
+            match show {
+                Some(Expect::Stored(entry)) => upsert(&mut st, &key.0, entry),
+                Some(Expect::Gone) => remove(&mut st, &key.0, &release, &key.1),
+                None => {}
             }
         }
         self.changed.notify_waiters();
@@ -593,7 +628,7 @@ impl RecordCache {
             Phase::Ready => {}
         }
         let behind = st.pending.iter().any(|((ns, _), p)| {
-            &**ns == namespace && release.is_none_or(|r| &*p.release == r) && !p.settled()
+            &**ns == namespace && release.is_none_or(|r| &*p.release == r) && p.in_flight > 0
         });
         if behind {
             Check::Behind
@@ -602,22 +637,23 @@ impl RecordCache {
         }
     }
 
-    /// The watch did not deliver our writes of `release` in time: the caller reads
-    /// from the API server, which is authoritative, so stop waiting for them.
+    /// A write of `release` stayed in flight for the whole wait (or the watch never
+    /// listed): the caller reads from the API server, which is authoritative.
     fn give_up(&self, namespace: &str, release: &str) {
-        let mut st = lock(&self.state);
-        let mut dropped = 0;
-        st.pending.retain(|(ns, _), p| {
-            if &**ns == namespace && &*p.release == release {
-                dropped += p.awaited.len();
-                p.awaited.clear();
-            }
-            !p.settled()
-        });
-        if dropped > 0 {
-            tracing::warn!(kind = self.kind, namespace, release, writes = dropped,
-                "the watch of release records is behind our own writes; reading them from the API server");
-        }
+        let st = lock(&self.state);
+        let writes: u32 = st
+            .pending
+            .iter()
+            .filter(|((ns, _), p)| &**ns == namespace && &*p.release == release)
+            .map(|(_, p)| p.in_flight)
+            .sum();
+        tracing::warn!(
+            kind = self.kind,
+            namespace,
+            release,
+            writes_in_flight = writes,
+            "the cache of release records is not ready; reading them from the API server"
+        );
     }
 
     /// The cached objects of `namespace` whose labels match `selector` (metadata
@@ -665,31 +701,30 @@ enum Check {
 }
 
 /// Whether an event of object `name` is one of our writes coming back (`version`
-/// `None`: a deletion); settles what it matches.
-fn own_event(st: &mut State, ns: &str, name: &str, version: Option<Box<str>>) -> bool {
+/// `None`: a deletion), settling what it matches; and whether the cache holds a
+/// newer state of the object than the event (a write of ours not delivered yet), so
+/// the event must not replace it.
+fn own_event(st: &mut State, ns: &str, name: &str, version: Option<Box<str>>) -> (bool, bool) {
     let key: (Box<str>, Box<str>) = (ns.into(), name.into());
     let Some(p) = st.pending.get_mut(&key) else {
-        return false;
+        return (false, false);
     };
-    let expect = match &version {
-        Some(v) => Expect::Version(v.clone()),
-        None => Expect::Gone,
-    };
-    let own = if let Some(i) = p.awaited.iter().position(|e| *e == expect) {
+    let own = if let Some(i) = p.awaited.iter().position(|e| e.is(version.as_deref())) {
         // Events come in order: what was awaited before it is delivered too.
         p.awaited.drain(..=i);
         true
-    } else if p.in_flight > 0 {
+    } else if p.in_flight > 0 && p.awaited.is_empty() {
         // Ours or not: the write's answer tells.
         p.seen.push(version);
         true
     } else {
         false
     };
+    let newer = !p.awaited.is_empty();
     if p.settled() {
         st.pending.remove(&key);
     }
-    own
+    (own, newer)
 }
 
 fn find_release(st: &State, ns: &str, name: &str) -> Option<Box<str>> {
@@ -828,16 +863,33 @@ pub async fn watch<K>(
     };
     let config = watcher::Config::default().labels(SELECTOR);
     let mut events = std::pin::pin!(watcher::watcher(api, config).default_backoff());
+    // Said once per run of failures (a watch RBAC refuses fails every retry).
+    let mut warned = false;
+    let scope_name = namespace.as_deref().unwrap_or("(all namespaces)");
     while let Some(event) = events.next().await {
         let event = match event {
             Ok(watcher::Event::Init) => WatchEvent::Init,
             Ok(watcher::Event::InitApply(o)) => WatchEvent::InitApply(o.metadata),
-            Ok(watcher::Event::InitDone) => WatchEvent::InitDone,
+            Ok(watcher::Event::InitDone) => {
+                warned = false;
+                WatchEvent::InitDone
+            }
             Ok(watcher::Event::Apply(o)) => WatchEvent::Apply(o.metadata),
             Ok(watcher::Event::Delete(o)) => WatchEvent::Delete(o.metadata),
+            Err(e) if !warned => {
+                warned = true;
+                tracing::warn!(kind = cache.kind, namespace = scope_name,
+                    "cannot watch release records (retrying; until it lists, their labels are read from the API server per reconcile): {}",
+                    e);
+                cache.failed(scope);
+                continue;
+            }
             Err(e) => {
-                tracing::warn!(kind = cache.kind, namespace = namespace.as_deref().unwrap_or("(all)"),
-                    "watching release records failed (retrying; reads go to the API server until it lists): {e}");
+                tracing::debug!(
+                    kind = cache.kind,
+                    namespace = scope_name,
+                    "watching release records failed again: {e}"
+                );
                 cache.failed(scope);
                 continue;
             }

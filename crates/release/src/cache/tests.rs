@@ -95,33 +95,49 @@ async fn reads_wait_for_the_first_list_and_keep_only_metadata() {
     );
 }
 
+fn stored(name: &str, version: &str, status: &str) -> Written {
+    Written::Stored(Box::new(meta(name, version, status)))
+}
+
+fn status_of(cache: &RecordCache, name: &str) -> String {
+    cache.get("ns", name).expect("cached").labels["status"].clone()
+}
+
 #[tokio::test]
-async fn a_read_waits_until_its_own_write_comes_back() {
+async fn a_read_sees_its_own_write_at_once() {
     let (cache, scope, changes) = cache();
     listed(&cache, scope, &[meta(V1, "1", "deployed")]);
+    // In flight: a read of the release waits for the answer.
     let write = cache.write_started("ns", V2, Some("web"));
-    write.done(Written::Stored("2".into()));
-    assert!(waits(&cache, "web").await, "v2 not delivered yet");
+    assert!(waits(&cache, "web").await, "a write of it is in flight");
     assert!(
         cache.fresh("ns", Some("other")).await,
         "other releases are not held up"
     );
+    write.done(stored(V2, "2", "pending-install"));
+    assert!(cache.fresh("ns", Some("web")).await);
+    assert_eq!(
+        names(&cache),
+        [V1, V2],
+        "shown before the watch delivers it"
+    );
 
     let write = cache.write_started("ns", V2, Some("web"));
-    write.done(Written::Stored("3".into()));
-    let reader = {
-        let cache = cache.clone();
-        tokio::spawn(async move { cache.fresh("ns", Some("web")).await })
-    };
-    tokio::time::sleep(Duration::from_millis(20)).await;
+    write.done(stored(V2, "3", "deployed"));
+    assert_eq!(status_of(&cache, V2), "deployed");
+    // The watch delivers the first write late: older than what the cache shows.
     cache.observe(scope, WatchEvent::Apply(meta(V2, "2", "pending-install")));
+    assert_eq!(status_of(&cache, V2), "deployed");
     cache.observe(scope, WatchEvent::Apply(meta(V2, "3", "deployed")));
-    assert!(reader.await.unwrap());
-    assert_eq!(names(&cache), [V1, V2]);
+    assert_eq!(status_of(&cache, V2), "deployed");
     assert!(
         changes.lock().unwrap().is_empty(),
         "our own writes: {changes:?}"
     );
+    // Settled: the next change is someone else's, and shown.
+    cache.observe(scope, WatchEvent::Apply(meta(V2, "4", "superseded")));
+    assert_eq!(status_of(&cache, V2), "superseded");
+    assert_eq!(changes.lock().unwrap().len(), 1);
 }
 
 #[tokio::test]
@@ -130,7 +146,7 @@ async fn an_event_that_beats_the_answer_is_still_ours() {
     listed(&cache, scope, &[meta(V1, "1", "deployed")]);
     let write = cache.write_started("ns", V1, Some("web"));
     cache.observe(scope, WatchEvent::Apply(meta(V1, "5", "superseded")));
-    write.done(Written::Stored("5".into()));
+    write.done(stored(V1, "5", "superseded"));
     assert!(cache.fresh("ns", Some("web")).await);
     assert!(changes.lock().unwrap().is_empty());
 
@@ -138,7 +154,7 @@ async fn an_event_that_beats_the_answer_is_still_ours() {
     let write = cache.write_started("ns", V1, Some("web"));
     cache.observe(scope, WatchEvent::Apply(meta(V1, "6", "superseded")));
     cache.observe(scope, WatchEvent::Apply(meta(V1, "7", "superseded")));
-    write.done(Written::Stored("7".into()));
+    write.done(stored(V1, "7", "superseded"));
     assert!(cache.fresh("ns", Some("web")).await);
     assert_eq!(changes.lock().unwrap().len(), 1);
 }
@@ -158,12 +174,12 @@ async fn others_changes_and_deletions_are_reported() {
     );
     assert_eq!(names(&cache), [V2]);
 
-    // Our own delete is not reported.
+    // Our own delete shows at once, and is not reported.
     let write = cache.write_started("ns", V2, None);
     write.done(Written::Gone);
-    assert!(waits(&cache, "web").await);
-    cache.observe(scope, WatchEvent::Delete(meta(V2, "4", "deployed")));
     assert!(cache.fresh("ns", Some("web")).await);
+    assert!(names(&cache).is_empty());
+    cache.observe(scope, WatchEvent::Delete(meta(V2, "4", "deployed")));
     assert_eq!(changes.lock().unwrap().len(), 2);
     assert!(names(&cache).is_empty());
 }
@@ -178,7 +194,7 @@ async fn a_relist_settles_earlier_writes_and_reports_what_changed_meanwhile() {
     );
     // Our write is answered, then the watch breaks and relists: the list is newer.
     let write = cache.write_started("ns", V2, Some("web"));
-    write.done(Written::Stored("3".into()));
+    write.done(stored(V2, "3", "deployed"));
     cache.failed(scope);
     listed(&cache, scope, &[meta(V2, "9", "deployed")]);
     assert!(cache.fresh("ns", Some("web")).await);
@@ -211,13 +227,26 @@ async fn a_watch_that_cannot_list_sends_readers_to_the_server() {
 }
 
 #[tokio::test]
-async fn a_watch_behind_our_writes_is_given_up_on_after_the_wait() {
+async fn a_write_in_flight_too_long_sends_readers_to_the_server() {
     let (cache, scope, _) = cache();
     listed(&cache, scope, &[]);
-    cache
-        .write_started("ns", V1, Some("web"))
-        .done(Written::Stored("1".into()));
+    let write = cache.write_started("ns", V1, Some("web"));
     assert!(!cache.fresh("ns", Some("web")).await);
-    // Given up: the next read does not wait again for the same write.
+    write.done(stored(V1, "1", "deployed"));
     assert!(cache.fresh("ns", Some("web")).await);
+}
+
+#[tokio::test]
+async fn a_relist_keeps_showing_our_writes_newer_than_it() {
+    let (cache, scope, _) = cache();
+    listed(&cache, scope, &[meta(V1, "1", "deployed")]);
+    cache.failed(scope);
+    cache.observe(scope, WatchEvent::Init);
+    cache.observe(scope, WatchEvent::InitApply(meta(V1, "1", "deployed")));
+    // Written while the list ran, after the point it lists.
+    cache
+        .write_started("ns", V2, Some("web"))
+        .done(stored(V2, "2", "pending-install"));
+    cache.observe(scope, WatchEvent::InitDone);
+    assert_eq!(names(&cache), [V1, V2]);
 }

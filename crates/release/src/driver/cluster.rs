@@ -255,10 +255,7 @@ impl<K: RecordKind> KindBackend<K> {
 
 /// What a write answered, for the cache.
 fn stored<K: RecordKind>(obj: &K) -> Written {
-    match &obj.meta().resource_version {
-        Some(v) => Written::Stored(v.clone()),
-        None => Written::Failed,
-    }
+    Written::Stored(Box::new(obj.meta().clone()))
 }
 
 fn raw_meta<K: RecordKind>(m: kube::core::PartialObjectMeta<K>) -> RawObject {

@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, PostParams};
+use kube::api::{
+    Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
+};
 use kube::runtime::watcher;
 use kube::Client;
 use serde_json::{json, Value};
@@ -87,7 +89,7 @@ pub async fn create_crs(client: &Client, count: usize, namespaces: usize) {
                 "apiVersion": format!("{GROUP}/{VERSION}"),
                 "kind": KIND,
                 "metadata": {"name": cr_name(i), "namespace": ns},
-                "spec": {"replicaCount": 1, "message": format!("Hello number {i}")},
+                "spec": {"replicaCount": 1, "message": message(i, 0)},
             }))
             .expect("CR");
             async move { api.create(&PostParams::default(), &cr).await }
@@ -98,14 +100,62 @@ pub async fn create_crs(client: &Client, count: usize, namespaces: usize) {
         .expect("create CRs");
 }
 
-fn deployed(cr: &DynamicObject) -> bool {
-    cr.data
+/// The message of the `i`th CR's spec; `round` 0 at creation, higher after upgrades.
+pub fn message(i: usize, round: usize) -> String {
+    match round {
+        0 => format!("Hello number {i}"),
+        r => format!("Hello number {i}, round {r}"),
+    }
+}
+
+/// `Deployed=True`, and with a `round` its message (the chart's notes) shows that
+/// round's message: the upgrade to it finished.
+fn deployed(cr: &DynamicObject, round: usize) -> bool {
+    let Some(condition) = cr
+        .data
         .pointer("/status/conditions")
         .and_then(Value::as_array)
-        .is_some_and(|cs| {
+        .and_then(|cs| {
             cs.iter()
-                .any(|c| c["type"] == "Deployed" && c["status"] == "True")
+                .find(|c| c["type"] == "Deployed" && c["status"] == "True")
         })
+    else {
+        return false;
+    };
+    if round == 0 {
+        return true;
+    }
+    let Some(i) = cr
+        .metadata
+        .name
+        .as_deref()
+        .and_then(|n| n.strip_prefix("hello-"))
+        .and_then(|n| n.parse::<usize>().ok())
+    else {
+        return false;
+    };
+    condition["message"]
+        .as_str()
+        .is_some_and(|m| m.contains(&format!("\"{}\"", message(i, round))))
+}
+
+/// Changes every CR's message to `round`'s: one upgrade each.
+pub async fn upgrade_crs(client: &Client, count: usize, namespaces: usize, round: usize) {
+    let ar = resource();
+    futures::stream::iter(0..count)
+        .map(|i| {
+            let ns = namespace_of(i, namespaces);
+            let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &ns, &ar);
+            let patch = json!({"spec": {"message": message(i, round)}});
+            async move {
+                api.patch(&cr_name(i), &PatchParams::default(), &Patch::Merge(&patch))
+                    .await
+            }
+        })
+        .buffer_unordered(CREATE_CONCURRENCY)
+        .try_for_each(|_| std::future::ready(Ok(())))
+        .await
+        .expect("upgrade CRs");
 }
 
 fn key(cr: &DynamicObject) -> (String, String) {
@@ -115,11 +165,13 @@ fn key(cr: &DynamicObject) -> (String, String) {
     )
 }
 
-/// Watches every Hello until `target` are Deployed (or `timeout` passes), calling
-/// `progress(deployed)` about every `every`. Returns how many were Deployed.
+/// Watches every Hello until `target` are Deployed (at `round`'s message, see
+/// [`upgrade_crs`]) or `timeout` passes, calling `progress(deployed)` about every
+/// `every`. Returns how many were Deployed.
 pub async fn wait_deployed(
     client: &Client,
     target: usize,
+    round: usize,
     timeout: Duration,
     every: Duration,
     mut progress: impl FnMut(usize),
@@ -137,7 +189,7 @@ pub async fn wait_deployed(
         };
         match event {
             Some(Ok(watcher::Event::Apply(cr) | watcher::Event::InitApply(cr))) => {
-                if deployed(&cr) {
+                if deployed(&cr, round) {
                     done.insert(key(&cr));
                 } else {
                     done.remove(&key(&cr));

@@ -7,9 +7,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-/// The `rudder` binary cargo built for this bench.
+/// The `rudder` binary cargo built for this bench, or `RUDDER_SCALE_BIN`'s (to
+/// compare with another build).
 pub fn rudder_bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_rudder"))
+    std::env::var_os("RUDDER_SCALE_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_rudder")))
 }
 
 /// The repository root, where `examples/` lives.

@@ -122,14 +122,15 @@ pub async fn run(n: usize, replicas: usize) {
     }
     let started = Instant::now();
     cluster::create_crs(&client, n, namespaces).await;
-    let deployed = cluster::wait_deployed(&client, n, timeout, Duration::from_secs(15), |done| {
-        println!(
-            "  {:>6.0} s  {done:>6} Deployed  load {}",
-            started.elapsed().as_secs_f64(),
-            load_average()
-        );
-    })
-    .await;
+    let deployed =
+        cluster::wait_deployed(&client, n, 0, timeout, Duration::from_secs(15), |done| {
+            println!(
+                "  {:>6.0} s  {done:>6} Deployed  load {}",
+                started.elapsed().as_secs_f64(),
+                load_average()
+            );
+        })
+        .await;
     println!(
         "  all {deployed} of {n} Deployed in {:.1} s with {replicas} replicas",
         started.elapsed().as_secs_f64()

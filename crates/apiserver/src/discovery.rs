@@ -3,7 +3,7 @@
 //! `application/json` makes client-go fall back to these legacy documents.
 
 use crate::error::ApiError;
-use crate::registry::{Registry, ResourceType};
+use apitypes::{Registry, ResourceType};
 use serde_json::{json, Value};
 
 pub(crate) fn version() -> Value {

@@ -6,10 +6,7 @@
 
 use serde_json::{json, Map, Value};
 
-/// Whether a resource type is the `events.k8s.io` view of core Events.
-pub(crate) fn is_events_api(group: &str, plural: &str) -> bool {
-    group == "events.k8s.io" && plural == "events"
-}
+pub(crate) use apitypes::registry::is_events_api;
 
 fn mv(from: &mut Map<String, Value>, to: &mut Map<String, Value>, a: &str, b: &str) {
     if let Some(v) = from.remove(a) {

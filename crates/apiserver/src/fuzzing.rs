@@ -20,23 +20,23 @@ pub fn request_body(content_type: &str, api_version: &str, kind: &str, body: &[u
     let (api_version, kind) = (api_version.to_string(), kind.to_string());
     let run = move || {
         let api_version = api_version.as_str();
-        let Some(schema) = crate::schema::builtin(api_version, &kind) else {
+        let Some(schema) = apitypes::schema::builtin(api_version, &kind) else {
             return;
         };
         if !v.is_object() {
             return;
         }
-        let _ = crate::typed::duplicates(&schema, &v);
-        let set = crate::typed::field_set(&schema, &v);
+        let _ = apitypes::typed::duplicates(&schema, &v);
+        let set = apitypes::typed::field_set(&schema, &v);
         let mut stored = v.clone();
-        crate::typed::as_stored(&schema, &mut stored);
-        let merged = crate::typed::merge(&schema, &stored, &v);
-        let _ = crate::typed::compare(&schema, &stored, &merged);
+        apitypes::typed::as_stored(&schema, &mut stored);
+        let merged = apitypes::typed::merge(&schema, &stored, &v);
+        let _ = apitypes::typed::compare(&schema, &stored, &merged);
         let mut pruned = merged;
         for p in set.iter().take(16) {
-            crate::typed::remove_path(&schema, &mut pruned, p);
+            apitypes::typed::remove_path(&schema, &mut pruned, p);
         }
-        let _ = crate::fieldset::from_fields_v1(&crate::fieldset::to_fields_v1(&set));
+        let _ = apitypes::fieldset::from_fields_v1(&apitypes::fieldset::to_fields_v1(&set));
         let scope = crate::managed::Scope {
             schema: &schema,
             api_version,

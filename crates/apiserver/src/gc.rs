@@ -4,7 +4,7 @@
 //! deletions (the store wakes this task) and every few seconds.
 
 use crate::objects::{self, DeleteOpts, Target, WriteOpts};
-use crate::registry::ResourceType;
+use apitypes::ResourceType;
 use crate::store::{Mutation, Stored};
 use crate::App;
 use serde_json::{json, Value};

@@ -13,12 +13,12 @@
 
 #![warn(unreachable_pub)]
 
+mod admission;
 mod auth;
 mod discovery;
 mod error;
 mod events;
 pub mod faults;
-mod fieldset;
 #[doc(hidden)]
 pub mod fuzzing;
 mod gc;
@@ -31,14 +31,10 @@ mod openapi;
 mod patch;
 mod protobuf;
 mod readiness;
-mod registry;
-mod schema;
 mod store;
 mod stored;
 mod table;
 mod tls;
-mod typed;
-mod validation;
 mod watch;
 mod workloads;
 
@@ -61,7 +57,7 @@ pub const KUBE_MINOR: &str = "33";
 /// Shared state of a running server.
 pub(crate) struct App {
     pub(crate) store: store::Store,
-    pub(crate) registry: registry::Registry,
+    pub(crate) registry: apitypes::Registry,
     pub(crate) simulate_readiness: bool,
     pub(crate) shutdown: tokio::sync::watch::Receiver<bool>,
     /// Injected API errors for tests; inactive unless a rule is added.
@@ -90,7 +86,7 @@ impl App {
         let (readiness_tx, readiness_rx) = tokio::sync::mpsc::unbounded_channel();
         let app = Arc::new(App {
             store: store::Store::new(backend)?,
-            registry: registry::Registry::default(),
+            registry: apitypes::Registry::default(),
             simulate_readiness,
             shutdown,
             faults: faults::Faults::default(),

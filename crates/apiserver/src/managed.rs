@@ -6,9 +6,9 @@
 //! else owns them.
 
 use crate::error::ApiError;
-use crate::fieldset::{self, Path, Set};
-use crate::schema::Schema;
-use crate::typed;
+use apitypes::fieldset::{self, Path, Set};
+use apitypes::Schema;
+use apitypes::typed;
 use serde_json::{json, Value};
 
 /// One `managedFields` entry.
@@ -424,7 +424,7 @@ mod tests {
 
     #[test]
     fn a_second_manager_conflicts_on_values_the_store_dropped() {
-        let s = crate::schema::builtin("apps/v1", "Deployment").unwrap();
+        let s = apitypes::schema::builtin("apps/v1", "Deployment").unwrap();
         let sc = scope(&s);
         let mut first = apply(&sc, None, &manifest(), "first", false, "t0").unwrap();
         typed::as_stored(&s, &mut first);
@@ -455,7 +455,7 @@ mod tests {
 
     #[test]
     fn fields_no_longer_applied_are_removed_unless_owned_elsewhere() {
-        let s = crate::schema::builtin("apps/v1", "Deployment").unwrap();
+        let s = apitypes::schema::builtin("apps/v1", "Deployment").unwrap();
         let sc = scope(&s);
         let mut m = manifest();
         m["spec"]["replicas"] = json!(3);

@@ -92,50 +92,7 @@ pub(crate) fn random_suffix() -> String {
         .collect()
 }
 
-/// Checks a DNS-1123 subdomain (most object names); returns the reason on failure.
-pub(crate) fn validate_subdomain(name: &str) -> Result<(), String> {
-    if name.len() > 253 {
-        return Err("must be no more than 253 characters".into());
-    }
-    let ok = !name.is_empty()
-        && name.split('.').all(|part| {
-            !part.is_empty()
-                && part
-                    .bytes()
-                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-                && !part.starts_with('-')
-                && !part.ends_with('-')
-        });
-    if ok {
-        Ok(())
-    } else {
-        Err(("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')").to_string())
-    }
-}
-
-/// Checks a DNS-1123 label (namespaces, services).
-pub(crate) fn validate_label(name: &str) -> Result<(), String> {
-    if name.len() > 63 {
-        return Err("must be no more than 63 characters".into());
-    }
-    if name.contains('.') {
-        return Err(("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')").to_string());
-    }
-    validate_subdomain(name)
-}
-
-/// The strings of a JSON list (`finalizers`, `required`, list-map keys);
-/// anything else is no strings.
-pub(crate) fn strings(v: Option<&Value>) -> Vec<String> {
-    v.and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default()
-}
+pub(crate) use apitypes::strings;
 
 /// Looks a dotted path (`metadata.name`) up in an object, as a string.
 pub(crate) fn field_str(obj: &Value, path: &str) -> Option<String> {
@@ -370,11 +327,7 @@ mod tests {
     }
 
     #[test]
-    fn names() {
-        assert!(validate_subdomain("a.b-c").is_ok());
-        assert!(validate_subdomain("A").is_err());
-        assert!(validate_subdomain("-a").is_err());
-        assert!(validate_label("a.b").is_err());
+    fn generated_names_and_times() {
         assert_eq!(new_uid().len(), 36);
         assert_eq!(random_suffix().len(), 5);
         assert_eq!(format_rfc3339(0), "1970-01-01T00:00:00Z");

@@ -26,7 +26,7 @@ impl RequestLabels {
         content_type: Option<&str>,
         has_name: bool,
         watch: bool,
-        rt: &crate::registry::ResourceType,
+        rt: &apitypes::ResourceType,
         sub: Option<&str>,
     ) -> Self {
         let verb = match (method.as_str(), has_name) {

@@ -5,11 +5,11 @@
 use crate::error::ApiError;
 use crate::managed;
 use crate::meta;
-use crate::registry::ResourceType;
-use crate::schema::Schema;
+use apitypes::ResourceType;
+use apitypes::Schema;
 use crate::store::Mutation;
-use crate::typed;
-use crate::validation::{self, FieldValidation};
+use apitypes::typed;
+use crate::admission::{self, FieldValidation};
 use crate::App;
 use serde_json::{json, Map, Value};
 use std::sync::{Arc, Mutex};
@@ -138,9 +138,9 @@ pub(crate) fn validate(rt: &ResourceType, obj: &mut Value) -> Result<(), ApiErro
         ));
     }
     let res = if matches!(rt.kind.as_str(), "Namespace" | "Service") && rt.group.is_empty() {
-        meta::validate_label(&name)
+        apitypes::validation::validate_label(&name)
     } else {
-        meta::validate_subdomain(&name)
+        apitypes::validation::validate_subdomain(&name)
     };
     if let Err(msg) = res {
         return Err(ApiError::invalid(
@@ -164,7 +164,7 @@ pub(crate) fn validate(rt: &ResourceType, obj: &mut Value) -> Result<(), ApiErro
         }
     }
     if rt.group == "apiextensions.k8s.io" && rt.kind == "CustomResourceDefinition" {
-        crate::registry::crd_types(obj)
+        apitypes::registry::crd_types(obj)
             .map_err(|e| ApiError::invalid(&rt.group, &rt.kind, &name, "spec", &e))?;
     }
     Ok(())
@@ -353,7 +353,7 @@ impl WriteOpts {
 pub(crate) fn schema_of(rt: &ResourceType) -> Arc<Schema> {
     rt.schema
         .clone()
-        .or_else(|| crate::schema::builtin(&rt.api_version(), &rt.kind))
+        .or_else(|| apitypes::schema::builtin(&rt.api_version(), &rt.kind))
         .unwrap_or_default()
 }
 
@@ -382,17 +382,17 @@ fn admit(
     opts: &WriteOpts,
 ) -> Result<(), ApiError> {
     let mut warnings = Vec::new();
-    validation::check_decode(rt, schema, obj, opts.field_validation, &mut warnings)?;
+    admission::check_decode(rt, schema, obj, opts.field_validation, &mut warnings)?;
     opts.warn(warnings);
     normalize(rt, obj);
     // Go validation sees the decoded (round-tripped) object, defaulted.
-    if rt.crd.is_none() && schema.root.is_some() {
+    if rt.crd.is_none() && !schema.is_deduced() {
         typed::as_stored(schema, obj);
     }
     // kube-apiserver defaults every object it decodes, an update's and an apply's
     // result too: a field an applier stops setting that has a default gets it back.
     default_fields(app, rt, obj, old);
-    validation::check_rules(rt, schema, obj, old)?;
+    admission::check_rules(rt, schema, obj, old)?;
     Ok(())
 }
 
@@ -734,7 +734,7 @@ pub(crate) fn apply(
         )));
     }
     let schema = schema_of(rt);
-    validation::check_applied(rt, &schema, ns, &applied)?;
+    admission::check_applied(rt, &schema, ns, &applied)?;
     let key = rt.key(if rt.namespaced { ns } else { "" }, name);
     let api_version = rt.api_version();
     let sc = scope(rt, &schema, &api_version, target);

@@ -5,7 +5,7 @@
 //! validation to the server instead of validating client-side.
 
 use crate::error::ApiError;
-use crate::registry::Registry;
+use apitypes::Registry;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{json, Map, Value};

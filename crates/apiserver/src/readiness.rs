@@ -4,7 +4,7 @@
 //! Deployments also get a ReplicaSet and Pods (see `workloads`).
 
 use crate::objects::{self, Target, WriteOpts};
-use crate::registry::ResourceType;
+use apitypes::ResourceType;
 use crate::App;
 use serde_json::{json, Value};
 use std::sync::Arc;

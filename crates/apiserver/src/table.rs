@@ -4,7 +4,7 @@
 //! columns of Kubernetes' own printers; custom resources use their CRD
 //! version's `additionalPrinterColumns`; anything else gets NAME and AGE.
 
-use crate::registry::ResourceType;
+use apitypes::ResourceType;
 use crate::App;
 use axum::http::HeaderMap;
 use serde_json::{json, Map, Value};

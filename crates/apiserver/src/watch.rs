@@ -5,7 +5,7 @@
 use crate::error::ApiError;
 use crate::handlers::{list_prefix, present, stream_body, Params};
 use crate::meta::{FieldSelector, LabelSelector};
-use crate::registry::ResourceType;
+use apitypes::ResourceType;
 use crate::store::{Event, EventType, Stored};
 use crate::table::{Printer, TableOpts};
 use crate::App;

@@ -3,17 +3,14 @@
 //! fields under `fieldValidation` (400 under Strict, a `Warning` header
 //! under Warn), field errors of Kubernetes' Go validation and of CRD
 //! structural schemas (422 `Invalid`), and what server-side apply refuses
-//! before merging (duplicate keys, undeclared fields).
-
-mod crd;
-mod decode;
-mod rules;
+//! before merging (duplicate keys, undeclared fields). The checks
+//! themselves are `apitypes::validation`'s; this is what the server
+//! answers for them.
 
 use crate::error::ApiError;
-use crate::registry::ResourceType;
-use crate::schema::Schema;
+use apitypes::validation::{self, FieldError};
+use apitypes::{ResourceType, Schema};
 use serde_json::{json, Value};
-use std::fmt;
 
 /// The `fieldValidation` directive of a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -38,89 +35,6 @@ impl FieldValidation {
     }
 }
 
-/// One field error, shown as `path: body` like Go's `field.Error`.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct FieldError {
-    field: String,
-    reason: &'static str,
-    body: String,
-}
-
-impl FieldError {
-    fn new(field: &str, body: &str) -> Self {
-        let reason = if body.starts_with("Unsupported value") {
-            "FieldValueNotSupported"
-        } else if body.starts_with("Too many") {
-            "FieldValueTooMany"
-        } else {
-            "FieldValueInvalid"
-        };
-        FieldError {
-            field: field.to_string(),
-            reason,
-            body: body.to_string(),
-        }
-    }
-
-    fn invalid(field: &str, value: &str, msg: &str) -> Self {
-        FieldError {
-            field: field.to_string(),
-            reason: "FieldValueInvalid",
-            body: format!("Invalid value: {value}: {msg}"),
-        }
-    }
-
-    fn required(field: &str) -> Self {
-        FieldError {
-            field: field.to_string(),
-            reason: "FieldValueRequired",
-            body: "Required value".into(),
-        }
-    }
-
-    fn forbidden(field: &str, msg: &str) -> Self {
-        FieldError {
-            field: field.to_string(),
-            reason: "FieldValueForbidden",
-            body: format!("Forbidden: {msg}"),
-        }
-    }
-
-    fn too_long(field: &str, max: usize) -> Self {
-        FieldError {
-            field: field.to_string(),
-            reason: "FieldValueTooLong",
-            body: format!("Too long: may not be more than {max} bytes"),
-        }
-    }
-
-    fn too_long_chars(field: &str, max: u64) -> Self {
-        FieldError {
-            field: field.to_string(),
-            reason: "FieldValueTooLong",
-            body: format!("Too long: may not be more than {max} bytes"),
-        }
-    }
-
-    fn unsupported(field: &str, value: &str, allowed: &[&str]) -> Self {
-        let shown: Vec<String> = allowed.iter().map(|a| format!("{a:?}")).collect();
-        FieldError {
-            field: field.to_string(),
-            reason: "FieldValueNotSupported",
-            body: format!(
-                "Unsupported value: {value:?}: supported values: {}",
-                shown.join(", ")
-            ),
-        }
-    }
-}
-
-impl fmt::Display for FieldError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.field, self.body)
-    }
-}
-
 /// The 422 `Invalid` status for a list of field errors.
 pub(crate) fn invalid(rt: &ResourceType, name: &str, errs: &[FieldError]) -> ApiError {
     let qualified = if rt.group.is_empty() {
@@ -141,7 +55,7 @@ pub(crate) fn invalid(rt: &ResourceType, name: &str, errs: &[FieldError]) -> Api
     );
     let causes: Vec<Value> = errs
         .iter()
-        .map(|c| json!({"reason": c.reason, "message": c.body, "field": c.field}))
+        .map(|c| json!({"reason": c.reason(), "message": c.body(), "field": c.field()}))
         .collect();
     let mut d = json!({"name": name, "kind": rt.kind, "causes": causes});
     if !rt.group.is_empty() {
@@ -167,9 +81,8 @@ pub(crate) fn check_decode(
     mode: FieldValidation,
     warnings: &mut Vec<String>,
 ) -> Result<(), ApiError> {
-    let has_schema = schema.root.is_some();
-    if has_schema {
-        let d = decode::decode(schema, obj);
+    if !schema.is_deduced() {
+        let d = validation::decode(schema, obj);
         if rt.crd.is_none() {
             if let Some(e) = &d.type_error {
                 return Err(cannot_handle(rt, e));
@@ -211,27 +124,7 @@ pub(crate) fn check_rules(
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_string();
-    let has_schema = schema.root.is_some();
-    let mut errs = Vec::new();
-    rules::metadata(obj, &mut errs);
-    if rt.crd.is_some() {
-        if has_schema {
-            errs.extend(crd::validate(schema, obj));
-        }
-    } else if rt.group.is_empty() || matches!(rt.group.as_str(), "apps" | "batch") {
-        let kind = rt.kind.as_str();
-        if has_schema {
-            rules::required(schema, obj, &mut errs);
-        }
-        if matches!(kind, "ConfigMap" | "Secret") {
-            rules::payload(kind, obj, &mut errs);
-        }
-        rules::ports(kind, obj, &mut errs);
-        rules::enums(kind, obj, &mut errs);
-        if let Some(old) = old {
-            rules::immutable(kind, old, obj, &mut errs);
-        }
-    }
+    let errs = validation::field_errors(rt, schema, obj, old);
     if errs.is_empty() {
         Ok(())
     } else {
@@ -248,11 +141,11 @@ pub(crate) fn check_applied(
     ns: &str,
     config: &Value,
 ) -> Result<(), ApiError> {
-    if schema.root.is_none() {
+    if schema.is_deduced() {
         return Ok(());
     }
-    let mut problems = crate::typed::duplicates(schema, config);
-    problems.extend(crate::typed::undeclared(schema, config));
+    let mut problems = apitypes::typed::duplicates(schema, config);
+    problems.extend(apitypes::typed::undeclared(schema, config));
     if problems.is_empty() {
         return Ok(());
     }

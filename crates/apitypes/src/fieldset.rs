@@ -7,29 +7,29 @@ use serde_json::{Map, Value};
 use std::collections::BTreeSet;
 
 /// One path: its elements in `fieldsV1` form (`f:spec`, `k:{…}`, `v:…`).
-pub(crate) type Path = Vec<String>;
+pub type Path = Vec<String>;
 
 /// A set of paths; a member is owned, its children are separate members.
-pub(crate) type Set = BTreeSet<Path>;
+pub type Set = BTreeSet<Path>;
 
-pub(crate) fn field(name: &str) -> String {
+pub fn field(name: &str) -> String {
     format!("f:{name}")
 }
 
 /// The element of an associative list, keyed by `keys` (sorted by name).
-pub(crate) fn key(keys: &Map<String, Value>) -> String {
+pub fn key(keys: &Map<String, Value>) -> String {
     // serde_json's map is ordered by key, as structured-merge-diff orders
     // key fields.
     format!("k:{}", Value::Object(keys.clone()))
 }
 
 /// The element of a set.
-pub(crate) fn value(v: &Value) -> String {
+pub fn value(v: &Value) -> String {
     format!("v:{v}")
 }
 
 /// Renders a set as a `fieldsV1` tree: a member with children carries `.`.
-pub(crate) fn to_fields_v1(set: &Set) -> Value {
+pub fn to_fields_v1(set: &Set) -> Value {
     #[derive(Default)]
     struct Node {
         member: bool,
@@ -57,7 +57,7 @@ pub(crate) fn to_fields_v1(set: &Set) -> Value {
 }
 
 /// Reads a `fieldsV1` tree back into a set.
-pub(crate) fn from_fields_v1(v: &Value) -> Set {
+pub fn from_fields_v1(v: &Value) -> Set {
     fn rec(v: &Value, path: &mut Path, out: &mut Set) {
         let Value::Object(m) = v else { return };
         if (m.is_empty() || m.contains_key(".")) && !path.is_empty() {
@@ -78,7 +78,7 @@ pub(crate) fn from_fields_v1(v: &Value) -> Set {
 }
 
 /// The display form of a path (`.spec.ports[port=80,protocol="TCP"]`).
-pub(crate) fn display(path: &[String]) -> String {
+pub fn display(path: &[String]) -> String {
     let mut s = String::new();
     for seg in path {
         if let Some(f) = seg.strip_prefix("f:") {
@@ -104,7 +104,7 @@ pub(crate) fn display(path: &[String]) -> String {
 }
 
 /// Whether `prefix` is a (not necessarily proper) prefix of `path`.
-pub(crate) fn has_prefix(path: &[String], prefix: &[String]) -> bool {
+pub fn has_prefix(path: &[String], prefix: &[String]) -> bool {
     path.len() >= prefix.len() && path[..prefix.len()] == *prefix
 }
 

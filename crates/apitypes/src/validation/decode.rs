@@ -7,11 +7,11 @@ use serde_json::Value;
 
 /// The outcome of decoding one object.
 #[derive(Debug, Default)]
-pub(crate) struct Decoded {
+pub struct Decoded {
     /// The Go decoder's first type error, if any.
-    pub(crate) type_error: Option<String>,
+    pub type_error: Option<String>,
     /// Unknown fields, as `spec.template.spec.containers[0].bogus`.
-    pub(crate) unknown: Vec<String>,
+    pub unknown: Vec<String>,
 }
 
 fn json_kind(v: &Value) -> String {
@@ -198,7 +198,7 @@ impl Walk<'_> {
 }
 
 /// Decodes `obj` against its kind's schema.
-pub(crate) fn decode(s: &Schema, obj: &Value) -> Decoded {
+pub fn decode(s: &Schema, obj: &Value) -> Decoded {
     let mut w = Walk {
         s,
         out: Decoded::default(),

@@ -11,14 +11,14 @@ use serde_json::{Map, Value};
 
 /// What changed between two objects.
 #[derive(Debug, Default)]
-pub(crate) struct Comparison {
-    pub(crate) added: Set,
-    pub(crate) removed: Set,
-    pub(crate) modified: Set,
+pub struct Comparison {
+    pub added: Set,
+    pub removed: Set,
+    pub modified: Set,
 }
 
 impl Comparison {
-    pub(crate) fn is_empty(&self) -> bool {
+    pub fn is_empty(&self) -> bool {
         self.added.is_empty() && self.removed.is_empty() && self.modified.is_empty()
     }
 }
@@ -75,7 +75,7 @@ pub(crate) fn item_element(kind: &ListKind, item: &Value, index: usize) -> Resul
 
 /// The fields an applied configuration sets, with explicit empty values
 /// (`false`, `[]`, `null`, `{}`) owned as leaves.
-pub(crate) fn field_set(s: &Schema, obj: &Value) -> Set {
+pub fn field_set(s: &Schema, obj: &Value) -> Set {
     let mut out = Set::new();
     walk_set(s, &s.root_ty(), obj, &mut Vec::new(), &mut out);
     out
@@ -139,7 +139,7 @@ fn kinds_differ(lhs: Option<&Value>, rhs: Option<&Value>) -> bool {
 }
 
 /// Compares two objects of the same kind.
-pub(crate) fn compare(s: &Schema, lhs: &Value, rhs: &Value) -> Comparison {
+pub fn compare(s: &Schema, lhs: &Value, rhs: &Value) -> Comparison {
     let mut c = Comparison::default();
     walk_cmp(
         s,
@@ -258,7 +258,7 @@ fn walk_cmp(
 /// Merges an applied configuration into the live object: declared and
 /// granular maps key by key, associative lists and sets element by element
 /// (in structured-merge-diff's order), atomic values replaced.
-pub(crate) fn merge(s: &Schema, live: &Value, config: &Value) -> Value {
+pub fn merge(s: &Schema, live: &Value, config: &Value) -> Value {
     merge_at(s, &s.root_ty(), Some(live), Some(config)).unwrap_or(Value::Null)
 }
 
@@ -359,7 +359,7 @@ fn merge_items(s: &Schema, elem: &Ty, kind: &ListKind, la: &[Value], ra: &[Value
 }
 
 /// Removes one path (a field or a list element) from an object.
-pub(crate) fn remove_path(s: &Schema, obj: &mut Value, path: &[String]) {
+pub fn remove_path(s: &Schema, obj: &mut Value, path: &[String]) {
     fn rec(s: &Schema, ty: &Ty, v: &mut Value, path: &[String]) {
         let Some((seg, rest)) = path.split_first() else {
             return;
@@ -397,7 +397,7 @@ pub(crate) fn remove_path(s: &Schema, obj: &mut Value, path: &[String]) {
 
 /// Duplicate keys of associative lists and sets, as structured-merge-diff
 /// reports them (`.spec.env: duplicate entries for key [name="A"]`).
-pub(crate) fn duplicates(s: &Schema, obj: &Value) -> Vec<String> {
+pub fn duplicates(s: &Schema, obj: &Value) -> Vec<String> {
     fn rec(s: &Schema, ty: &Ty, v: &Value, path: &mut Path, out: &mut Vec<String>) {
         match shape(s, ty, Some(v)) {
             Shape::Leaf => {}
@@ -456,7 +456,7 @@ pub(crate) fn duplicates(s: &Schema, obj: &Value) -> Vec<String> {
 /// Fields the schema does not declare, as structured-merge-diff reports
 /// them when it types an applied configuration
 /// (`.spec.containers[name="c"].bogus: field not declared in schema`).
-pub(crate) fn undeclared(s: &Schema, obj: &Value) -> Vec<String> {
+pub fn undeclared(s: &Schema, obj: &Value) -> Vec<String> {
     fn rec(s: &Schema, ty: &Ty, v: &Value, path: &mut Path, out: &mut Vec<String>) {
         match shape(s, ty, Some(v)) {
             Shape::Leaf => {}
@@ -529,7 +529,7 @@ const POINTER_STRINGS: &[&str] = &[
 
 /// Shapes a built-in object as the Go types store it: unknown fields,
 /// `null`s and empty optional lists, maps and zero values are dropped.
-pub(crate) fn as_stored(s: &Schema, obj: &mut Value) {
+pub fn as_stored(s: &Schema, obj: &mut Value) {
     fn rec(s: &Schema, ty: &Ty, v: &mut Value) {
         match ty {
             Ty::Obj(i) => {

@@ -94,7 +94,7 @@ fn compile_node(node: &Value, name: &str, objs: &mut Vec<Obj>, is_root: bool) ->
                 atomic: node.get("x-kubernetes-map-type").and_then(Value::as_str) == Some("atomic"),
                 preserve_unknown: preserve,
                 embedded,
-                required: crate::meta::strings(node.get("required")),
+                required: crate::strings(node.get("required")),
                 ..Obj::default()
             };
             if let Some(props) = node.get("properties").and_then(Value::as_object) {
@@ -173,7 +173,7 @@ fn compile_node(node: &Value, name: &str, objs: &mut Vec<Obj>, is_root: bool) ->
             let kind = match node.get("x-kubernetes-list-type").and_then(Value::as_str) {
                 Some("set") => ListKind::Set,
                 Some("map") => {
-                    ListKind::Map(crate::meta::strings(node.get("x-kubernetes-list-map-keys")))
+                    ListKind::Map(crate::strings(node.get("x-kubernetes-list-map-keys")))
                 }
                 _ => ListKind::Atomic,
             };

@@ -7,26 +7,26 @@ use std::sync::{Arc, RwLock};
 
 /// One served resource at one group/version.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct ResourceType {
-    pub(crate) group: String,
-    pub(crate) version: String,
-    pub(crate) kind: String,
-    pub(crate) plural: String,
-    pub(crate) singular: String,
-    pub(crate) short_names: Vec<String>,
-    pub(crate) categories: Vec<String>,
-    pub(crate) namespaced: bool,
-    pub(crate) status_subresource: bool,
-    pub(crate) scale_subresource: bool,
+pub struct ResourceType {
+    pub group: String,
+    pub version: String,
+    pub kind: String,
+    pub plural: String,
+    pub singular: String,
+    pub short_names: Vec<String>,
+    pub categories: Vec<String>,
+    pub namespaced: bool,
+    pub status_subresource: bool,
+    pub scale_subresource: bool,
     /// Set for kinds served because of a CRD (by the CRD's name).
-    pub(crate) crd: Option<String>,
+    pub crd: Option<String>,
     /// The CRD version's structural schema (built-in kinds use the
     /// generated table).
-    pub(crate) schema: Option<Arc<crate::schema::Schema>>,
+    pub schema: Option<Arc<crate::schema::Schema>>,
 }
 
 impl ResourceType {
-    pub(crate) fn api_version(&self) -> String {
+    pub fn api_version(&self) -> String {
         if self.group.is_empty() {
             self.version.clone()
         } else {
@@ -35,7 +35,7 @@ impl ResourceType {
     }
 
     /// `plural.group`, the name used in error messages and CRD names.
-    pub(crate) fn qualified(&self) -> String {
+    pub fn qualified(&self) -> String {
         if self.group.is_empty() {
             self.plural.clone()
         } else {
@@ -44,12 +44,13 @@ impl ResourceType {
     }
 
     /// Stable prefix of storage keys; shared by all versions of a kind.
-    /// `events.k8s.io` Events are stored with the core ones (see `events`).
-    pub(crate) fn key_prefix(&self) -> String {
+    /// `events.k8s.io` Events are stored with the core ones (see
+    /// [`is_events_api`]).
+    pub fn key_prefix(&self) -> String {
         format!("{}/{}/", self.storage_group(), self.plural)
     }
 
-    pub(crate) fn key(&self, namespace: &str, name: &str) -> String {
+    pub fn key(&self, namespace: &str, name: &str) -> String {
         format!(
             "{}/{}/{}/{}",
             self.storage_group(),
@@ -60,12 +61,19 @@ impl ResourceType {
     }
 
     fn storage_group(&self) -> &str {
-        if crate::events::is_events_api(&self.group, &self.plural) {
+        if is_events_api(&self.group, &self.plural) {
             ""
         } else {
             &self.group
         }
     }
+}
+
+/// Whether a resource type is the `events.k8s.io` view of core Events: one
+/// resource behind two APIs, stored once in the core shape under the core
+/// key, as kube-apiserver stores them.
+pub fn is_events_api(group: &str, plural: &str) -> bool {
+    group == "events.k8s.io" && plural == "events"
 }
 
 // (group, version, kind, plural, short names, namespaced, status, categories)
@@ -479,13 +487,13 @@ fn builtins() -> Vec<Arc<ResourceType>> {
 
 /// A group and its served versions, preferred first.
 #[derive(Debug, Clone)]
-pub(crate) struct GroupInfo {
-    pub(crate) name: String,
-    pub(crate) versions: Vec<String>,
+pub struct GroupInfo {
+    pub name: String,
+    pub versions: Vec<String>,
 }
 
 /// Thread-safe set of served types; `generation` changes whenever CRDs do.
-pub(crate) struct Registry {
+pub struct Registry {
     types: RwLock<Vec<Arc<ResourceType>>>,
     generation: AtomicU64,
 }
@@ -500,36 +508,31 @@ impl Default for Registry {
 }
 
 impl Registry {
-    pub(crate) fn all(&self) -> Vec<Arc<ResourceType>> {
+    pub fn all(&self) -> Vec<Arc<ResourceType>> {
         match self.types.read() {
             Ok(t) => t.clone(),
             Err(p) => p.into_inner().clone(),
         }
     }
 
-    pub(crate) fn generation(&self) -> u64 {
+    pub fn generation(&self) -> u64 {
         self.generation.load(Ordering::Relaxed)
     }
 
-    pub(crate) fn find(
-        &self,
-        group: &str,
-        version: &str,
-        plural: &str,
-    ) -> Option<Arc<ResourceType>> {
+    pub fn find(&self, group: &str, version: &str, plural: &str) -> Option<Arc<ResourceType>> {
         self.all()
             .into_iter()
             .find(|t| t.group == group && t.version == version && t.plural == plural)
     }
 
     /// Any served version of a group/plural (for GC and namespace cleanup).
-    pub(crate) fn find_any_version(&self, group: &str, plural: &str) -> Option<Arc<ResourceType>> {
+    pub fn find_any_version(&self, group: &str, plural: &str) -> Option<Arc<ResourceType>> {
         self.all()
             .into_iter()
             .find(|t| t.group == group && t.plural == plural)
     }
 
-    pub(crate) fn groups(&self) -> Vec<GroupInfo> {
+    pub fn groups(&self) -> Vec<GroupInfo> {
         let mut out: Vec<GroupInfo> = Vec::new();
         for t in self.all() {
             match out.iter_mut().find(|g| g.name == t.group) {
@@ -548,7 +551,7 @@ impl Registry {
     }
 
     /// Serves the kinds a CRD declares (replacing what it served before).
-    pub(crate) fn install_crd(&self, crd: &Value) -> Result<(), String> {
+    pub fn install_crd(&self, crd: &Value) -> Result<(), String> {
         let types = crd_types(crd)?;
         let name = crd
             .pointer("/metadata/name")
@@ -565,7 +568,7 @@ impl Registry {
         Ok(())
     }
 
-    pub(crate) fn remove_crd(&self, name: &str) {
+    pub fn remove_crd(&self, name: &str) {
         let mut guard = match self.types.write() {
             Ok(g) => g,
             Err(p) => p.into_inner(),
@@ -576,7 +579,7 @@ impl Registry {
 }
 
 /// Validates a CRD and derives the served types; the error is user-facing.
-pub(crate) fn crd_types(crd: &Value) -> Result<Vec<ResourceType>, String> {
+pub fn crd_types(crd: &Value) -> Result<Vec<ResourceType>, String> {
     let spec = crd.get("spec").ok_or("spec: Required value")?;
     let group = spec
         .get("group")
@@ -651,8 +654,8 @@ pub(crate) fn crd_types(crd: &Value) -> Result<Vec<ResourceType>, String> {
             kind: kind.into(),
             plural: plural.into(),
             singular: singular.clone(),
-            short_names: crate::meta::strings(names.get("shortNames")),
-            categories: crate::meta::strings(names.get("categories")),
+            short_names: crate::strings(names.get("shortNames")),
+            categories: crate::strings(names.get("categories")),
             namespaced,
             status_subresource: sub.and_then(|s| s.get("status")).is_some(),
             scale_subresource: sub.and_then(|s| s.get("scale")).is_some(),

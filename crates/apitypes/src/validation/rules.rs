@@ -4,7 +4,6 @@
 //! after creation. Messages are the real server's.
 
 use super::FieldError;
-use crate::meta;
 use crate::schema::{Scalar, Schema, Ty};
 use serde_json::Value;
 
@@ -78,7 +77,7 @@ fn qualified_name(key: &str) -> Vec<String> {
     if let Some(p) = prefix {
         if p.is_empty() {
             errs.push("prefix part must be non-empty".to_string());
-        } else if let Err(m) = meta::validate_subdomain(p) {
+        } else if let Err(m) = validate_subdomain(p) {
             errs.push(format!("prefix part {m}"));
         }
     }
@@ -475,6 +474,38 @@ pub(crate) fn immutable(kind: &str, old: &Value, new: &mut Value, errs: &mut Vec
     }
 }
 
+/// Checks a DNS-1123 subdomain (most object names); returns the reason on failure.
+pub fn validate_subdomain(name: &str) -> Result<(), String> {
+    if name.len() > 253 {
+        return Err("must be no more than 253 characters".into());
+    }
+    let ok = !name.is_empty()
+        && name.split('.').all(|part| {
+            !part.is_empty()
+                && part
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                && !part.starts_with('-')
+                && !part.ends_with('-')
+        });
+    if ok {
+        Ok(())
+    } else {
+        Err(("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')").to_string())
+    }
+}
+
+/// Checks a DNS-1123 label (namespaces, services).
+pub fn validate_label(name: &str) -> Result<(), String> {
+    if name.len() > 63 {
+        return Err("must be no more than 63 characters".into());
+    }
+    if name.contains('.') {
+        return Err(("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')").to_string());
+    }
+    validate_subdomain(name)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -489,6 +520,14 @@ mod tests {
         assert_eq!(qualified_name("bad key"), vec!["name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')".to_string()]);
         assert!(config_key("a.b_C-1").is_empty());
         assert_eq!(config_key("..x").len(), 1);
+    }
+
+    #[test]
+    fn object_names() {
+        assert!(validate_subdomain("a.b-c").is_ok());
+        assert!(validate_subdomain("A").is_err());
+        assert!(validate_subdomain("-a").is_err());
+        assert!(validate_label("a.b").is_err());
     }
 
     #[test]

@@ -94,7 +94,7 @@ pub(crate) struct Obj {
 
 /// A set of types and the root type of one kind.
 #[derive(Debug, Clone, PartialEq, Default)]
-pub(crate) struct Schema {
+pub struct Schema {
     pub(crate) objs: Arc<Vec<Obj>>,
     pub(crate) root: Option<usize>,
     /// Constraints on the root object itself (CRDs).
@@ -102,6 +102,12 @@ pub(crate) struct Schema {
 }
 
 impl Schema {
+    /// No type information: structured-merge-diff's "deduced" type (maps
+    /// granular, lists atomic), and nothing to decode or validate against.
+    pub fn is_deduced(&self) -> bool {
+        self.root.is_none()
+    }
+
     pub(crate) fn obj(&self, i: usize) -> &Obj {
         &self.objs[i]
     }
@@ -296,7 +302,7 @@ fn table_ty(t: &Value, index: &HashMap<&str, usize>) -> Ty {
         Value::Object(m) => {
             if let Some(e) = m.get("list") {
                 let kind = match m.get("type").and_then(Value::as_str) {
-                    Some("map") => ListKind::Map(crate::meta::strings(m.get("keys"))),
+                    Some("map") => ListKind::Map(crate::strings(m.get("keys"))),
                     Some("set") => ListKind::Set,
                     _ => ListKind::Atomic,
                 };
@@ -318,7 +324,7 @@ fn table_ty(t: &Value, index: &HashMap<&str, usize>) -> Ty {
 }
 
 /// The schema of a built-in kind (`apps/v1`, `Deployment`), rooted at it.
-pub(crate) fn builtin(api_version: &str, kind: &str) -> Option<Arc<Schema>> {
+pub fn builtin(api_version: &str, kind: &str) -> Option<Arc<Schema>> {
     let b = &*BUILTINS;
     let root = *b.kinds.get(&format!("{api_version}/{kind}"))?;
     ROOTED

@@ -12,7 +12,7 @@ pub fn request_body(content_type: &str, api_version: &str, kind: &str, body: &[u
     if let Ok(v) = HeaderValue::from_str(content_type) {
         headers.insert("content-type", v);
     }
-    let Ok(v) = crate::body::decode(&headers, body, false) else {
+    let Ok(v) = crate::http::body::decode(&headers, body, false) else {
         return;
     };
     // Deep values recurse in every walk below, as on the server's own
@@ -37,14 +37,14 @@ pub fn request_body(content_type: &str, api_version: &str, kind: &str, body: &[u
             apitypes::typed::remove_path(&schema, &mut pruned, p);
         }
         let _ = apitypes::fieldset::from_fields_v1(&apitypes::fieldset::to_fields_v1(&set));
-        let scope = crate::managed::Scope {
+        let scope = crate::object::managed::Scope {
             schema: &schema,
             api_version,
             subresource: None,
             status_subresource: true,
         };
-        if let Ok(first) = crate::managed::apply(&scope, None, &v, "a", false, "t") {
-            let _ = crate::managed::apply(&scope, Some(&first), &v, "b", false, "t");
+        if let Ok(first) = crate::object::managed::apply(&scope, None, &v, "a", false, "t") {
+            let _ = crate::object::managed::apply(&scope, Some(&first), &v, "b", false, "t");
         }
         drop::<Value>(pruned);
     };

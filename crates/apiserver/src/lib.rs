@@ -13,36 +13,18 @@
 
 #![warn(unreachable_pub)]
 
-mod admission;
-mod auth;
-mod discovery;
+mod controllers;
 mod error;
-mod events;
 pub mod faults;
 #[doc(hidden)]
 pub mod fuzzing;
-mod gc;
-mod handlers;
-mod managed;
-mod meta;
-mod metrics;
-mod objects;
-mod openapi;
-mod patch;
-mod protobuf;
-mod readiness;
-mod store;
-mod stored;
-mod table;
-mod tls;
-mod watch;
-mod workloads;
+mod http;
+mod object;
+mod storage;
 
-mod body;
-
-pub use auth::Authorization;
 pub use error::{ApiError, ServerError};
-pub use tls::TlsError;
+pub use http::auth::Authorization;
+pub use http::tls::TlsError;
 
 use serde_json::json;
 use std::net::SocketAddr;
@@ -56,16 +38,16 @@ pub const KUBE_MINOR: &str = "33";
 
 /// Shared state of a running server.
 pub(crate) struct App {
-    pub(crate) store: store::Store,
+    pub(crate) store: storage::Store,
     pub(crate) registry: apitypes::Registry,
     pub(crate) simulate_readiness: bool,
     pub(crate) shutdown: tokio::sync::watch::Receiver<bool>,
     /// Injected API errors for tests; inactive unless a rule is added.
     pub(crate) faults: faults::Faults,
     /// Authentication and (optional) RBAC.
-    pub(crate) auth: auth::Auth,
+    pub(crate) auth: http::auth::Auth,
     /// Request counters for `/metrics`.
-    pub(crate) requests: metrics::Requests,
+    pub(crate) requests: http::metrics::Requests,
     /// The CA clients trust, for ServiceAccount token Secrets.
     pub(crate) ca_pem: Option<String>,
     ip_counter: AtomicU32,
@@ -77,7 +59,7 @@ impl App {
     /// State over `backend`, authorizing as `authorization` says; `ca_pem`
     /// is the CA that ServiceAccount token Secrets hand out.
     pub(crate) fn new(
-        backend: Box<dyn store::Backend>,
+        backend: Box<dyn storage::Backend>,
         simulate_readiness: bool,
         shutdown: tokio::sync::watch::Receiver<bool>,
         authorization: Authorization,
@@ -85,13 +67,13 @@ impl App {
     ) -> Result<Arc<Self>, String> {
         let (readiness_tx, readiness_rx) = tokio::sync::mpsc::unbounded_channel();
         let app = Arc::new(App {
-            store: store::Store::new(backend)?,
+            store: storage::Store::new(backend)?,
             registry: apitypes::Registry::default(),
             simulate_readiness,
             shutdown,
             faults: faults::Faults::default(),
-            auth: auth::Auth::new(authorization),
-            requests: metrics::Requests::default(),
+            auth: http::auth::Auth::new(authorization),
+            requests: http::metrics::Requests::default(),
             ca_pem,
             ip_counter: AtomicU32::new(10),
             readiness_tx,
@@ -112,11 +94,11 @@ impl App {
                 if app.store.get(&rt.key("", ns)).is_none() {
                     let obj =
                         json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
-                    let opts = objects::WriteOpts {
+                    let opts = object::WriteOpts {
                         manager: "rudder-apiserver".into(),
                         ..Default::default()
                     };
-                    if let Err(e) = objects::create(&app, &rt, "", obj, &opts) {
+                    if let Err(e) = object::create(&app, &rt, "", obj, &opts) {
                         tracing::warn!("cannot create namespace {ns}: {e}");
                     }
                 }
@@ -132,13 +114,13 @@ impl App {
 
     /// Starts the background tasks (GC, readiness) once.
     pub(crate) fn spawn_tasks(self: &Arc<Self>) {
-        tokio::spawn(gc::run(self.clone()));
+        tokio::spawn(controllers::gc::run(self.clone()));
         let rx = match self.readiness_rx.lock() {
             Ok(mut g) => g.take(),
             Err(p) => p.into_inner().take(),
         };
         if let Some(rx) = rx {
-            tokio::spawn(readiness::run(self.clone(), rx));
+            tokio::spawn(controllers::readiness::run(self.clone(), rx));
         }
     }
 
@@ -240,23 +222,22 @@ impl Server {
         // Certificates first: a bad persisted CA should fail before we
         // open storage or bind.
         let tls = if config.tls {
-            Some(tls::material(
+            Some(http::tls::material(
                 config.data_dir.as_deref(),
                 config.listen.ip(),
             )?)
         } else {
             None
         };
-        let backend: Box<dyn store::Backend> =
-            match &config.data_dir {
-                Some(dir) => Box::new(store::RedbBackend::open(dir).map_err(|message| {
-                    ServerError::Storage {
-                        path: dir.display().to_string(),
-                        message,
-                    }
-                })?),
-                None => Box::new(store::MemoryBackend),
-            };
+        let backend: Box<dyn storage::Backend> = match &config.data_dir {
+            Some(dir) => Box::new(storage::RedbBackend::open(dir).map_err(|message| {
+                ServerError::Storage {
+                    path: dir.display().to_string(),
+                    message,
+                }
+            })?),
+            None => Box::new(storage::MemoryBackend),
+        };
         let (shutdown_tx, shutdown_rx) = tokio::sync::watch::channel(false);
         let app = App::new(
             backend,
@@ -313,20 +294,19 @@ impl Server {
         let task = {
             let _serving = runtime.handle().enter();
             app.spawn_tasks();
-            let router = handlers::router(app.clone());
+            let router = http::router::router(app.clone());
             let mut rx = shutdown_rx;
             let shutdown = async move {
                 let _ = rx.wait_for(|s| *s).await;
             };
             match tls {
                 Some(t) => {
-                    let listener =
-                        tls::TlsListener::new(listener, t.server_config).map_err(|source| {
-                            ServerError::Bind {
-                                addr: config.listen.to_string(),
-                                source,
-                            }
-                        })?;
+                    let listener = http::tls::TlsListener::new(listener, t.server_config).map_err(
+                        |source| ServerError::Bind {
+                            addr: config.listen.to_string(),
+                            source,
+                        },
+                    )?;
                     tokio::spawn(async move {
                         let res = axum::serve(listener, router)
                             .with_graceful_shutdown(shutdown)
@@ -398,7 +378,7 @@ impl Server {
     pub fn put_raw(&self, key: &str, obj: serde_json::Value) -> Result<(), ApiError> {
         self.app
             .store
-            .transact(key, |_| Ok(store::Mutation::Put(obj)))
+            .transact(key, |_| Ok(storage::Mutation::Put(obj)))
             .map(|_| ())
     }
 
@@ -409,7 +389,7 @@ impl Server {
     }
 
     /// How many events the watch log keeps.
-    pub const WATCH_LOG_CAP: usize = store::LOG_CAP;
+    pub const WATCH_LOG_CAP: usize = storage::LOG_CAP;
 
     /// A kube-rs client talking to this server (namespace `default`), as
     /// the admin when RBAC is on.

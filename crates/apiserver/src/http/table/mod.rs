@@ -4,8 +4,8 @@
 //! columns of Kubernetes' own printers; custom resources use their CRD
 //! version's `additionalPrinterColumns`; anything else gets NAME and AGE.
 
-use apitypes::ResourceType;
 use crate::App;
+use apitypes::ResourceType;
 use axum::http::HeaderMap;
 use serde_json::{json, Map, Value};
 use std::time::{SystemTime, UNIX_EPOCH};

@@ -3,14 +3,14 @@
 //! managedFields), server-side apply and deletion with finalizers.
 
 use crate::error::ApiError;
-use crate::managed;
-use crate::meta;
+use crate::object::admission::{self, FieldValidation};
+use crate::object::managed;
+use crate::object::meta;
+use crate::storage::Mutation;
+use crate::App;
+use apitypes::typed;
 use apitypes::ResourceType;
 use apitypes::Schema;
-use crate::store::Mutation;
-use apitypes::typed;
-use crate::admission::{self, FieldValidation};
-use crate::App;
 use serde_json::{json, Map, Value};
 use std::sync::{Arc, Mutex};
 
@@ -71,7 +71,7 @@ fn without_rv(obj: &Value) -> Value {
 }
 
 pub(crate) fn check_size(obj: &Value) -> Result<(), ApiError> {
-    let n = crate::body::to_string(obj).len();
+    let n = crate::http::body::to_string(obj).len();
     if n > MAX_OBJECT_BYTES {
         return Err(ApiError::new(
             413,
@@ -526,7 +526,7 @@ pub(crate) fn create(
 
 fn after_write(app: &App, rt: &ResourceType, obj: &Value) {
     if rt.group.is_empty() && rt.kind == "Secret" {
-        if let Some(filled) = crate::auth::populate_token_secret(app, obj) {
+        if let Some(filled) = crate::http::auth::populate_token_secret(app, obj) {
             let key = rt.key(
                 obj.pointer("/metadata/namespace")
                     .and_then(Value::as_str)
@@ -549,7 +549,7 @@ fn after_write(app: &App, rt: &ResourceType, obj: &Value) {
             tracing::warn!("stored CRD could not be served: {e}");
         }
     }
-    crate::readiness::maybe_simulate(app, rt, obj);
+    crate::controllers::readiness::maybe_simulate(app, rt, obj);
 }
 
 /// How an update treats the status stanza.
@@ -867,7 +867,7 @@ pub(crate) fn delete(
     } else {
         app.store.gc_wake.notify_one();
         if is_ns {
-            crate::gc::purge_namespace(app, name);
+            crate::controllers::gc::purge_namespace(app, name);
         }
     }
     Ok(result)

@@ -5,8 +5,8 @@
 //! churn in one kind never expires another kind's watches), and a pluggable
 //! durable backend (memory or redb).
 
+use super::Stored;
 use crate::error::ApiError;
-pub(crate) use crate::stored::Stored;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::path::Path;
@@ -71,7 +71,7 @@ impl Backend for RedbBackend {
         let mut out = Vec::new();
         for item in objs.iter().map_err(|e| e.to_string())? {
             let (k, v) = item.map_err(|e| e.to_string())?;
-            let obj: Value = crate::body::stored_json(v.value())
+            let obj: Value = crate::http::body::stored_json(v.value())
                 .map_err(|e| format!("corrupt object {}: {e}", k.value()))?;
             out.push((k.value().to_string(), obj));
         }
@@ -590,7 +590,7 @@ mod tests {
     fn the_store_holds_about_the_serialized_size() {
         const N: usize = 200;
         let serialized: usize = (0..N)
-            .map(|i| crate::body::to_string(&release_object(i)).len())
+            .map(|i| crate::http::body::to_string(&release_object(i)).len())
             .sum();
         // The counter sees what a tree of parsed values costs...
         let before = counting::live();
@@ -661,7 +661,7 @@ mod tests {
     fn redb_persists() {
         let dir = std::env::temp_dir().join(format!(
             "rudder-apiserver-test-{}",
-            crate::meta::random_u64()
+            crate::object::meta::random_u64()
         ));
         {
             let s = Store::new(Box::new(RedbBackend::open(&dir).unwrap())).unwrap();

@@ -1,7 +1,7 @@
 //! Object-metadata helpers: timestamps, uids, generated names, name
 //! validation and label/field selectors.
 
-use crate::stored::Stored;
+use crate::storage::Stored;
 use serde_json::Value;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};

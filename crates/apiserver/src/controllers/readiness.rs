@@ -3,9 +3,9 @@
 //! so `kubectl wait`, rollout checks and operators see a settled cluster.
 //! Deployments also get a ReplicaSet and Pods (see `workloads`).
 
-use crate::objects::{self, Target, WriteOpts};
-use apitypes::ResourceType;
+use crate::object::{self, Target, WriteOpts};
 use crate::App;
+use apitypes::ResourceType;
 use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::Duration;
@@ -77,8 +77,8 @@ fn settled(rt: &ResourceType, obj: &Value) -> bool {
 }
 
 fn desired_status(rt: &ResourceType, obj: &Value) -> Value {
-    let now = crate::meta::now_rfc3339();
-    let name = objects::name_of(obj);
+    let now = crate::object::meta::now_rfc3339();
+    let name = object::name_of(obj);
     let g = gen(obj);
     let r = replicas(obj);
     let cond = |t: &str, reason: &str, msg: &str| json!({"type": t, "status": "True", "lastUpdateTime": now, "lastTransitionTime": now, "reason": reason, "message": msg});
@@ -87,7 +87,7 @@ fn desired_status(rt: &ResourceType, obj: &Value) -> Value {
             "observedGeneration": g, "replicas": r, "updatedReplicas": r, "readyReplicas": r, "availableReplicas": r,
             "conditions": [
                 cond("Available", "MinimumReplicasAvailable", "Deployment has minimum availability."),
-                cond("Progressing", "NewReplicaSetAvailable", &format!("ReplicaSet \"{name}-{}\" has successfully progressed.", crate::workloads::template_hash(obj.pointer("/spec/template").unwrap_or(&Value::Null)))),
+                cond("Progressing", "NewReplicaSetAvailable", &format!("ReplicaSet \"{name}-{}\" has successfully progressed.", crate::controllers::workloads::template_hash(obj.pointer("/spec/template").unwrap_or(&Value::Null)))),
             ]
         }),
         "StatefulSet" => json!({
@@ -151,7 +151,7 @@ pub(crate) fn maybe_simulate(app: &App, rt: &ResourceType, obj: &Value) {
         .pointer("/metadata/namespace")
         .and_then(Value::as_str)
         .unwrap_or_default();
-    app.readiness_queue(rt.key(ns, objects::name_of(obj)));
+    app.readiness_queue(rt.key(ns, object::name_of(obj)));
 }
 
 /// Consumes queued keys and writes their simulated status.
@@ -180,7 +180,7 @@ pub(crate) async fn run(app: Arc<App>, mut rx: tokio::sync::mpsc::UnboundedRecei
                 ..Default::default()
             };
 
-            let res = objects::modify(&app, &rt, &key, Target::Status, &opts, true, |cur| {
+            let res = object::modify(&app, &rt, &key, Target::Status, &opts, true, |cur| {
                 let mut n = cur.clone();
                 if !settled(&rt, cur) {
                     n["status"] = desired_status(&rt, cur);
@@ -189,8 +189,12 @@ pub(crate) async fn run(app: Arc<App>, mut rx: tokio::sync::mpsc::UnboundedRecei
             });
             match res {
                 Ok(obj) => match (rt.group.as_str(), rt.kind.as_str()) {
-                    ("apps", "Deployment") => crate::workloads::sync_deployment(&app, &obj),
-                    ("apps", "ReplicaSet") => crate::workloads::sync_replicaset(&app, &obj),
+                    ("apps", "Deployment") => {
+                        crate::controllers::workloads::sync_deployment(&app, &obj)
+                    }
+                    ("apps", "ReplicaSet") => {
+                        crate::controllers::workloads::sync_replicaset(&app, &obj)
+                    }
                     _ => {}
                 },
                 Err(e) if e.code != 404 => {

@@ -7,8 +7,8 @@
 
 use crate::error::ApiError;
 use apitypes::fieldset::{self, Path, Set};
-use apitypes::Schema;
 use apitypes::typed;
+use apitypes::Schema;
 use serde_json::{json, Value};
 
 /// One `managedFields` entry.

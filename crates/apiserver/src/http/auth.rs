@@ -146,9 +146,9 @@ pub(crate) struct Auth {
 fn random_token() -> String {
     format!(
         "{:016x}{:016x}{:016x}",
-        crate::meta::random_u64(),
-        crate::meta::random_u64(),
-        crate::meta::random_u64()
+        crate::object::meta::random_u64(),
+        crate::object::meta::random_u64(),
+        crate::object::meta::random_u64()
     )
 }
 
@@ -541,7 +541,7 @@ pub(crate) fn spec_user(spec: &Value) -> User {
             .and_then(Value::as_str)
             .unwrap_or_default()
             .into(),
-        groups: crate::meta::strings(spec.get("groups")),
+        groups: crate::object::meta::strings(spec.get("groups")),
     }
 }
 

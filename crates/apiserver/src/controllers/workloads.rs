@@ -4,8 +4,8 @@
 //! `kubectl get pods` looks like a cluster's and deleting the Deployment
 //! garbage-collects the rest. Nothing runs: Pods only report Running.
 
-use crate::meta::random_suffix;
-use crate::objects::{self, DeleteOpts, WriteOpts};
+use crate::object::meta::random_suffix;
+use crate::object::{self, DeleteOpts, WriteOpts};
 use crate::App;
 use serde_json::{json, Value};
 
@@ -83,15 +83,15 @@ pub(crate) fn sync_deployment(app: &App, dep: &Value) {
     let hash = template_hash(template);
     let rs_name = format!("{}-{hash}", str_at(dep, "/metadata/name"));
     for rs in owned(app, "apps", "replicasets", ns, uid) {
-        let name = objects::name_of(&rs).to_string();
+        let name = object::name_of(&rs).to_string();
         let want = if name == rs_name { replicas } else { 0 };
         if rs.pointer("/spec/replicas").and_then(Value::as_i64) != Some(want) {
             let key = rs_type.key(ns, &name);
-            let res = objects::modify(
+            let res = object::modify(
                 app,
                 &rs_type,
                 &key,
-                objects::Target::Main,
+                object::Target::Main,
                 &opts("deployment-controller"),
                 false,
                 |cur| {
@@ -127,7 +127,7 @@ pub(crate) fn sync_deployment(app: &App, dep: &Value) {
             "ownerReferences": [owner_ref(dep, "apps/v1", "Deployment")]},
         "spec": {"replicas": replicas, "selector": selector, "template": template},
     });
-    if let Err(e) = objects::create(app, &rs_type, ns, rs, &opts("deployment-controller")) {
+    if let Err(e) = object::create(app, &rs_type, ns, rs, &opts("deployment-controller")) {
         if e.code != 409 {
             tracing::debug!("simulated deployment controller: cannot create {rs_name}: {e}");
         }
@@ -155,9 +155,9 @@ pub(crate) fn sync_replicaset(app: &App, rs: &Value) {
         .filter(|p| !deleting(p))
         .collect();
     for extra in pods.iter().skip(replicas) {
-        let pname = objects::name_of(extra).to_string();
+        let pname = object::name_of(extra).to_string();
         let key = pod_type.key(ns, &pname);
-        if let Err(e) = objects::delete(app, &pod_type, &key, &pname, &DeleteOpts::default()) {
+        if let Err(e) = object::delete(app, &pod_type, &key, &pname, &DeleteOpts::default()) {
             tracing::debug!("simulated replicaset controller: cannot delete {key}: {e}");
         }
     }
@@ -179,7 +179,7 @@ pub(crate) fn sync_replicaset(app: &App, rs: &Value) {
         let mut spec = template.get("spec").cloned().unwrap_or_else(|| json!({}));
         spec["nodeName"] = json!("rudder");
         let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": md, "spec": spec});
-        if let Err(e) = objects::create(app, &pod_type, ns, pod, &opts("replicaset-controller")) {
+        if let Err(e) = object::create(app, &pod_type, ns, pod, &opts("replicaset-controller")) {
             tracing::debug!("simulated replicaset controller: cannot create a pod for {name}: {e}");
         }
     }

@@ -2,13 +2,15 @@
 //! each request onto the object operations, watch, discovery or OpenAPI.
 
 use crate::error::ApiError;
-use crate::meta::{FieldSelector, LabelSelector};
-use crate::metrics::RequestLabels;
-use crate::objects::{self, DeleteOpts, Propagation, Target, WriteOpts};
+use crate::http::metrics::RequestLabels;
+use crate::http::table::{Printer, TableOpts};
+use crate::http::{discovery, events, openapi, watch};
+use crate::object::admission::FieldValidation;
+use crate::object::meta::{FieldSelector, LabelSelector};
+use crate::object::patch;
+use crate::object::{self, DeleteOpts, Propagation, Target, WriteOpts};
+use crate::App;
 use apitypes::ResourceType;
-use crate::table::{Printer, TableOpts};
-use crate::admission::FieldValidation;
-use crate::{discovery, events, openapi, patch, watch, App};
 use axum::body::{Body, Bytes};
 use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{HeaderMap, Method, StatusCode};
@@ -33,7 +35,7 @@ pub(crate) fn json_response(code: StatusCode, v: &Value) -> Response {
     (
         code,
         [("content-type", "application/json")],
-        crate::body::to_string(v),
+        crate::http::body::to_string(v),
     )
         .into_response()
 }
@@ -155,7 +157,7 @@ async fn dispatch(State(app): State<Arc<App>>, req: Request) -> Response {
             .into_response()
         }
     };
-    let (response, labels) = if crate::body::depth_bound(&body) > crate::body::SHALLOW {
+    let (response, labels) = if crate::http::body::depth_bound(&body) > crate::http::body::SHALLOW {
         deep(app.clone(), parts.method, path, params, parts.headers, body).await
     } else {
         let mut labels = RequestLabels::default();
@@ -258,13 +260,13 @@ async fn route(
         _ => false,
     };
     if !resource_request {
-        let attrs = crate::auth::Attributes::non_resource(method.as_str(), path);
+        let attrs = crate::http::auth::Attributes::non_resource(method.as_str(), path);
         app.auth.authorize(app, headers, &attrs)?;
     }
     match segs.as_slice() {
         ["version"] => return Ok(ok(&discovery::version())),
         ["metrics"] => {
-            let text = crate::metrics::render(&app.requests, &app.store.object_counts());
+            let text = crate::http::metrics::render(&app.requests, &app.store.object_counts());
             return Ok((
                 StatusCode::OK,
                 [("content-type", "text/plain; version=0.0.4")],
@@ -312,7 +314,7 @@ async fn route(
         rr.sub.as_deref(),
     );
     if let Some(verb) = crate::faults::Verb::of(method, rr.name.is_some(), watch) {
-        let attrs = crate::auth::Attributes::resource(
+        let attrs = crate::http::auth::Attributes::resource(
             verb,
             &rr.rt.group,
             &rr.rt.plural,
@@ -401,7 +403,7 @@ fn parse_resource(
 
 /// Decodes a create or update body for `rt`.
 fn decode_object(rt: &ResourceType, headers: &HeaderMap, body: &[u8]) -> Result<Value, ApiError> {
-    crate::body::decode(headers, body, rt.crd.is_some())
+    crate::http::body::decode(headers, body, rt.crd.is_some())
 }
 
 fn manager(params: &Params, headers: &HeaderMap) -> String {
@@ -524,7 +526,7 @@ async fn resource(
             let md = json!({"resourceVersion": obj.pointer("/metadata/resourceVersion").cloned().unwrap_or(json!(""))});
             let t = table.unwrap_or(TableOpts {
                 v1: true,
-                include: crate::table::Include::Metadata,
+                include: crate::http::table::Include::Metadata,
             });
             Ok(ok(&Printer::for_type(app, &rt).table(
                 &[present(&rt, obj)],
@@ -561,7 +563,7 @@ async fn resource(
                 obj["status"] = review(app, &rt, &obj, headers);
                 return Ok(json_response(StatusCode::CREATED, &present(&rt, obj)));
             }
-            let created = objects::create(app, &rt, &ns, obj, &wopts)?;
+            let created = object::create(app, &rt, &ns, obj, &wopts)?;
             Ok(json_response(StatusCode::CREATED, &present(&rt, created)))
         }
         (Method::POST, Some(name)) if rr.sub.as_deref() == Some("token") => {
@@ -590,7 +592,7 @@ async fn resource(
             req["kind"] = json!("TokenRequest");
             req["metadata"] = json!({"name": name, "namespace": ns});
             req["status"] = json!({"token": token,
-                "expirationTimestamp": crate::meta::format_rfc3339(now + secs)});
+                "expirationTimestamp": crate::object::meta::format_rfc3339(now + secs)});
             Ok(json_response(StatusCode::CREATED, &req))
         }
         (Method::PUT, Some(name)) => {
@@ -610,14 +612,14 @@ async fn resource(
             };
             if rr.sub.as_deref() == Some("scale") {
                 let replicas = obj.pointer("/spec/replicas").cloned().unwrap_or(json!(0));
-                let updated = objects::modify(app, &rt, &key, Target::Main, &wopts, true, |cur| {
+                let updated = object::modify(app, &rt, &key, Target::Main, &wopts, true, |cur| {
                     let mut n = cur.clone();
                     set_replicas(&rt, app, &mut n, replicas);
                     Ok(n)
                 })?;
                 return Ok(ok(&scale_of(&rt, &updated)));
             }
-            let updated = objects::modify(app, &rt, &key, target, &wopts, true, move |_| Ok(obj))?;
+            let updated = object::modify(app, &rt, &key, target, &wopts, true, move |_| Ok(obj))?;
             Ok(ok(&present(&rt, updated)))
         }
         (Method::PATCH, Some(name)) => patch_object(
@@ -634,7 +636,7 @@ async fn resource(
         (Method::DELETE, Some(name)) => {
             let dopts = delete_opts(params, headers, &body)?;
             let key = rt.key(&ns, name);
-            let res = objects::delete(app, &rt, &key, name, &dopts)?;
+            let res = object::delete(app, &rt, &key, name, &dopts)?;
             Ok(ok(&present(&rt, res)))
         }
         (Method::DELETE, None) => {
@@ -649,7 +651,7 @@ async fn resource(
             {
                 let name = item.name().to_string();
                 let ins = item.namespace().to_string();
-                match objects::delete(app, &rt, &rt.key(&ins, &name), &name, &dopts) {
+                match object::delete(app, &rt, &rt.key(&ins, &name), &name, &dopts) {
                     Ok(v) => deleted.push(present(&rt, v)),
                     Err(e) if e.code == 404 => {}
                     Err(e) => return Err(e),
@@ -688,9 +690,9 @@ fn review(app: &App, rt: &ResourceType, obj: &Value, headers: &HeaderMap) -> Val
         }
         "SelfSubjectAccessReview" => {
             let me = app.auth.whoami(app, headers);
-            crate::auth::review(app, &me, &spec)
+            crate::http::auth::review(app, &me, &spec)
         }
-        _ => crate::auth::review(app, &crate::auth::spec_user(&spec), &spec),
+        _ => crate::http::auth::review(app, &crate::http::auth::spec_user(&spec), &spec),
     }
 }
 
@@ -796,17 +798,21 @@ fn patch_object(
     body: &[u8],
     wopts: &WriteOpts,
 ) -> Result<Response, ApiError> {
-    let ct = crate::body::media_type(headers);
+    let ct = crate::http::body::media_type(headers);
     let accepted = if rt.crd.is_some() {
         "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"
     } else {
         "application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json, application/apply-patch+yaml"
     };
     let format = match ct.as_str() {
-        "application/json-patch+json" | "application/merge-patch+json" => crate::body::Format::Json,
-        "application/strategic-merge-patch+json" if rt.crd.is_none() => crate::body::Format::Json,
-        "application/apply-patch+yaml" => crate::body::Format::Yaml,
-        _ => return Err(crate::body::unsupported(accepted)),
+        "application/json-patch+json" | "application/merge-patch+json" => {
+            crate::http::body::Format::Json
+        }
+        "application/strategic-merge-patch+json" if rt.crd.is_none() => {
+            crate::http::body::Format::Json
+        }
+        "application/apply-patch+yaml" => crate::http::body::Format::Yaml,
+        _ => return Err(crate::http::body::unsupported(accepted)),
     };
     let target = if sub == Some("status") {
         Target::Status
@@ -814,7 +820,7 @@ fn patch_object(
         Target::Main
     };
     let key = rt.key(ns, name);
-    let patch_body = crate::body::decode_as(format, body)?;
+    let patch_body = crate::http::body::decode_as(format, body)?;
     let scale = sub == Some("scale");
     let apply_to = |cur: &Value| -> Result<Value, ApiError> {
         let mut doc = if scale {
@@ -838,7 +844,7 @@ fn patch_object(
             "application/strategic-merge-patch+json" => {
                 patch::strategic_merge(&mut doc, &patch_body).map_err(ApiError::bad_request)?;
             }
-            _ => return Err(crate::body::unsupported(accepted)),
+            _ => return Err(crate::http::body::unsupported(accepted)),
         }
         if scale {
             let replicas = doc.pointer("/spec/replicas").cloned().unwrap_or(json!(0));
@@ -858,7 +864,7 @@ fn patch_object(
             force: params.flag("force"),
             ..wopts.clone()
         };
-        let (res, created) = objects::apply(app, rt, ns, name, patch_body, &opts, target)?;
+        let (res, created) = object::apply(app, rt, ns, name, patch_body, &opts, target)?;
         let code = if created {
             StatusCode::CREATED
         } else {
@@ -867,7 +873,7 @@ fn patch_object(
         return Ok(json_response(code, &present(rt, res)));
     }
     let target = if scale { Target::Main } else { target };
-    let updated = objects::modify(app, rt, &key, target, wopts, true, apply_to)?;
+    let updated = object::modify(app, rt, &key, target, wopts, true, apply_to)?;
     if scale {
         return Ok(ok(&scale_of(rt, &updated)));
     }
@@ -878,10 +884,10 @@ fn delete_opts(params: &Params, headers: &HeaderMap, body: &[u8]) -> Result<Dele
     let b: Value = if body.is_empty() {
         json!({})
     } else if body.starts_with(b"k8s\0") {
-        crate::protobuf::decode_delete_options(body)
+        crate::http::protobuf::decode_delete_options(body)
             .map_err(|e| ApiError::bad_request(format!("invalid DeleteOptions: {e}")))?
     } else {
-        crate::body::decode(headers, body, false)
+        crate::http::body::decode(headers, body, false)
             .map_err(|e| ApiError::bad_request(format!("invalid DeleteOptions: {}", e.message)))?
     };
     let policy = b

@@ -89,7 +89,7 @@ pub(crate) fn decode(headers: &HeaderMap, body: &[u8], custom: bool) -> Result<V
 /// decoders go: the serving threads' stacks hold objects that deep.
 pub(crate) fn decode_as(f: Format, body: &[u8]) -> Result<Value, ApiError> {
     if f == Format::Protobuf {
-        return crate::protobuf::decode(body)
+        return crate::http::protobuf::decode(body)
             .map_err(|e| ApiError::new(415, "UnsupportedMediaType", e));
     }
     if body.is_empty() {

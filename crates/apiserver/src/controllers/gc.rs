@@ -3,10 +3,10 @@
 //! finishes terminating namespaces once they are empty. Sweeps run after
 //! deletions (the store wakes this task) and every few seconds.
 
-use crate::objects::{self, DeleteOpts, Target, WriteOpts};
-use apitypes::ResourceType;
-use crate::store::{Mutation, Stored};
+use crate::object::{self, DeleteOpts, Target, WriteOpts};
+use crate::storage::{Mutation, Stored};
 use crate::App;
+use apitypes::ResourceType;
 use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -51,9 +51,9 @@ fn gc_opts() -> WriteOpts {
 }
 
 fn remove_finalizer(app: &App, rt: &ResourceType, key: &str, finalizer: &str) {
-    let res = objects::modify(app, rt, key, Target::Main, &gc_opts(), false, |cur| {
+    let res = object::modify(app, rt, key, Target::Main, &gc_opts(), false, |cur| {
         let mut n = cur.clone();
-        let fins: Vec<String> = objects::finalizers(cur)
+        let fins: Vec<String> = object::finalizers(cur)
             .into_iter()
             .filter(|f| f != finalizer)
             .collect();
@@ -90,7 +90,7 @@ pub(crate) fn sweep(app: &App) {
         };
         let name = obj.name().to_string();
         if !obj.owners().is_empty() && owner_uids(obj).all(|u| !uids.contains(u)) {
-            let _ = objects::delete(app, &rt, key, &name, &bg);
+            let _ = object::delete(app, &rt, key, &name, &bg);
             continue;
         }
         if !obj.deleting() {
@@ -103,19 +103,16 @@ pub(crate) fn sweep(app: &App) {
             for d in &deps {
                 let Some(drt) = type_of(app, d) else { continue };
                 let uid = uid.to_string();
-                let _ =
-                    objects::modify(app, &drt, d, Target::Main, &gc_opts(), false, move |cur| {
-                        let mut n = cur.clone();
-                        if let Some(refs) = n
-                            .pointer_mut("/metadata/ownerReferences")
-                            .and_then(Value::as_array_mut)
-                        {
-                            refs.retain(|r| {
-                                r.get("uid").and_then(Value::as_str) != Some(uid.as_str())
-                            });
-                        }
-                        Ok(n)
-                    });
+                let _ = object::modify(app, &drt, d, Target::Main, &gc_opts(), false, move |cur| {
+                    let mut n = cur.clone();
+                    if let Some(refs) = n
+                        .pointer_mut("/metadata/ownerReferences")
+                        .and_then(Value::as_array_mut)
+                    {
+                        refs.retain(|r| r.get("uid").and_then(Value::as_str) != Some(uid.as_str()));
+                    }
+                    Ok(n)
+                });
             }
             remove_finalizer(app, &rt, key, "orphan");
         } else if fins.contains(&"foregroundDeletion") {
@@ -123,13 +120,13 @@ pub(crate) fn sweep(app: &App) {
                 remove_finalizer(app, &rt, key, "foregroundDeletion");
             } else {
                 let fg = DeleteOpts {
-                    propagation: objects::Propagation::Foreground,
+                    propagation: object::Propagation::Foreground,
                     ..Default::default()
                 };
                 for d in &deps {
                     let Some(drt) = type_of(app, d) else { continue };
                     let dname = d.rsplit('/').next().unwrap_or_default().to_string();
-                    let _ = objects::delete(app, &drt, d, &dname, &fg);
+                    let _ = object::delete(app, &drt, d, &dname, &fg);
                 }
             }
         }
@@ -138,7 +135,7 @@ pub(crate) fn sweep(app: &App) {
         }
         if rt.group == "apiextensions.k8s.io"
             && rt.kind == "CustomResourceDefinition"
-            && fins.contains(&objects::CRD_CLEANUP)
+            && fins.contains(&object::CRD_CLEANUP)
         {
             cleanup_crd(app, &rt, key, &name);
         }
@@ -164,7 +161,7 @@ pub(crate) fn purge_namespace(app: &App, ns: &str) {
         }
         remaining += 1;
         if !obj.deleting() {
-            let _ = objects::delete(app, &rt, &key, name, &DeleteOpts::default());
+            let _ = object::delete(app, &rt, &key, name, &DeleteOpts::default());
         }
     }
     let still = app
@@ -177,7 +174,7 @@ pub(crate) fn purge_namespace(app: &App, ns: &str) {
         let key = format!("/namespaces//{ns}");
         let _ = app.store.transact(&key, |cur| match cur {
             Some(n)
-                if objects::finalizers(n).is_empty()
+                if object::finalizers(n).is_empty()
                     && n.pointer("/metadata/deletionTimestamp")
                         .is_some_and(|v| !v.is_null()) =>
             {
@@ -198,18 +195,18 @@ fn cleanup_crd(app: &App, crd_rt: &ResourceType, key: &str, name: &str) {
         .into_iter()
         .find(|t| t.crd.as_deref() == Some(name))
     else {
-        remove_finalizer(app, crd_rt, key, objects::CRD_CLEANUP);
+        remove_finalizer(app, crd_rt, key, object::CRD_CLEANUP);
         return;
     };
     let remaining = app.store.entries(&t.key_prefix());
     if remaining.is_empty() {
-        remove_finalizer(app, crd_rt, key, objects::CRD_CLEANUP);
+        remove_finalizer(app, crd_rt, key, object::CRD_CLEANUP);
         return;
     }
     for (k, cr) in remaining {
         if !cr.deleting() {
             let n = cr.name().to_string();
-            let _ = objects::delete(app, &t, &k, &n, &DeleteOpts::default());
+            let _ = object::delete(app, &t, &k, &n, &DeleteOpts::default());
         }
     }
 }

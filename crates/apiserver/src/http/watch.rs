@@ -3,12 +3,12 @@
 //! `sendInitialEvents` and timeouts.
 
 use crate::error::ApiError;
-use crate::handlers::{list_prefix, present, stream_body, Params};
-use crate::meta::{FieldSelector, LabelSelector};
-use apitypes::ResourceType;
-use crate::store::{Event, EventType, Stored};
-use crate::table::{Printer, TableOpts};
+use crate::http::router::{list_prefix, present, stream_body, Params};
+use crate::http::table::{Printer, TableOpts};
+use crate::object::meta::{FieldSelector, LabelSelector};
+use crate::storage::{Event, EventType, Stored};
 use crate::App;
+use apitypes::ResourceType;
 use axum::body::Bytes;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -78,7 +78,7 @@ impl Shaper {
 /// spec) need the type first.
 fn line(event_type: &str, object: &Value) -> Bytes {
     let mut s = format!("{{\"type\":{},\"object\":", Value::from(event_type));
-    s.push_str(&crate::body::to_string(object));
+    s.push_str(&crate::http::body::to_string(object));
     s.push_str("}\n");
     Bytes::from(s)
 }

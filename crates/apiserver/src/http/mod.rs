@@ -1,0 +1,18 @@
+//! The HTTP face of the server, as kube-apiserver's handler chain: routing
+//! of API paths ([`router`]), authentication and RBAC ([`auth`]), request
+//! bodies ([`body`], [`protobuf`]), watch streams, Table printing,
+//! discovery and OpenAPI documents, the server's own `/metrics`, the
+//! `events.k8s.io` view of core Events, and TLS. Every verb ends in the
+//! object layer (`crate::object`).
+
+pub(crate) mod auth;
+pub(crate) mod body;
+mod discovery;
+mod events;
+pub(crate) mod metrics;
+mod openapi;
+mod protobuf;
+pub(crate) mod router;
+mod table;
+pub(crate) mod tls;
+mod watch;

@@ -1,0 +1,11 @@
+//! Storage: every object as serialized JSON with a small metadata index
+//! ([`Stored`]), one cluster-wide resourceVersion, per-resource event logs
+//! for watches and a durable backend (memory or redb) ([`Store`]).
+
+mod store;
+mod stored;
+
+pub(crate) use store::{
+    Backend, Event, EventType, MemoryBackend, Mutation, RedbBackend, Store, LOG_CAP,
+};
+pub(crate) use stored::Stored;

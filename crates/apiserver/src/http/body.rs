@@ -14,8 +14,12 @@ use serde_json::Value;
 /// bound.
 pub(crate) const MAX_DEPTH: usize = 10_000;
 
+/// Request bodies above this are refused before parsing
+/// (kube-apiserver's `--max-request-body-bytes` default).
+pub(crate) const MAX_BODY: usize = 3 * 1024 * 1024;
+
 /// Bodies nested deeper than this are handled on a thread with a large
-/// stack (see `handlers`).
+/// stack (see `router`).
 pub(crate) const SHALLOW: usize = 128;
 
 /// Media types a create or update body may have.

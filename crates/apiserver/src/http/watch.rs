@@ -3,7 +3,8 @@
 //! `sendInitialEvents` and timeouts.
 
 use crate::error::ApiError;
-use crate::http::router::{list_prefix, present, stream_body, Params};
+use crate::http::params::{list_prefix, Params};
+use crate::http::response::{present, stream_body};
 use crate::http::table::{Printer, TableOpts};
 use crate::object::meta::{FieldSelector, LabelSelector};
 use crate::storage::{Event, EventType, Stored};

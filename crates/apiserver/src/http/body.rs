@@ -1,12 +1,10 @@
 //! Request bodies: media types as kube-apiserver accepts them (415 for
-//! anything else), JSON and YAML decoding as deep as the real server goes
-//! and stores (Go's decoders stop at 10,000 levels; serde's default of 128
-//! would refuse what a real cluster stores), and serialisation that does
-//! not recurse on the thread's stack.
+//! anything else), and JSON and YAML decoding as deep as the real server
+//! goes and stores (Go's decoders stop at 10,000 levels; serde's default of
+//! 128 would refuse what a real cluster stores).
 
 use crate::error::ApiError;
 use axum::http::HeaderMap;
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// Go's `encoding/json` nesting limit (`maxNestingDepth`), which the
@@ -116,19 +114,7 @@ pub(crate) fn json(body: &[u8]) -> Result<Value, String> {
     if json_depth(body) > MAX_DEPTH {
         return Err(format!("exceeded max depth of {MAX_DEPTH}"));
     }
-    stored_json(body)
-}
-
-/// Parses JSON the server itself wrote, at any depth: what it adds to an
-/// object (`managedFields` mirrors the object's own nesting) may take a
-/// body accepted at the limit past it.
-pub(crate) fn stored_json(body: &[u8]) -> Result<Value, String> {
-    let mut de = serde_json::Deserializer::from_slice(body);
-    de.disable_recursion_limit();
-    let v =
-        Value::deserialize(serde_stacker::Deserializer::new(&mut de)).map_err(|e| e.to_string())?;
-    de.end().map_err(|e| e.to_string())?;
-    Ok(v)
+    crate::storage::json::stored_json(body)
 }
 
 fn yaml(text: &str) -> Result<Value, String> {
@@ -157,19 +143,6 @@ pub(crate) fn depth_bound(body: &[u8]) -> usize {
     json_depth(body) + indent
 }
 
-/// Serialises a value without deep recursion on the current stack.
-pub(crate) fn to_string(v: &Value) -> String {
-    let mut out = Vec::new();
-    let mut ser = serde_json::Serializer::new(&mut out);
-    let ok = v
-        .serialize(serde_stacker::Serializer::new(&mut ser))
-        .is_ok();
-    if !ok {
-        return String::new();
-    }
-    String::from_utf8(out).unwrap_or_default()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -189,7 +162,7 @@ mod tests {
         let n = MAX_DEPTH;
         let text = "[".repeat(n) + &"]".repeat(n);
         let v = decode_as(Format::Json, text.as_bytes()).expect("10,000 levels decode");
-        assert_eq!(to_string(&v).len(), text.len());
+        assert_eq!(crate::storage::json::to_string(&v).len(), text.len());
         let too_deep = "[".repeat(MAX_DEPTH + 1) + &"]".repeat(MAX_DEPTH + 1);
         let e = decode_as(Format::Json, too_deep.as_bytes()).unwrap_err();
         assert_eq!(

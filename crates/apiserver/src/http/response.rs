@@ -13,7 +13,7 @@ pub(crate) fn json_response(code: StatusCode, v: &Value) -> Response {
     (
         code,
         [("content-type", "application/json")],
-        crate::http::body::to_string(v),
+        crate::storage::json::to_string(v),
     )
         .into_response()
 }

@@ -79,7 +79,7 @@ impl Shaper {
 /// spec) need the type first.
 fn line(event_type: &str, object: &Value) -> Bytes {
     let mut s = format!("{{\"type\":{},\"object\":", Value::from(event_type));
-    s.push_str(&crate::http::body::to_string(object));
+    s.push_str(&crate::storage::json::to_string(object));
     s.push_str("}\n");
     Bytes::from(s)
 }

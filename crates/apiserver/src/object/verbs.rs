@@ -71,7 +71,7 @@ fn without_rv(obj: &Value) -> Value {
 }
 
 pub(crate) fn check_size(obj: &Value) -> Result<(), ApiError> {
-    let n = crate::http::body::to_string(obj).len();
+    let n = crate::storage::json::to_string(obj).len();
     if n > MAX_OBJECT_BYTES {
         return Err(ApiError::new(
             413,

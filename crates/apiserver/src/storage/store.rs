@@ -71,7 +71,7 @@ impl Backend for RedbBackend {
         let mut out = Vec::new();
         for item in objs.iter().map_err(|e| e.to_string())? {
             let (k, v) = item.map_err(|e| e.to_string())?;
-            let obj: Value = crate::http::body::stored_json(v.value())
+            let obj: Value = crate::storage::json::stored_json(v.value())
                 .map_err(|e| format!("corrupt object {}: {e}", k.value()))?;
             out.push((k.value().to_string(), obj));
         }
@@ -590,7 +590,7 @@ mod tests {
     fn the_store_holds_about_the_serialized_size() {
         const N: usize = 200;
         let serialized: usize = (0..N)
-            .map(|i| crate::http::body::to_string(&release_object(i)).len())
+            .map(|i| crate::storage::json::to_string(&release_object(i)).len())
             .sum();
         // The counter sees what a tree of parsed values costs...
         let before = counting::live();

@@ -38,7 +38,7 @@ fn str_at<'a>(meta: Option<&'a Value>, field: &str) -> &'a str {
 impl Stored {
     /// Serializes `obj` and indexes its metadata.
     pub(crate) fn new(obj: &Value) -> Stored {
-        let json = crate::http::body::to_string(obj);
+        let json = crate::storage::json::to_string(obj);
         let meta = obj.get("metadata");
         let labels = meta
             .and_then(|m| m.get("labels"))
@@ -85,7 +85,7 @@ impl Stored {
     pub(crate) fn value(&self) -> Value {
         // The text was serialized from a `Value`, so it parses back to the
         // same value; a failure would be a bug here, not bad input.
-        crate::http::body::stored_json(self.json.as_bytes()).unwrap_or_else(|e| {
+        crate::storage::json::stored_json(self.json.as_bytes()).unwrap_or_else(|e| {
             tracing::error!(
                 "stored object {}/{} does not parse: {e}",
                 self.namespace,
@@ -195,7 +195,7 @@ mod tests {
         assert_eq!(s.finalizers().collect::<Vec<_>>(), ["orphan"]);
         assert!(s.deleting());
         assert_eq!(s.value(), v);
-        assert_eq!(s.json(), crate::http::body::to_string(&v));
+        assert_eq!(s.json(), crate::storage::json::to_string(&v));
         let bare = Stored::new(&json!({"metadata": {"deletionTimestamp": null}}));
         assert!(!bare.deleting() && bare.name().is_empty() && bare.owners().is_empty());
     }
@@ -206,6 +206,6 @@ mod tests {
             "i": [u64::MAX, i64::MIN], "s": "\u{1}\"\\é\u{2028}😀"});
         let s = Stored::new(&v);
         assert_eq!(s.value(), v);
-        assert_eq!(crate::http::body::to_string(&s.value()), s.json());
+        assert_eq!(crate::storage::json::to_string(&s.value()), s.json());
     }
 }

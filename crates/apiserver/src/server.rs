@@ -27,8 +27,6 @@ pub(crate) struct App {
     /// The CA clients trust, for ServiceAccount token Secrets.
     pub(crate) ca_pem: Option<String>,
     ip_counter: AtomicU32,
-    readiness_tx: tokio::sync::mpsc::UnboundedSender<String>,
-    readiness_rx: std::sync::Mutex<Option<tokio::sync::mpsc::UnboundedReceiver<String>>>,
 }
 
 impl App {
@@ -41,7 +39,6 @@ impl App {
         authorization: Authorization,
         ca_pem: Option<String>,
     ) -> Result<Arc<Self>, String> {
-        let (readiness_tx, readiness_rx) = tokio::sync::mpsc::unbounded_channel();
         let app = Arc::new(App {
             store: storage::Store::new(backend)?,
             registry: apitypes::Registry::default(),
@@ -52,8 +49,6 @@ impl App {
             requests: http::metrics::Requests::default(),
             ca_pem,
             ip_counter: AtomicU32::new(10),
-            readiness_tx,
-            readiness_rx: std::sync::Mutex::new(Some(readiness_rx)),
         });
         // CRDs persisted by a previous run are served again.
         for (_, crd) in app
@@ -81,23 +76,6 @@ impl App {
             }
         }
         Ok(app)
-    }
-
-    /// Queues a key for the readiness simulator.
-    pub(crate) fn readiness_queue(&self, key: String) {
-        let _ = self.readiness_tx.send(key);
-    }
-
-    /// Starts the background tasks (GC, readiness) once.
-    pub(crate) fn spawn_tasks(self: &Arc<Self>) {
-        tokio::spawn(controllers::gc::run(self.clone()));
-        let rx = match self.readiness_rx.lock() {
-            Ok(mut g) => g.take(),
-            Err(p) => p.into_inner().take(),
-        };
-        if let Some(rx) = rx {
-            tokio::spawn(controllers::readiness::run(self.clone(), rx));
-        }
     }
 
     /// Next service cluster IP suffix.
@@ -184,6 +162,7 @@ pub struct Server {
     app: Arc<App>,
     shutdown_tx: tokio::sync::watch::Sender<bool>,
     task: tokio::task::JoinHandle<()>,
+    controllers: controllers::Controllers,
     /// A temporary directory we created for the kubeconfig, removed on stop.
     temp_dir: Option<PathBuf>,
     /// The CA clients must trust (PEM, DER) when serving HTTPS.
@@ -267,15 +246,15 @@ impl Server {
             &kubeconfig_yaml(addr, ca.as_ref().map(|c| c.0.as_str()), token.as_deref()),
         )?;
         // Everything spawned from here on runs on the serving runtime.
-        let task = {
+        let (controllers, task) = {
             let _serving = runtime.handle().enter();
-            app.spawn_tasks();
+            let controllers = controllers::start(&app);
             let router = http::router::router(app.clone());
             let mut rx = shutdown_rx;
             let shutdown = async move {
                 let _ = rx.wait_for(|s| *s).await;
             };
-            match tls {
+            let task = match tls {
                 Some(t) => {
                     let listener = http::tls::TlsListener::new(listener, t.server_config).map_err(
                         |source| ServerError::Bind {
@@ -300,7 +279,8 @@ impl Server {
                         tracing::error!("apiserver stopped: {e}");
                     }
                 }),
-            }
+            };
+            (controllers, task)
         };
         Ok(Server {
             addr,
@@ -308,6 +288,7 @@ impl Server {
             app,
             shutdown_tx,
             task,
+            controllers,
             temp_dir,
             ca,
             runtime,
@@ -393,11 +374,13 @@ impl Server {
         kube::Client::try_from(config).map_err(|e| ServerError::Client(e.to_string()))
     }
 
-    /// Stops serving, ends open watches, waits for the server task and
-    /// removes the temporary kubeconfig directory (if one was created).
+    /// Stops serving, ends open watches, waits for the server task and the
+    /// controllers and removes the temporary kubeconfig directory (if one
+    /// was created). Storage is closed when it returns.
     pub async fn stop(self) {
         let _ = self.shutdown_tx.send(true);
         let _ = self.task.await;
+        self.controllers.join().await;
         if let Some(d) = &self.temp_dir {
             let _ = std::fs::remove_dir_all(d);
         }

@@ -1,31 +1,58 @@
 //! Garbage collection: deletes dependents whose owners are gone
-//! (background), drives foreground and orphan deletion finalizers, and
-//! finishes terminating namespaces once they are empty. Sweeps run after
-//! deletions (the store wakes this task) and every few seconds.
+//! (background), drives foreground and orphan deletion finalizers,
+//! finishes terminating namespaces once they are empty and deleted CRDs
+//! once their custom resources are gone. A sweep follows every deletion
+//! and every object newly marked for deletion on the change stream, and
+//! runs every few seconds as a safety net.
 
+use super::{Change, Changes};
 use crate::object::{self, DeleteOpts, Target, WriteOpts};
-use crate::storage::{Mutation, Stored};
+use crate::storage::{Event, EventType, Mutation, Stored};
 use crate::App;
 use apitypes::ResourceType;
 use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::time::Instant;
+
+/// A slow safety net for owners that never existed.
+const SAFETY_NET: Duration = Duration::from_secs(5);
+
+/// How long a burst of deletions may settle into one sweep.
+const SETTLE: Duration = Duration::from_millis(20);
 
 /// Runs until shutdown, sweeping after deletions and every 5 seconds.
-pub(crate) async fn run(app: Arc<App>) {
-    let mut shutdown = app.shutdown.clone();
+pub(super) async fn run(app: Arc<App>, mut changes: Changes) {
+    let mut safety_net = Instant::now() + SAFETY_NET;
     loop {
-        tokio::select! {
-            _ = app.store.gc_wake.notified() => {}
-            // A slow safety net for owners that never existed.
-            _ = tokio::time::sleep(Duration::from_secs(5)) => {}
-            _ = shutdown.changed() => return,
+        let wake = tokio::select! {
+            change = changes.next() => match change {
+                None => return,
+                Some(Change::Event(ev)) => wakes(&ev),
+                Some(Change::Listed(_)) => true,
+            },
+            _ = tokio::time::sleep_until(safety_net) => true,
+        };
+        if !wake {
+            continue;
         }
-        // Let a burst of deletions settle into one sweep.
-        tokio::time::sleep(Duration::from_millis(20)).await;
+        if !changes.idle(SETTLE).await {
+            return;
+        }
+        // The sweep looks at every object: what waits on the stream until
+        // now is in it.
+        changes.skip_waiting();
         sweep(&app);
+        safety_net = Instant::now() + SAFETY_NET;
     }
+}
+
+/// A deletion, or an object newly marked for deletion (a namespace
+/// terminating, an owner waiting for its dependents).
+fn wakes(ev: &Event) -> bool {
+    ev.kind == EventType::Deleted
+        || (ev.object.deleting() && !ev.old.as_ref().is_some_and(|o| o.deleting()))
 }
 
 fn split_key(key: &str) -> Option<(&str, &str, &str, &str)> {
@@ -34,7 +61,7 @@ fn split_key(key: &str) -> Option<(&str, &str, &str, &str)> {
 }
 
 fn type_of(app: &App, key: &str) -> Option<Arc<ResourceType>> {
-    let (g, p, _, _) = split_key(key)?;
+    let (g, p) = super::resource_of(key)?;
     app.registry.find_any_version(g, p)
 }
 
@@ -68,7 +95,7 @@ fn remove_finalizer(app: &App, rt: &ResourceType, key: &str, finalizer: &str) {
 }
 
 /// One pass over all objects.
-pub(crate) fn sweep(app: &App) {
+fn sweep(app: &App) {
     let all = app.store.entries("");
     // Objects index their uid as "" when they have none; no owner
     // reference names that.
@@ -144,7 +171,7 @@ pub(crate) fn sweep(app: &App) {
 
 /// Deletes a terminating namespace's contents; removes the namespace once
 /// nothing is left in it.
-pub(crate) fn purge_namespace(app: &App, ns: &str) {
+fn purge_namespace(app: &App, ns: &str) {
     let mut remaining = 0;
     for (key, obj) in app.store.entries("") {
         let Some((_, _, ons, name)) = split_key(&key) else {

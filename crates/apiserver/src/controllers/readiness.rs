@@ -3,14 +3,29 @@
 //! so `kubectl wait`, rollout checks and operators see a settled cluster.
 //! Deployments also get a ReplicaSet and Pods (see `workloads`).
 
+use super::{Change, Changes};
 use crate::object::{self, Target, WriteOpts};
+use crate::storage::{EventType, Stored};
 use crate::App;
 use apitypes::ResourceType;
 use serde_json::{json, Value};
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::time::Instant;
 
 const DELAY: Duration = Duration::from_millis(200);
+
+/// The resources whose objects report simulated status (`group/plural/`
+/// of their storage keys).
+const SIMULATED: &[&str] = &[
+    "apps/deployments/",
+    "apps/statefulsets/",
+    "apps/daemonsets/",
+    "apps/replicasets/",
+    "batch/jobs/",
+    "/pods/",
+];
 
 fn simulated(rt: &ResourceType) -> bool {
     matches!(
@@ -46,13 +61,13 @@ fn has_condition(obj: &Value, t: &str) -> bool {
         })
 }
 
-/// Whether the object already shows the simulated settled state.
-fn settled(rt: &ResourceType, obj: &Value) -> bool {
+/// Whether an object of `kind` already shows the simulated settled state.
+pub(super) fn settled(kind: &str, obj: &Value) -> bool {
     let observed = obj
         .pointer("/status/observedGeneration")
         .and_then(Value::as_i64)
         == Some(gen(obj));
-    match rt.kind.as_str() {
+    match kind {
         "Deployment" | "StatefulSet" | "ReplicaSet" => {
             observed
                 && obj
@@ -87,7 +102,7 @@ fn desired_status(rt: &ResourceType, obj: &Value) -> Value {
             "observedGeneration": g, "replicas": r, "updatedReplicas": r, "readyReplicas": r, "availableReplicas": r,
             "conditions": [
                 cond("Available", "MinimumReplicasAvailable", "Deployment has minimum availability."),
-                cond("Progressing", "NewReplicaSetAvailable", &format!("ReplicaSet \"{name}-{}\" has successfully progressed.", crate::controllers::workloads::template_hash(obj.pointer("/spec/template").unwrap_or(&Value::Null)))),
+                cond("Progressing", "NewReplicaSetAvailable", &format!("ReplicaSet \"{name}-{}\" has successfully progressed.", super::workloads::template_hash(obj.pointer("/spec/template").unwrap_or(&Value::Null)))),
             ]
         }),
         "StatefulSet" => json!({
@@ -136,72 +151,79 @@ fn desired_status(rt: &ResourceType, obj: &Value) -> Value {
     }
 }
 
-/// Schedules a simulated status update if this object is not settled yet.
-pub(crate) fn maybe_simulate(app: &App, rt: &ResourceType, obj: &Value) {
-    if !app.simulate_readiness || !simulated(rt) || settled(rt, obj) {
-        return;
-    }
-    if obj
-        .pointer("/metadata/deletionTimestamp")
-        .is_some_and(|v| !v.is_null())
-    {
-        return;
-    }
-    let ns = obj
-        .pointer("/metadata/namespace")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    app.readiness_queue(rt.key(ns, object::name_of(obj)));
+/// An object waiting for its simulated status.
+struct Due {
+    at: Instant,
+    rt: Arc<ResourceType>,
+    key: String,
 }
 
-/// Consumes queued keys and writes their simulated status.
-pub(crate) async fn run(app: Arc<App>, mut rx: tokio::sync::mpsc::UnboundedReceiver<String>) {
-    let mut shutdown = app.shutdown.clone();
+/// Runs until shutdown: every object of a simulated kind that changes and
+/// is not settled gets its simulated status [`DELAY`] later.
+pub(super) async fn run(app: Arc<App>, mut changes: Changes) {
+    // Everything waits the same delay, so the queue is in due order.
+    let mut due: VecDeque<Due> = VecDeque::new();
     loop {
-        let key = tokio::select! {
-            k = rx.recv() => match k { Some(k) => k, None => return },
-            _ = shutdown.changed() => return,
-        };
-        let app = app.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep(DELAY).await;
-            let mut parts = key.splitn(4, '/');
-            let (Some(g), Some(p), Some(_), Some(_)) =
-                (parts.next(), parts.next(), parts.next(), parts.next())
-            else {
-                return;
-            };
-            let Some(rt) = app.registry.find_any_version(g, p) else {
-                return;
-            };
-            let opts = WriteOpts {
-                dry_run: false,
-                manager: "rudder-readiness".into(),
-                ..Default::default()
-            };
-
-            let res = object::modify(&app, &rt, &key, Target::Status, &opts, true, |cur| {
-                let mut n = cur.clone();
-                if !settled(&rt, cur) {
-                    n["status"] = desired_status(&rt, cur);
+        let next = due.front().map(|d| d.at);
+        tokio::select! {
+            change = changes.next() => match change {
+                None => return,
+                Some(Change::Event(ev)) if ev.kind != EventType::Deleted => {
+                    due.extend(consider(&app, &ev.key, &ev.object));
                 }
-                Ok(n)
-            });
-            match res {
-                Ok(obj) => match (rt.group.as_str(), rt.kind.as_str()) {
-                    ("apps", "Deployment") => {
-                        crate::controllers::workloads::sync_deployment(&app, &obj)
-                    }
-                    ("apps", "ReplicaSet") => {
-                        crate::controllers::workloads::sync_replicaset(&app, &obj)
-                    }
-                    _ => {}
-                },
-                Err(e) if e.code != 404 => {
-                    tracing::debug!("readiness update of {key} failed: {e}");
+                Some(Change::Event(_)) => {}
+                Some(Change::Listed(all)) => {
+                    due.extend(all.iter().filter_map(|(key, obj)| consider(&app, key, obj)));
                 }
-                Err(_) => {}
+            },
+            _ = tokio::time::sleep_until(next.unwrap_or_else(Instant::now)), if next.is_some() => {
+                let now = Instant::now();
+                while due.front().is_some_and(|d| d.at <= now) {
+                    if let Some(d) = due.pop_front() {
+                        report(&app, &d.rt, &d.key);
+                    }
+                }
             }
-        });
+        }
+    }
+}
+
+/// The object to report on later, if it is of a simulated kind and not
+/// settled yet.
+fn consider(app: &App, key: &str, stored: &Stored) -> Option<Due> {
+    if stored.deleting() || !SIMULATED.iter().any(|p| key.starts_with(p)) {
+        return None;
+    }
+    let (g, p) = super::resource_of(key)?;
+    let rt = app.registry.find_any_version(g, p)?;
+    if !simulated(&rt) || settled(&rt.kind, &stored.value()) {
+        return None;
+    }
+    Some(Due {
+        at: Instant::now() + DELAY,
+        rt,
+        key: key.to_string(),
+    })
+}
+
+/// Writes the object's simulated status, unless it has settled meanwhile.
+fn report(app: &App, rt: &ResourceType, key: &str) {
+    let opts = WriteOpts {
+        dry_run: false,
+        manager: "rudder-readiness".into(),
+        ..Default::default()
+    };
+    let res = object::modify(app, rt, key, Target::Status, &opts, true, |cur| {
+        let mut n = cur.clone();
+        if !settled(&rt.kind, cur) {
+            n["status"] = desired_status(rt, cur);
+        }
+        Ok(n)
+    });
+    match res {
+        Err(e) if e.code != 404 => {
+            tracing::debug!("readiness update of {key} failed: {e}");
+        }
+        _ => {}
     }
 }

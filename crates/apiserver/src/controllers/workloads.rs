@@ -3,11 +3,54 @@
 //! ReplicaSet gets Pods, all linked by controller ownerReferences, so
 //! `kubectl get pods` looks like a cluster's and deleting the Deployment
 //! garbage-collects the rest. Nothing runs: Pods only report Running.
+//!
+//! Each Deployment and ReplicaSet is synced when it changes and its
+//! simulated status has settled (see `readiness`), as the real controllers
+//! act on what the cluster reports.
 
+use super::{readiness, Change, Changes};
 use crate::object::meta::random_suffix;
 use crate::object::{self, DeleteOpts, WriteOpts};
+use crate::storage::{EventType, Stored};
 use crate::App;
 use serde_json::{json, Value};
+use std::sync::Arc;
+
+/// Runs until shutdown, syncing Deployments and ReplicaSets as they change.
+pub(super) async fn run(app: Arc<App>, mut changes: Changes) {
+    while let Some(change) = changes.next().await {
+        match change {
+            Change::Event(ev) if ev.kind != EventType::Deleted => sync(&app, &ev.key, &ev.object),
+            Change::Event(_) => {}
+            Change::Listed(all) => {
+                for (key, obj) in &all {
+                    sync(&app, key, obj);
+                }
+            }
+        }
+    }
+}
+
+fn sync(app: &App, key: &str, stored: &Stored) {
+    let kind = if key.starts_with("apps/deployments/") {
+        "Deployment"
+    } else if key.starts_with("apps/replicasets/") {
+        "ReplicaSet"
+    } else {
+        return;
+    };
+    if stored.deleting() {
+        return;
+    }
+    let obj = stored.value();
+    if !readiness::settled(kind, &obj) {
+        return;
+    }
+    match kind {
+        "Deployment" => sync_deployment(app, &obj),
+        _ => sync_replicaset(app, &obj),
+    }
+}
 
 fn opts(manager: &str) -> WriteOpts {
     WriteOpts {
@@ -23,7 +66,7 @@ fn str_at<'a>(obj: &'a Value, ptr: &str) -> &'a str {
 
 /// `pod-template-hash`: a stable digest of the template, encoded with the
 /// alphabet Kubernetes uses for generated names.
-pub(crate) fn template_hash(template: &Value) -> String {
+pub(super) fn template_hash(template: &Value) -> String {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for b in template.to_string().bytes() {
         h ^= u64::from(b);
@@ -64,7 +107,7 @@ fn deleting(obj: &Value) -> bool {
 
 /// Makes the Deployment's current ReplicaSet exist with its replica count
 /// and scales older ones to zero.
-pub(crate) fn sync_deployment(app: &App, dep: &Value) {
+fn sync_deployment(app: &App, dep: &Value) {
     if deleting(dep) {
         return;
     }
@@ -135,7 +178,7 @@ pub(crate) fn sync_deployment(app: &App, dep: &Value) {
 }
 
 /// Creates or deletes the ReplicaSet's Pods to match its replica count.
-pub(crate) fn sync_replicaset(app: &App, rs: &Value) {
+fn sync_replicaset(app: &App, rs: &Value) {
     if deleting(rs) {
         return;
     }

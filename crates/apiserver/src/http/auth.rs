@@ -3,7 +3,7 @@
 //! The admin kubeconfig carries a token that authenticates as a member of
 //! `system:masters`; ServiceAccounts authenticate with tokens from the
 //! TokenRequest subresource or from `kubernetes.io/service-account-token`
-//! Secrets (which a token controller fills in). Requests are then
+//! Secrets (which the token controller, `controllers::tokens`, fills in). Requests are then
 //! authorized by Role, ClusterRole, RoleBinding and ClusterRoleBinding
 //! rules, and refused with the real server's 401 and 403 messages. Without
 //! RBAC every request is allowed, as before.
@@ -276,8 +276,8 @@ fn legacy_secret_user(app: &App, token: &str) -> Option<User> {
 }
 
 pub(crate) const SA_TOKEN_TYPE: &str = "kubernetes.io/service-account-token";
-const SA_NAME: &str = "kubernetes.io/service-account.name";
-const SA_UID: &str = "kubernetes.io/service-account.uid";
+pub(crate) const SA_NAME: &str = "kubernetes.io/service-account.name";
+pub(crate) const SA_UID: &str = "kubernetes.io/service-account.uid";
 
 /// Whether RBAC objects grant `attrs` to `user`.
 pub(crate) fn allowed(app: &App, user: &User, attrs: &Attributes) -> bool {
@@ -543,39 +543,6 @@ pub(crate) fn spec_user(spec: &Value) -> User {
             .into(),
         groups: crate::object::meta::strings(spec.get("groups")),
     }
-}
-
-/// The token controller: fills a new `kubernetes.io/service-account-token`
-/// Secret with a token for its ServiceAccount, as kube-controller-manager
-/// does.
-pub(crate) fn populate_token_secret(app: &App, secret: &Value) -> Option<Value> {
-    if secret.get("type").and_then(Value::as_str) != Some(SA_TOKEN_TYPE) {
-        return None;
-    }
-    if secret.pointer("/data/token").is_some() {
-        return None;
-    }
-    use base64::Engine as _;
-    let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
-    let ns = secret.pointer("/metadata/namespace")?.as_str()?.to_string();
-    let sa = secret
-        .pointer("/metadata/annotations")?
-        .get(SA_NAME)?
-        .as_str()?
-        .to_string();
-    let sa_obj = app.store.get(&format!("/serviceaccounts/{ns}/{sa}"))?;
-    let uid = sa_obj
-        .pointer("/metadata/uid")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string();
-    let token = app.auth.issue(&ns, &sa, &uid);
-    let mut s = secret.clone();
-    s["data"]["token"] = json!(b64(&token));
-    s["data"]["namespace"] = json!(b64(&ns));
-    s["data"]["ca.crt"] = json!(b64(app.ca_pem.as_deref().unwrap_or_default()));
-    s["metadata"]["annotations"][SA_UID] = json!(uid);
-    Some(s)
 }
 
 #[cfg(test)]

@@ -524,32 +524,14 @@ pub(crate) fn create(
     Ok(stored)
 }
 
+/// What a stored CRD changes at once, before the write is answered: the
+/// kinds it serves (clients create custom resources right after).
 fn after_write(app: &App, rt: &ResourceType, obj: &Value) {
-    if rt.group.is_empty() && rt.kind == "Secret" {
-        if let Some(filled) = crate::http::auth::populate_token_secret(app, obj) {
-            let key = rt.key(
-                obj.pointer("/metadata/namespace")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default(),
-                name_of(obj),
-            );
-            let opts = WriteOpts {
-                manager: "kube-controller-manager".into(),
-                ..Default::default()
-            };
-            if let Err(e) = modify(app, rt, &key, Target::Main, &opts, true, move |_| {
-                Ok(filled)
-            }) {
-                tracing::warn!("cannot fill the token of Secret {key}: {e}");
-            }
-        }
-    }
     if rt.group == "apiextensions.k8s.io" && rt.kind == "CustomResourceDefinition" {
         if let Err(e) = app.registry.install_crd(obj) {
             tracing::warn!("stored CRD could not be served: {e}");
         }
     }
-    crate::controllers::readiness::maybe_simulate(app, rt, obj);
 }
 
 /// How an update treats the status stanza.
@@ -864,15 +846,12 @@ pub(crate) fn delete(
     }
     if removed {
         after_delete(app, rt, &result);
-    } else {
-        app.store.gc_wake.notify_one();
-        if is_ns {
-            crate::controllers::gc::purge_namespace(app, name);
-        }
     }
     Ok(result)
 }
 
+/// What a deleted CRD takes with it at once: the kinds it served and any
+/// custom resources still stored.
 fn after_delete(app: &App, rt: &ResourceType, obj: &Value) {
     if rt.group == "apiextensions.k8s.io" && rt.kind == "CustomResourceDefinition" {
         let name = name_of(obj).to_string();
@@ -894,5 +873,4 @@ fn after_delete(app: &App, rt: &ResourceType, obj: &Value) {
         }
         app.registry.remove_crd(&name);
     }
-    app.store.gc_wake.notify_one();
 }

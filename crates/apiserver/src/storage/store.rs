@@ -3,7 +3,9 @@
 //! counter, a bounded event log per resource
 //! for watches (as kube-apiserver keeps a watch cache per resource, so
 //! churn in one kind never expires another kind's watches), and a pluggable
-//! durable backend (memory or redb).
+//! durable backend (memory or redb). Every committed mutation is also
+//! broadcast on one change stream, which watches and the controllers
+//! follow; the store knows none of them.
 
 use super::Stored;
 use crate::error::ApiError;
@@ -11,7 +13,7 @@ use serde_json::Value;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
-use tokio::sync::{broadcast, Notify};
+use tokio::sync::broadcast;
 
 /// Where committed state goes; a write returns only after it is durable.
 pub(crate) trait Backend: Send {
@@ -202,10 +204,9 @@ fn resource_of(key: &str) -> &str {
 
 pub(crate) struct Store {
     inner: Mutex<Inner>,
+    /// The change stream: every committed mutation, in commit order.
     events: broadcast::Sender<Arc<Event>>,
     log_cap: usize,
-    /// Woken after deletions so garbage collection can run.
-    pub(crate) gc_wake: Notify,
 }
 
 /// Events kept per resource.
@@ -214,6 +215,9 @@ pub(crate) const LOG_CAP: usize = 20_000;
 /// beyond the store's current objects (superseded and deleted versions,
 /// and the events themselves); the largest resource log gives way first.
 pub(crate) const LOG_BYTES: usize = 256 * 1024 * 1024;
+
+/// Objects with their storage keys, in key order.
+pub(crate) type Keyed = Vec<(String, Arc<Stored>)>;
 
 /// The backlog after a resourceVersion plus a live receiver.
 pub(crate) type WatchStart = (Vec<Arc<Event>>, broadcast::Receiver<Arc<Event>>);
@@ -236,7 +240,6 @@ impl Store {
             }),
             events: tx,
             log_cap: LOG_CAP,
-            gc_wake: Notify::new(),
         })
     }
 
@@ -343,7 +346,6 @@ impl Store {
                 // the event that wrote it; this event is what frees it.
                 let extra = prev.footprint();
                 self.publish(&mut g, EventType::Deleted, key, gone, None, extra);
-                self.gc_wake.notify_one();
                 Ok(last)
             }
         }
@@ -429,6 +431,18 @@ impl Store {
             .cloned()
             .collect();
         Ok((backlog, self.events.subscribe()))
+    }
+
+    /// Every object under `prefix` with its key, and the change stream from
+    /// just after them, taken under one lock: an informer's list and watch,
+    /// for the controllers.
+    pub(crate) fn list_and_watch(&self, prefix: &str) -> (Keyed, broadcast::Receiver<Arc<Event>>) {
+        let g = self.lock();
+        let items = g
+            .under(prefix, None)
+            .map(|(k, v)| (k.clone(), Arc::clone(v)))
+            .collect();
+        (items, self.events.subscribe())
     }
 
     /// Snapshot of a prefix plus a live receiver from that snapshot on.

@@ -1,8 +1,8 @@
-//! Object-metadata helpers: timestamps, uids, generated names, name
-//! validation and label/field selectors.
+//! Object-metadata helpers: timestamps, uids, generated names, reading
+//! and shaping `metadata`, and label/field selectors.
 
 use crate::storage::Stored;
-use serde_json::Value;
+use serde_json::{json, Map, Value};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -284,6 +284,36 @@ impl FieldSelector {
             self.matches(&obj.value())
         }
     }
+}
+
+pub(crate) fn name_of(obj: &Value) -> &str {
+    obj.pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+}
+
+pub(crate) fn meta_mut(obj: &mut Value) -> &mut Map<String, Value> {
+    if !obj.is_object() {
+        *obj = json!({});
+    }
+    let meta = &mut obj["metadata"];
+    if !meta.is_object() {
+        *meta = Value::Object(Map::new());
+    }
+    match meta {
+        Value::Object(m) => m,
+        // Just made an object above.
+        _ => unreachable!("metadata was set to an object"),
+    }
+}
+
+pub(crate) fn finalizers(obj: &Value) -> Vec<String> {
+    strings(obj.pointer("/metadata/finalizers"))
+}
+
+pub(crate) fn is_deleting(obj: &Value) -> bool {
+    obj.pointer("/metadata/deletionTimestamp")
+        .is_some_and(|v| !v.is_null())
 }
 
 #[cfg(test)]

@@ -10,14 +10,21 @@
 //! The public surface is [`Server`], [`Config`], [`Authorization`], the
 //! errors and the test-facing [`faults`] injector; everything else is
 //! internal. Inside, the layers are folders, as in kube-apiserver's tree:
-//! `http/` (routing, auth, bodies, watch, printing, discovery), `object/`
-//! (what every write does: admission, verbs, server-side apply),
-//! `storage/` (the store) and `controllers/` (gc,
-//! readiness, workloads), with `server.rs` holding them together. What
-//! the server knows about kinds (registry, schemas, validation) is the
-//! `apitypes` crate.
+//! `http/` (routing, auth, the resource handlers by verb, bodies, watch,
+//! printing, discovery), `object/` (what every write does: admission,
+//! verbs, server-side apply), `storage/` (the store and its change stream)
+//! and `controllers/` (gc, tokens, readiness, workloads, which follow the
+//! change stream like kube-controller-manager's and write through
+//! `object/` like any client), with `server.rs` holding them together.
+//! What the server knows about kinds (registry, schemas, validation) is
+//! the `apitypes` crate.
 
+// The only unsafe code is the counting allocator of the store's memory
+// tests.
+#![cfg_attr(not(test), forbid(unsafe_code))]
 #![warn(unreachable_pub)]
+// One module-file style: `foo/mod.rs`, as most of the workspace.
+#![warn(clippy::self_named_module_files)]
 
 mod controllers;
 mod error;

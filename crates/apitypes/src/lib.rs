@@ -13,6 +13,8 @@
 
 #![forbid(unsafe_code)]
 #![warn(unreachable_pub)]
+// One module-file style: `foo/mod.rs`, as most of the workspace.
+#![warn(clippy::self_named_module_files)]
 
 pub mod fieldset;
 pub mod registry;

@@ -1,6 +1,6 @@
 //! What kube-apiserver checks on every write, with its messages: what
 //! decoding into the Go types refuses and which fields it does not know
-//! ([`decode`]), and the field errors of Kubernetes' Go validation and of
+//! ([`decode()`]), and the field errors of Kubernetes' Go validation and of
 //! CRD structural schemas ([`field_errors`]). The server answers them as
 //! 400 and 422 `Status`es.
 

@@ -1,6 +1,6 @@
 //! Resource endpoints (`/api/v1/namespaces/ns/pods/name[/sub]`): one
 //! request after routing and authorization, handed to the handler of its
-//! verb — [`read`] (get, list), [`write`] (create, update, patch, and the
+//! verb — [`read`] (get, list), [`write`](mod@write) (create, update, patch, and the
 //! token, scale and status subresources) and [`delete`] (one object or a
 //! collection) — or to a watch. Writes through `events.k8s.io` go to the
 //! stored core Events and are answered in the `events.k8s.io` shape.

@@ -63,7 +63,7 @@ impl Stored {
                     .collect()
             })
             .unwrap_or_default();
-        let finalizers = crate::object::meta::strings(meta.and_then(|m| m.get("finalizers")))
+        let finalizers = apitypes::strings(meta.and_then(|m| m.get("finalizers")))
             .into_iter()
             .map(String::into_boxed_str)
             .collect();

@@ -84,11 +84,6 @@ enum Job {
     Template { name: String, text: String },
 }
 
-/// Templates parsed, each by its place in the queue: `None` when parsed
-/// on this thread, or when the text does not parse (the render reports
-/// that).
-type Done = Vec<(usize, Option<gotmpl::DetachedParse>)>;
-
 /// How long a thread out of steps looks for a new one before it sleeps.
 const SPIN: std::time::Duration = std::time::Duration::from_micros(50);
 
@@ -210,12 +205,11 @@ impl Work {
         }
     }
 
-    /// Runs on the other thread: [`Work::run`] with the parser `start`
-    /// makes, then says it has stopped, however it stops.
-    fn run_aside<P>(&self, start: impl FnOnce() -> P) -> Done
-    where
-        P: FnMut(&str, &str) -> Option<gotmpl::DetachedParse>,
-    {
+    /// Runs on the other thread: [`Work::run`], parsing templates into a
+    /// cache of its own (a text that does not parse is left for the render
+    /// to report), then says it has stopped, however it stops. Returns the
+    /// cache, for this thread's ([`crate::engine::ParseHere::merge`]).
+    fn run_aside(&self) -> gotmpl::ParseCache {
         struct Gone<'a>(&'a Work);
         impl Drop for Gone<'_> {
             fn drop(&mut self) {
@@ -224,7 +218,12 @@ impl Work {
             }
         }
         let _gone = Gone(self);
-        self.run(start())
+        let funcs = crate::engine::Engine::new().render_funcs();
+        let mut parsed = gotmpl::ParseCache::new(crate::engine::PARSE_CACHE_BYTES);
+        self.run(|name, text| {
+            let _ = parsed.parse(name, text, &|n| funcs.contains(n));
+        });
+        parsed
     }
 
     /// No more steps are coming. The templates left are parsed longest
@@ -286,15 +285,13 @@ impl Work {
 
     /// Does steps until the queue is closed and empty; `template` parses
     /// a template the way this thread can.
-    fn run(&self, mut template: impl FnMut(&str, &str) -> Option<gotmpl::DetachedParse>) -> Done {
-        let mut done = Vec::new();
+    fn run(&self, mut template: impl FnMut(&str, &str)) {
         while let Some((at, job)) = self.next() {
             match job {
                 Job::Values(text) => self.parse_values(at, text),
-                Job::Template { name, text } => done.push((at, template(&name, &text))),
+                Job::Template { name, text } => template(&name, &text),
             }
         }
-        done
     }
 
     fn parse_values(&self, at: usize, text: String) {
@@ -338,7 +335,7 @@ impl Work {
 struct Aside {
     work: Arc<Work>,
     thread: gocodec::placement::Beside<()>,
-    report: Receiver<Done>,
+    report: Receiver<gotmpl::ParseCache>,
     release: SyncSender<()>,
 }
 
@@ -372,13 +369,8 @@ pub fn load(path: impl AsRef<Path>, budget: &Budget) -> Result<Ahead, LoadError>
     let (tell, report) = sync_channel(1);
     let (release, released) = sync_channel::<()>(0);
     let Ok(thread) = gocodec::depth::spawn_deep("values", move || {
-        let done = theirs.run_aside(|| {
-            let funcs = crate::engine::Engine::new().render_funcs();
-            move |name: &str, text: &str| {
-                gotmpl::parse_detached(name, text, &|n| funcs.contains(n)).ok()
-            }
-        });
-        if tell.send(done).is_ok() {
+        let parsed = theirs.run_aside();
+        if tell.send(parsed).is_ok() {
             let _ = released.recv();
         }
     }) else {
@@ -460,20 +452,13 @@ impl Ahead {
         let mut parsed = work.values(|name, text| here.parse(name, text)).into_iter();
         let filled = fill(&mut chart, &mut parsed) && parsed.next().is_none();
         let staged = if filled { Ok(stage(chart)) } else { Err(stage) };
-        let mut done = work.run(|name, text| {
-            here.parse(name, text);
-            None
-        });
+        work.run(|name, text| here.parse(name, text));
         match report.recv() {
-            Ok(theirs) => done.extend(theirs),
+            Ok(theirs) => here.merge(theirs),
             // It panicked: the panic goes on here.
             Err(_) => thread.join(),
         }
         drop(release);
-        done.sort_by_key(|(at, _)| *at);
-        for parse in done.into_iter().filter_map(|(_, parse)| parse) {
-            here.adopt(parse);
-        }
         match staged {
             Ok(staged) => Ok(staged),
             Err(stage) => load_with(&path, &budget).map(stage),

@@ -4,8 +4,8 @@
 //! This thread runs the templates from the first on; another runs them
 //! from the last back, until the two meet. The other thread builds its own
 //! chart objects (`.Values` and the rest: values are not shared between
-//! threads) and executes the very trees this thread parsed, lent without
-//! a copy ([`gotmpl::Templates::borrowing`]).
+//! threads) and executes the very trees this thread parsed, shared without
+//! a copy ([`gotmpl::Templates::share`]).
 //!
 //! Helm runs a chart's templates one after another over the same objects,
 //! so a template that changes one of them (Sprig's `set`, `unset`,
@@ -27,7 +27,7 @@ use std::sync::{Arc, Mutex};
 
 use gocodec::placement::Beside;
 use gotmpl::value::watch;
-use gotmpl::{LentTrees, Templates, Value};
+use gotmpl::{SharedTemplates, Templates, Value};
 
 use super::{run_template, Engine, RenderError, Renderable, PARSE_CACHE};
 
@@ -85,10 +85,9 @@ struct Theirs {
     written: usize,
 }
 
-/// The other thread, waited for however this thread leaves: it reads
-/// this thread's trees, which must outlive its reading. It reports, then
-/// sleeps until this thread lets it go (when this one is dropped) before
-/// it drops its own objects: a thread woken by another may be queued on
+/// The other thread, waited for unless this thread fails (see
+/// [`Helper::abandon`]). It reports, then sleeps until this thread lets
+/// it go (when this one is dropped) before it drops its own objects: a thread woken by another may be queued on
 /// the waker's core, and would wait there, its own core idle, for as long
 /// as the waker kept going.
 struct Helper {
@@ -129,17 +128,15 @@ impl Helper {
 }
 
 impl Helper {
-    /// Stops the other thread without waiting for it: if it has not
-    /// reported yet, `set` (and so the trees it reads) is kept alive for
-    /// good rather than waited for.
-    fn abandon(&mut self, set: &Rc<Templates>) {
+    /// Stops the other thread without waiting for it: it holds the trees
+    /// it runs, and stops at its next template.
+    fn abandon(&mut self) {
         self.release.take();
         self.claims.stop.store(true, Ordering::Relaxed);
         if let Some((thread, report)) = self.thread.take() {
-            match report.try_recv() {
-                Ok(_) => {}
-                Err(TryRecvError::Empty) => std::mem::forget(set.clone()),
-                Err(TryRecvError::Disconnected) => thread.join(),
+            if let Err(TryRecvError::Disconnected) = report.try_recv() {
+                // It panicked: the panic goes on here.
+                thread.join();
             }
         }
     }
@@ -176,13 +173,13 @@ impl Engine {
         let claims = Arc::new(Claims::new(runs.len()));
         let helper = if self.lookup.is_none() && runs.len() > 1 {
             let names: Vec<String> = runs.iter().map(|t| t.name.clone()).collect();
-            let lent = set.lend();
+            let shared = set.share();
             let strict = self.strict;
-            let shared = claims.clone();
+            let their_claims = claims.clone();
             let (tell, report) = sync_channel(1);
             let (release, released) = sync_channel::<()>(0);
             gocodec::depth::spawn_deep("templates", move || {
-                run_aside(&lent, &names, &shared, theirs, strict, |done| {
+                run_aside(&shared, &names, &their_claims, theirs, strict, |done| {
                     if tell.send(done).is_ok() {
                         let _ = released.recv();
                     }
@@ -194,7 +191,6 @@ impl Engine {
             None
         };
         let (helper, release) = helper.unzip();
-        // Declared after `set`, so dropped (waited for) before it.
         let mut helper = Helper {
             claims: claims.clone(),
             thread: helper,
@@ -246,7 +242,7 @@ impl Engine {
         if let Some(e) = failed {
             // The one-thread render stops here too: whatever the other
             // thread is running (a long loop, say) need not hold the error.
-            helper.abandon(&set);
+            helper.abandon();
             return Err(e);
         }
         let theirs = match theirs {
@@ -282,11 +278,11 @@ impl Engine {
     }
 }
 
-/// The other thread: builds its objects, borrows the lent trees, runs
+/// The other thread: builds its objects, takes the shared trees, runs
 /// templates from the back until the threads meet or it is stopped, and
 /// `report`s before it drops what it built.
 fn run_aside(
-    lent: &LentTrees,
+    shared: &SharedTemplates,
     names: &[String],
     claims: &Claims,
     theirs: impl FnOnce() -> Vec<Renderable>,
@@ -296,9 +292,7 @@ fn run_aside(
     let tpls = theirs();
     let by_name: HashMap<&str, &Renderable> = tpls.iter().map(|t| (t.name.as_str(), t)).collect();
     let funcs = Engine::new().strict(strict).render_funcs();
-    // SAFETY: the lending thread joins this one before its set (and the
-    // parse cache holding the trees) can be dropped or changed (`Helper`).
-    let mut set = unsafe { Templates::borrowing(funcs, lent) };
+    let mut set = Templates::from_shared(funcs, shared);
     PARSE_CACHE.with(|c| set.set_parse_cache(c.clone()));
     let set = Rc::new(set);
     let contexts: Vec<Value> = tpls.iter().map(|t| Value::Map(t.vals.clone())).collect();

@@ -58,7 +58,7 @@ impl Default for Engine {
 }
 
 /// How much template text the per-thread parse cache holds.
-const PARSE_CACHE_BYTES: usize = 64 << 20;
+pub(crate) const PARSE_CACHE_BYTES: usize = 64 << 20;
 
 thread_local! {
     static BASE_FUNCS: Rc<FuncMap> = {
@@ -136,9 +136,10 @@ impl ParseHere {
         let _ = self.set.parse(name, text);
     }
 
-    /// Keeps a parse made on another thread with [`Engine::render_funcs`].
-    pub(crate) fn adopt(&mut self, parse: gotmpl::DetachedParse) {
-        PARSE_CACHE.with(|c| c.borrow_mut().adopt(parse));
+    /// Keeps the parses of a cache filled on another thread with
+    /// [`Engine::render_funcs`].
+    pub(crate) fn merge(&mut self, parsed: ParseCache) {
+        PARSE_CACHE.with(|c| c.borrow_mut().merge(parsed));
     }
 }
 

@@ -269,7 +269,6 @@ fn render(
     // Values files are parsed and templates parsed on two threads: they
     // are the larger part of a one-shot render.
     let ahead = chart::ahead::load(Path::new(chart_path), budget).with_context(loading_error)?;
-    prefetch_keys(ahead.chart());
     // The values are coalesced and the templates' objects built while the
     // other core still parses templates; errors come in the plain order
     // (loading, then the user's values, then preparing the chart).
@@ -278,36 +277,4 @@ fn render(
         .finish_with(|chart| -> anyhow::Result<_> { Ok(stage(chart, vals?, opts)?) })
         .with_context(loading_error)??;
     Ok(staged.render_feeding(feed)?)
-}
-
-/// Most keys searched for ahead of the render: charts with more key-making
-/// calls rarely run them all (most sit behind `tls.enabled` switches).
-const PREFETCH_KEYS_MAX: usize = 4;
-
-/// Cores the render itself keeps busy: the start of a render runs on two
-/// (see `chart::ahead`), and a key is searched for on two.
-const RENDER_CORES: usize = 2;
-
-/// Starts searching, beside the render, for the RSA keys the chart's
-/// templates will ask for: a 2048-bit key takes longer to find than
-/// loading and rendering most charts. Keys are made as ever, only earlier.
-/// Only with a core to spare: on two cores, a search beside the render
-/// made every corpus case slower (by about a tenth), even those that make
-/// a key, and most charts' key-making calls never run.
-fn prefetch_keys(chart: &chart::loader::Chart) {
-    if gocodec::depth::cores() <= RENDER_CORES {
-        return;
-    }
-    fn count(c: &chart::loader::Chart) -> usize {
-        let own: usize = c
-            .templates
-            .iter()
-            .map(|t| match std::str::from_utf8(&t.data) {
-                Ok(text) => sprig::keys_in_template(text),
-                Err(_) => sprig::keys_in_template(&String::from_utf8_lossy(&t.data)),
-            })
-            .sum();
-        own + c.dependencies.iter().map(count).sum::<usize>()
-    }
-    sprig::prefetch(2048, count(chart).min(PREFETCH_KEYS_MAX));
 }

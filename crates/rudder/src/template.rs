@@ -3,9 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
-use chart::manifest::SortAhead;
-use chart::render::{stage, ReleaseInfo, RenderOptions};
+use chart::render::{ReleaseInfo, RenderOptions};
 use chart::values::strvals::ValueOptions;
 
 /// Value flags shared by every command that takes values (`-f`, `--set`…).
@@ -133,12 +131,12 @@ struct JsonOutput {
 }
 
 impl JsonOutput {
-    fn new(result: &anyhow::Result<chart::render::RenderedFiles>, include_crds: bool) -> Self {
+    fn new(result: &anyhow::Result<chart::oneshot::Output>, include_crds: bool) -> Self {
         match result {
             Ok(r) => {
-                let mut manifests = r.files.clone();
+                let mut manifests = r.files.files.clone();
                 if include_crds {
-                    manifests.extend(r.crds.iter().map(|(n, t)| (n.clone(), t.clone())));
+                    manifests.extend(r.files.crds.iter().map(|(n, t)| (n.clone(), t.clone())));
                 }
                 JsonOutput {
                     manifests,
@@ -188,34 +186,26 @@ fn run_here(args: TemplateArgs) -> anyhow::Result<i32> {
         api_versions: args.api_versions.clone(),
         check_kube_version: true,
         skip_schema_validation: args.skip_schema_validation,
-        two_threads: true,
         ..RenderOptions::default()
     };
-    // Documents are read on the other core while the templates run; JSON
-    // output prints the files unsplit.
-    let mut sort = SortAhead::new();
-    let mut feed = |path: &str, text: &str| {
-        if args.output != Output::Json {
-            sort.feed(path, text);
-        }
-    };
+    // JSON output prints the files unsplit.
+    let split = args.output != Output::Json;
     let result = render(
         &chart_path,
         &args.values,
         &opts,
         &args.chart_size.budget(),
-        &mut feed,
+        split,
     );
     if args.output == Output::Json {
         let json = JsonOutput::new(&result, args.include_crds);
         println!("{}", serde_json::to_string_pretty(&json)?);
         exit_now(if result.is_ok() { 0 } else { 1 });
     }
-    let r = result?;
+    let chart::oneshot::Output { files: r, sorted } = result?;
     let rendered_chart = r.chart_name.clone();
-    let sorted = sort
-        .finish(chart::manifest::INSTALL_ORDER)
-        .context("splitting the rendered manifests")?;
+    // Split, as the output is YAML.
+    let sorted = sorted.unwrap_or_default();
     let mut out = String::new();
     if args.include_crds {
         for (n, t) in &r.crds {
@@ -258,23 +248,21 @@ fn exit_now(code: i32) -> ! {
     unsafe { libc::_exit(code) }
 }
 
+/// Renders the chart through `chart::oneshot`'s pipeline (two cores),
+/// with the CLI's wording for each step's failure.
 fn render(
     chart_path: &str,
     values: &ValueArgs,
     opts: &RenderOptions,
     budget: &chart::loader::Budget,
-    feed: &mut dyn FnMut(&str, &str),
-) -> anyhow::Result<chart::render::RenderedFiles> {
-    let loading_error = || format!("loading chart {chart_path}");
-    // Values files are parsed and templates parsed on two threads: they
-    // are the larger part of a one-shot render.
-    let ahead = chart::ahead::load(Path::new(chart_path), budget).with_context(loading_error)?;
-    // The values are coalesced and the templates' objects built while the
-    // other core still parses templates; errors come in the plain order
-    // (loading, then the user's values, then preparing the chart).
-    let vals = values.merged();
-    let staged = ahead
-        .finish_with(|chart| -> anyhow::Result<_> { Ok(stage(chart, vals?, opts)?) })
-        .with_context(loading_error)??;
-    Ok(staged.render_feeding(feed)?)
+    split: bool,
+) -> anyhow::Result<chart::oneshot::Output> {
+    use chart::oneshot::Error;
+    let path = Path::new(chart_path);
+    chart::oneshot::template(path, budget, || values.merged(), opts, split).map_err(|e| match e {
+        Error::Load(e) => anyhow::Error::new(e).context(format!("loading chart {chart_path}")),
+        Error::Values(e) => e,
+        Error::Render(e) => e.into(),
+        Error::Split(e) => anyhow::Error::new(e).context("splitting the rendered manifests"),
+    })
 }

@@ -238,6 +238,7 @@ fn run_here(args: TemplateArgs) -> anyhow::Result<i32> {
 /// parsed chart, its values and the per-thread caches behind; freeing them
 /// piece by piece at exit (thread-local destructors included) was a tenth
 /// of the whole run, and the operating system takes the memory back at once.
+#[allow(unsafe_code)] // `_exit`
 fn exit_now(code: i32) -> ! {
     use std::io::Write;
     let _ = std::io::stdout().flush();

@@ -9,6 +9,7 @@
 //! each CR. The reconciler reaches releases only through [`ActionClient`]
 //! (`action_client`), whose real implementation is the `action` crate.
 
+#![forbid(unsafe_code)]
 #![warn(unreachable_pub)]
 
 mod action_client;

@@ -6,6 +6,7 @@
 //!
 //! See `README.md` in this crate for the storage layout and the chunked format.
 
+#![forbid(unsafe_code)]
 #![warn(unreachable_pub)]
 
 pub mod api_error;

@@ -5,9 +5,12 @@
 // (`x[0]=y`, `<tmp>`), not for rustdoc.
 #![allow(rustdoc::broken_intra_doc_links, rustdoc::invalid_html_tags)]
 #![warn(unreachable_pub)]
+// Unsafe code only where docs/architecture.md's SAFETY list names it.
+#![deny(unsafe_code)]
 
 use clap::{Parser, Subcommand};
 
+#[allow(unsafe_code)] // mimalloc's options, set before `main`
 mod allocator;
 mod error_text;
 mod helm_cli;

@@ -4,8 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use chart::manifest::SortAhead;
-use chart::render::{stage, ReleaseInfo, RenderChartError, RenderOptions};
+use chart::render::{ReleaseInfo, RenderChartError, RenderOptions};
 use chart::values::strvals::ValueOptions;
 
 use crate::helm_cli::{check_arity, dry_run_strategy, split_csv, Arity, DryRunFlag};
@@ -386,7 +385,6 @@ fn render_options(
         api_versions: split_csv(&args.api_versions)?,
         check_kube_version: true,
         skip_schema_validation: args.skip_schema_validation,
-        two_threads: true,
         ..RenderOptions::default()
     })
 }
@@ -399,13 +397,15 @@ fn run_json(
     chart_path: &str,
 ) -> anyhow::Result<i32> {
     let opts = render_options(args, name, namespace)?;
+    // JSON output prints the files unsplit.
     let result = render(
         chart_path,
         &args.values,
         &opts,
         &args.chart_size.budget(),
-        &mut |_, _| {},
+        false,
     )
+    .map(|out| out.files)
     .map_err(Failure::into_error);
     let json = JsonOutput::new(&result, args.include_crds);
     println!("{}", serde_json::to_string_pretty(&json)?);
@@ -429,17 +429,15 @@ fn render_offline(
 ) -> anyhow::Result<(String, Option<Failed>)> {
     action::validate_release_name(&name)?;
     let opts = render_options(args, name, namespace)?;
-    // Documents are read on the other core while the templates run.
-    let mut sort = SortAhead::new();
     let rendered = render(
         chart_path,
         &args.values,
         &opts,
         &args.chart_size.budget(),
-        &mut |path, text| sort.feed(path, text),
+        true,
     );
-    let r = match rendered {
-        Ok(r) => r,
+    let (r, sorted) = match rendered {
+        Ok(chart::oneshot::Output { files, sorted }) => (files, sorted.unwrap_or_default()),
         Err(Failure::Before(e)) => return Err(e),
         Err(Failure::Render(e)) => {
             let failed = Failed {
@@ -448,13 +446,10 @@ fn render_offline(
             };
             return Ok((String::new(), Some(failed)));
         }
-    };
-    let sorted = match sort.finish(chart::manifest::INSTALL_ORDER) {
-        Ok(s) => s,
-        Err(e) => {
+        Err(Failure::Split { error, files }) => {
             let failed = Failed {
-                error: e.into(),
-                manifest: layout::unparsed_manifest(&r.files),
+                error,
+                manifest: layout::unparsed_manifest(&files.files),
             };
             return Ok((String::new(), Some(failed)));
         }
@@ -542,6 +537,7 @@ fn print_template(args: &TemplateArgs, text: &str, failure: Option<Failed>) -> a
 /// parsed chart, its values and the per-thread caches behind; freeing them
 /// piece by piece at exit (thread-local destructors included) was a tenth
 /// of the whole run, and the operating system takes the memory back at once.
+#[allow(unsafe_code)] // `_exit`
 fn exit_now(code: i32) -> ! {
     use std::io::Write;
     let _ = std::io::stdout().flush();
@@ -554,16 +550,22 @@ fn exit_now(code: i32) -> ! {
 
 /// Why a render failed, as Helm tells the two apart: before it had a
 /// release (loading, values, schema), or while rendering it (templates,
-/// the chart's `kubeVersion`), where `--debug` has something to show.
+/// the chart's `kubeVersion`), where `--debug` has something to show; or
+/// when the output did not split into manifests, where `--debug` shows the
+/// rendered files unsplit.
 enum Failure {
     Before(anyhow::Error),
     Render(anyhow::Error),
+    Split {
+        error: anyhow::Error,
+        files: Box<chart::render::RenderedFiles>,
+    },
 }
 
 impl Failure {
     fn into_error(self) -> anyhow::Error {
         match self {
-            Failure::Before(e) | Failure::Render(e) => e,
+            Failure::Before(e) | Failure::Render(e) | Failure::Split { error: e, .. } => e,
         }
     }
 
@@ -579,64 +581,32 @@ impl Failure {
     }
 }
 
+/// Renders the chart through `chart::oneshot`'s pipeline (two cores) and,
+/// if `split`, splits the output into hooks and manifests; errors come in
+/// the plain order (loading, the user's values, preparing, rendering,
+/// splitting).
 fn render(
     chart_path: &str,
     values: &ValueArgs,
     opts: &RenderOptions,
     budget: &chart::loader::Budget,
-    feed: &mut dyn FnMut(&str, &str),
-) -> Result<chart::render::RenderedFiles, Failure> {
+    split: bool,
+) -> Result<chart::oneshot::Output, Failure> {
+    use chart::oneshot::Error;
     if !Path::new(chart_path).exists() {
         return Err(Failure::Before(anyhow::anyhow!(
             "path {} not found",
             crate::helm_cli::go_quote(chart_path)
         )));
     }
-    // Values files are parsed and templates parsed on two threads: they
-    // are the larger part of a one-shot render.
-    let ahead =
-        chart::ahead::load(Path::new(chart_path), budget).map_err(|e| Failure::Before(e.into()))?;
-    prefetch_keys(ahead.chart());
-    // The values are coalesced and the templates' objects built while the
-    // other core still parses templates; errors come in the plain order
-    // (loading, then the user's values, then preparing the chart).
-    let vals = values.merged();
-    let staged = ahead
-        .finish_with(|chart| -> Result<_, Failure> {
-            stage(chart, vals.map_err(Failure::Before)?, opts).map_err(Failure::of)
-        })
-        .map_err(|e| Failure::Before(e.into()))??;
-    staged.render_feeding(feed).map_err(Failure::of)
-}
-
-/// Most keys searched for ahead of the render: charts with more key-making
-/// calls rarely run them all (most sit behind `tls.enabled` switches).
-const PREFETCH_KEYS_MAX: usize = 4;
-
-/// Cores the render itself keeps busy: the start of a render runs on two
-/// (see `chart::ahead`), and a key is searched for on two.
-const RENDER_CORES: usize = 2;
-
-/// Starts searching, beside the render, for the RSA keys the chart's
-/// templates will ask for: a 2048-bit key takes longer to find than
-/// loading and rendering most charts. Keys are made as ever, only earlier.
-/// Only with a core to spare: on two cores, a search beside the render
-/// made every corpus case slower (by about a tenth), even those that make
-/// a key, and most charts' key-making calls never run.
-fn prefetch_keys(chart: &chart::loader::Chart) {
-    if gocodec::depth::cores() <= RENDER_CORES {
-        return;
-    }
-    fn count(c: &chart::loader::Chart) -> usize {
-        let own: usize = c
-            .templates
-            .iter()
-            .map(|t| match std::str::from_utf8(&t.data) {
-                Ok(text) => sprig::keys_in_template(text),
-                Err(_) => sprig::keys_in_template(&String::from_utf8_lossy(&t.data)),
-            })
-            .sum();
-        own + c.dependencies.iter().map(count).sum::<usize>()
-    }
-    sprig::prefetch(2048, count(chart).min(PREFETCH_KEYS_MAX));
+    let path = Path::new(chart_path);
+    chart::oneshot::template(path, budget, || values.merged(), opts, split).map_err(|e| match e {
+        Error::Load(e) => Failure::Before(e.into()),
+        Error::Values(e) => Failure::Before(e),
+        Error::Render(e) => Failure::of(e),
+        Error::Split { error, files } => Failure::Split {
+            error: error.into(),
+            files,
+        },
+    })
 }

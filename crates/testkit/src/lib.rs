@@ -27,6 +27,7 @@
 //! turns that off for tests that need workloads to stay unready; they skip where a kubelet
 //! runs them anyway ([`Cluster::has_kubelet`]).
 
+#![forbid(unsafe_code)]
 #![warn(unreachable_pub)]
 
 mod aggregation;

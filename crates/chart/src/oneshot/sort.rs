@@ -1,14 +1,15 @@
-//! Reading rendered files into manifests while the render is still going.
-//! A one-shot render (`rudder template`) hands each file over as soon as
-//! the other core is free of templates (all at once when the render ran
-//! on both cores); here each file is split and its documents read on that
+//! Step 4 of the pipeline: rendered files read into manifests while the
+//! render is still going. The render hands each file over as soon as the
+//! other core is free of templates (all at once when the render ran on
+//! both cores); here each file is split and its documents read on that
 //! core, so that little is left to read once the last template has run.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 
-use super::{
+use super::threads::{spawn_deep, JobHandle};
+use crate::manifest::{
     holds_manifests, in_order, read_file, Entry, ManifestError, Sorted, PARALLEL_MIN_BYTES,
 };
 
@@ -41,14 +42,14 @@ impl Shared {
 
 /// Takes rendered files one at a time, as a render gives them out (in any
 /// order), and sorts them into hooks and manifests: what
-/// [`super::sort_manifests`] gives for all of them at once, the error on
+/// [`crate::manifest::sort_manifests`] gives for all of them at once, the error on
 /// bad YAML included (the first bad document in path order).
 ///
 /// Until the files fed add up to enough text to be worth a thread, they
 /// are only kept; smaller renders are read on the calling thread at
-/// [`SortAhead::finish`].
+/// [`Sorter::finish`].
 #[derive(Default)]
-pub struct SortAhead {
+pub(crate) struct Sorter {
     held: Vec<(String, String)>,
     held_bytes: usize,
     shared: Arc<Shared>,
@@ -57,23 +58,23 @@ pub struct SortAhead {
 }
 
 /// The worker thread. It reports what it read, then sleeps until let go
-/// (`_release` dropped, with the `SortAhead`) before it exits: a thread
+/// (`_release` dropped, with the `Sorter`) before it exits: a thread
 /// woken by another may be queued on the waker's core, and would wait
 /// there, its own core idle, while the waker went on exiting.
 struct Worker {
-    thread: gocodec::placement::Beside<()>,
+    thread: JobHandle<()>,
     report: Receiver<Vec<(String, FileRead)>>,
     /// Held only to be dropped: the worker then exits.
     _release: SyncSender<()>,
 }
 
-impl SortAhead {
-    pub fn new() -> Self {
+impl Sorter {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
     /// One rendered file: its path and output.
-    pub fn feed(&mut self, path: &str, text: &str) {
+    pub(crate) fn feed(&mut self, path: &str, text: &str) {
         if !holds_manifests(path, text) {
             return;
         }
@@ -96,7 +97,7 @@ impl SortAhead {
         // stack the callers of the sort give their own work.
         let (tell, report) = sync_channel(1);
         let (release, released) = sync_channel::<()>(0);
-        let spawned = gocodec::depth::spawn_deep("sort-manifests", move || {
+        let spawned = spawn_deep("sort-manifests", move || {
             if tell.send(read_queued(&shared)).is_ok() {
                 let _ = released.recv();
             }
@@ -118,7 +119,7 @@ impl SortAhead {
 
     /// Hooks and manifests of every file fed, sorted in `order`. Files the
     /// worker has not reached yet are read here alongside it.
-    pub fn finish(mut self, order: &[&str]) -> Result<Sorted, ManifestError> {
+    pub(crate) fn finish(mut self, order: &[&str]) -> Result<Sorted, ManifestError> {
         let mut read: BTreeMap<String, FileRead> = BTreeMap::new();
         for (path, text) in std::mem::take(&mut self.held) {
             let r = read_one(&path, &text);
@@ -146,7 +147,7 @@ impl SortAhead {
     }
 }
 
-impl Drop for SortAhead {
+impl Drop for Sorter {
     /// A render that failed leaves its files unread: the worker stops.
     fn drop(&mut self) {
         self.shared.lock().files.clear();

@@ -1,11 +1,11 @@
-//! A render's templates run on two threads at once, with the outcome of
-//! one thread running them in Helm's order.
+//! Step 3 of the pipeline: a render's templates run on two threads at
+//! once, with the outcome of one thread running them in Helm's order.
 //!
 //! This thread runs the templates from the first on; another runs them
 //! from the last back, until the two meet. The other thread builds its own
 //! chart objects (`.Values` and the rest: values are not shared between
-//! threads) and executes the very trees this thread parsed, lent without
-//! a copy ([`gotmpl::Templates::borrowing`]).
+//! threads) and executes the very trees this thread parsed, shared without
+//! a copy ([`gotmpl::Templates::share`]).
 //!
 //! Helm runs a chart's templates one after another over the same objects,
 //! so a template that changes one of them (Sprig's `set`, `unset`,
@@ -25,22 +25,22 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TryRecvError};
 use std::sync::{Arc, Mutex};
 
-use gocodec::placement::Beside;
 use gotmpl::value::watch;
-use gotmpl::{LentTrees, Templates, Value};
+use gotmpl::{SharedTemplates, Templates, Value};
 
-use super::{run_template, Engine, RenderError, Renderable, PARSE_CACHE};
+use super::threads::{spawn_deep, JobHandle};
+use crate::engine::{run_template, Engine, RenderError, Renderable, PARSE_CACHE};
 
 /// The templates left to run, by their place in Helm's order: this thread
 /// takes them from the front, the other from the back.
-struct Claims {
+struct Remaining {
     left: Mutex<(usize, usize)>,
     stop: AtomicBool,
 }
 
-impl Claims {
-    fn new(n: usize) -> Claims {
-        Claims {
+impl Remaining {
+    fn new(n: usize) -> Remaining {
+        Remaining {
             left: Mutex::new((0, n)),
             stop: AtomicBool::new(false),
         }
@@ -77,7 +77,7 @@ impl Claims {
 }
 
 /// What the other thread did.
-struct Theirs {
+struct OtherReport {
     /// Outputs by place in the order.
     done: Vec<(usize, String)>,
     failed: bool,
@@ -85,21 +85,20 @@ struct Theirs {
     written: usize,
 }
 
-/// The other thread, waited for however this thread leaves: it reads
-/// this thread's trees, which must outlive its reading. It reports, then
-/// sleeps until this thread lets it go (when this one is dropped) before
-/// it drops its own objects: a thread woken by another may be queued on
+/// The other thread, waited for unless this thread fails (see
+/// [`OtherThread::abandon`]). It reports, then sleeps until this thread lets
+/// it go (when this one is dropped) before it drops its own objects: a thread woken by another may be queued on
 /// the waker's core, and would wait there, its own core idle, for as long
 /// as the waker kept going.
-struct Helper {
-    claims: Arc<Claims>,
-    thread: Option<(Beside<()>, Receiver<Theirs>)>,
+struct OtherThread {
+    remaining: Arc<Remaining>,
+    thread: Option<(JobHandle<()>, Receiver<OtherReport>)>,
     release: Option<SyncSender<()>>,
 }
 
-impl Helper {
-    /// [`Helper::wait`] if the other thread has reported already.
-    fn try_wait(&mut self) -> Option<Option<Theirs>> {
+impl OtherThread {
+    /// [`OtherThread::wait`] if the other thread has reported already.
+    fn try_wait(&mut self) -> Option<Option<OtherReport>> {
         match &self.thread {
             Some((_, report)) => match report.try_recv() {
                 Ok(theirs) => {
@@ -114,8 +113,8 @@ impl Helper {
     }
 
     /// What the other thread did, once it has stopped reading the trees.
-    fn wait(&mut self) -> Option<Theirs> {
-        self.claims.stop.store(true, Ordering::Relaxed);
+    fn wait(&mut self) -> Option<OtherReport> {
+        self.remaining.stop.store(true, Ordering::Relaxed);
         let (thread, report) = self.thread.take()?;
         match report.recv() {
             Ok(theirs) => Some(theirs),
@@ -128,27 +127,25 @@ impl Helper {
     }
 }
 
-impl Helper {
-    /// Stops the other thread without waiting for it: if it has not
-    /// reported yet, `set` (and so the trees it reads) is kept alive for
-    /// good rather than waited for.
-    fn abandon(&mut self, set: &Rc<Templates>) {
+impl OtherThread {
+    /// Stops the other thread without waiting for it: it holds the trees
+    /// it runs, and stops at its next template.
+    fn abandon(&mut self) {
         self.release.take();
-        self.claims.stop.store(true, Ordering::Relaxed);
+        self.remaining.stop.store(true, Ordering::Relaxed);
         if let Some((thread, report)) = self.thread.take() {
-            match report.try_recv() {
-                Ok(_) => {}
-                Err(TryRecvError::Empty) => std::mem::forget(set.clone()),
-                Err(TryRecvError::Disconnected) => thread.join(),
+            if let Err(TryRecvError::Disconnected) = report.try_recv() {
+                // It panicked: the panic goes on here.
+                thread.join();
             }
         }
     }
 }
 
-impl Drop for Helper {
+impl Drop for OtherThread {
     fn drop(&mut self) {
         self.release.take();
-        self.claims.stop.store(true, Ordering::Relaxed);
+        self.remaining.stop.store(true, Ordering::Relaxed);
         if let Some((thread, report)) = self.thread.take() {
             if report.recv().is_err() {
                 // It panicked; this thread is leaving already.
@@ -158,154 +155,149 @@ impl Drop for Helper {
     }
 }
 
-impl Engine {
-    /// [`Engine::render_feeding`] on two threads; `theirs` builds, on the
-    /// other thread, the same templates with objects of its own (the
-    /// chart's objects are values of the thread that builds them). Runs on
-    /// this thread alone when there is nothing to split, no thread to be
-    /// had, or `lookup` is answered (by this thread's cluster client).
-    pub(crate) fn render_feeding_beside(
-        &self,
-        tpls: &[Renderable],
-        feed: &mut dyn FnMut(&str, &str),
-        theirs: impl FnOnce() -> Vec<Renderable> + Send + 'static,
-    ) -> Result<BTreeMap<String, String>, RenderError> {
-        let (set, runs) = self.template_set(tpls)?;
-        let mut out = BTreeMap::new();
-        let run = |i: usize| run_template(&set, runs[i]);
-        let claims = Arc::new(Claims::new(runs.len()));
-        let helper = if self.lookup.is_none() && runs.len() > 1 {
-            let names: Vec<String> = runs.iter().map(|t| t.name.clone()).collect();
-            let lent = set.lend();
-            let strict = self.strict;
-            let shared = claims.clone();
-            let (tell, report) = sync_channel(1);
-            let (release, released) = sync_channel::<()>(0);
-            gocodec::depth::spawn_deep("templates", move || {
-                run_aside(&lent, &names, &shared, theirs, strict, |done| {
-                    if tell.send(done).is_ok() {
-                        let _ = released.recv();
-                    }
-                })
+/// [`Engine::render_feeding`] on two threads; `theirs` builds, on the
+/// other thread, the same templates with objects of its own (the chart's
+/// objects are values of the thread that builds them). Runs on this
+/// thread alone when there is nothing to split, no thread to be had, or
+/// `lookup` is answered (by this thread's cluster client).
+pub(crate) fn render_on_two_threads(
+    engine: &Engine,
+    tpls: &[Renderable],
+    feed: &mut dyn FnMut(&str, &str),
+    theirs: impl FnOnce() -> Vec<Renderable> + Send + 'static,
+) -> Result<BTreeMap<String, String>, RenderError> {
+    let (set, runs) = engine.template_set(tpls)?;
+    let mut out = BTreeMap::new();
+    let run = |i: usize| run_template(&set, runs[i]);
+    let remaining = Arc::new(Remaining::new(runs.len()));
+    let other = if engine.lookup.is_none() && runs.len() > 1 {
+        let names: Vec<String> = runs.iter().map(|t| t.name.clone()).collect();
+        let shared = set.share();
+        let strict = engine.strict;
+        let their_remaining = remaining.clone();
+        let (tell, report) = sync_channel(1);
+        let (release, released) = sync_channel::<()>(0);
+        spawn_deep("templates", move || {
+            run_from_the_back(&shared, &names, &their_remaining, theirs, strict, |done| {
+                if tell.send(done).is_ok() {
+                    let _ = released.recv();
+                }
             })
-            .ok()
-            .map(|thread| ((thread, report), release))
-        } else {
-            None
-        };
-        let (helper, release) = helper.unzip();
-        // Declared after `set`, so dropped (waited for) before it.
-        let mut helper = Helper {
-            claims: claims.clone(),
-            thread: helper,
-            release,
-        };
-        let mut give = |i: usize, text: String, out: &mut BTreeMap<String, String>| {
-            let name = &runs[i].name;
-            feed(name, &text);
-            out.insert(name.clone(), text);
-        };
-        if helper.thread.is_none() {
-            for i in 0..runs.len() {
-                give(i, run(i)?, &mut out);
-            }
-            return Ok(out);
+        })
+        .ok()
+        .map(|thread| ((thread, report), release))
+    } else {
+        None
+    };
+    let (other, release) = other.unzip();
+    let mut other = OtherThread {
+        remaining: remaining.clone(),
+        thread: other,
+        release,
+    };
+    let mut give = |i: usize, text: String, out: &mut BTreeMap<String, String>| {
+        let name = &runs[i].name;
+        feed(name, &text);
+        out.insert(name.clone(), text);
+    };
+    if other.thread.is_none() {
+        for i in 0..runs.len() {
+            give(i, run(i)?, &mut out);
         }
-        let contexts: Vec<Value> = tpls.iter().map(|t| Value::Map(t.vals.clone())).collect();
-        watch::start(&contexts);
-        // Outputs are handed on only once the other thread is done: what
-        // `feed` starts (reading manifests on another core) would take
-        // that core from it.
-        let mut held = Vec::new();
-        let mut theirs = None;
-        let mut failed = None;
-        while let Some(i) = claims.front() {
-            match run(i) {
-                Ok(text) if theirs.is_some() => give(i, text, &mut out),
-                Ok(text) => held.push((i, text)),
-                Err(e) => {
-                    failed = Some(e);
-                    break;
-                }
-            }
-            if theirs.is_none() && watch::written() {
-                // The other thread's outputs cannot be kept: it stops, and
-                // this one goes on with every template in order.
-                claims.stop.store(true, Ordering::Relaxed);
-            }
-            if theirs.is_none() && claims.stop.load(Ordering::Relaxed) {
-                theirs = helper.try_wait();
-                if theirs.is_some() {
-                    for (i, text) in held.drain(..) {
-                        give(i, text, &mut out);
-                    }
-                }
+        return Ok(out);
+    }
+    let contexts: Vec<Value> = tpls.iter().map(|t| Value::Map(t.vals.clone())).collect();
+    watch::start(&contexts);
+    // Outputs are handed on only once the other thread is done: what
+    // `feed` starts (reading manifests on another core) would take
+    // that core from it.
+    let mut held = Vec::new();
+    let mut theirs = None;
+    let mut failed = None;
+    while let Some(i) = remaining.front() {
+        match run(i) {
+            Ok(text) if theirs.is_some() => give(i, text, &mut out),
+            Ok(text) => held.push((i, text)),
+            Err(e) => {
+                failed = Some(e);
+                break;
             }
         }
-        let wrote_shared = watch::stop();
-        if let Some(e) = failed {
-            // The one-thread render stops here too: whatever the other
-            // thread is running (a long loop, say) need not hold the error.
-            helper.abandon(&set);
-            return Err(e);
+        if theirs.is_none() && watch::written() {
+            // The other thread's outputs cannot be kept: it stops, and
+            // this one goes on with every template in order.
+            remaining.stop.store(true, Ordering::Relaxed);
         }
-        let theirs = match theirs {
-            Some(theirs) => theirs,
-            None => helper.wait(),
-        };
-        for (i, text) in held {
-            give(i, text, &mut out);
-        }
-        let from = claims.theirs_from();
-        let max_output = set.options().max_output;
-        match theirs {
-            Some(theirs)
-                if !wrote_shared
-                    && !theirs.wrote_shared
-                    && !theirs.failed
-                    && theirs.done.len() == runs.len() - from
-                    && set.written().saturating_add(theirs.written) <= max_output =>
-            {
-                let mut done = theirs.done;
-                done.sort_by_key(|(i, _)| *i);
-                for (i, text) in done {
+        if theirs.is_none() && remaining.stop.load(Ordering::Relaxed) {
+            theirs = other.try_wait();
+            if theirs.is_some() {
+                for (i, text) in held.drain(..) {
                     give(i, text, &mut out);
                 }
             }
-            _ => {
-                for i in from..runs.len() {
-                    give(i, run(i)?, &mut out);
-                }
+        }
+    }
+    let wrote_shared = watch::stop();
+    if let Some(e) = failed {
+        // The one-thread render stops here too: whatever the other
+        // thread is running (a long loop, say) need not hold the error.
+        other.abandon();
+        return Err(e);
+    }
+    let theirs = match theirs {
+        Some(theirs) => theirs,
+        None => other.wait(),
+    };
+    for (i, text) in held {
+        give(i, text, &mut out);
+    }
+    let from = remaining.theirs_from();
+    let max_output = set.options().max_output;
+    match theirs {
+        Some(theirs)
+            if !wrote_shared
+                && !theirs.wrote_shared
+                && !theirs.failed
+                && theirs.done.len() == runs.len() - from
+                && set.written().saturating_add(theirs.written) <= max_output =>
+        {
+            let mut done = theirs.done;
+            done.sort_by_key(|(i, _)| *i);
+            for (i, text) in done {
+                give(i, text, &mut out);
             }
         }
-        Ok(out)
+        _ => {
+            for i in from..runs.len() {
+                give(i, run(i)?, &mut out);
+            }
+        }
     }
+    Ok(out)
 }
 
-/// The other thread: builds its objects, borrows the lent trees, runs
+/// The other thread: builds its objects, takes the shared trees, runs
 /// templates from the back until the threads meet or it is stopped, and
 /// `report`s before it drops what it built.
-fn run_aside(
-    lent: &LentTrees,
+fn run_from_the_back(
+    shared: &SharedTemplates,
     names: &[String],
-    claims: &Claims,
+    remaining: &Remaining,
     theirs: impl FnOnce() -> Vec<Renderable>,
     strict: bool,
-    report: impl FnOnce(Theirs),
+    report: impl FnOnce(OtherReport),
 ) {
     let tpls = theirs();
     let by_name: HashMap<&str, &Renderable> = tpls.iter().map(|t| (t.name.as_str(), t)).collect();
     let funcs = Engine::new().strict(strict).render_funcs();
-    // SAFETY: the lending thread joins this one before its set (and the
-    // parse cache holding the trees) can be dropped or changed (`Helper`).
-    let mut set = unsafe { Templates::borrowing(funcs, lent) };
+    let mut set = Templates::from_shared(funcs, shared);
     PARSE_CACHE.with(|c| set.set_parse_cache(c.clone()));
     let set = Rc::new(set);
     let contexts: Vec<Value> = tpls.iter().map(|t| Value::Map(t.vals.clone())).collect();
     watch::start(&contexts);
     let mut done = Vec::new();
     let mut failed = false;
-    while let Some(i) = claims.back() {
+    while let Some(i) = remaining.back() {
         let ran = by_name
             .get(names[i].as_str())
             .map(|t| run_template(&set, t));
@@ -321,7 +313,7 @@ fn run_aside(
             break;
         }
     }
-    report(Theirs {
+    report(OtherReport {
         done,
         failed,
         wrote_shared: watch::stop(),
@@ -394,13 +386,13 @@ mod tests {
                     .render(&renderables(&values, texts))
                     .map_err(|e| e.to_string());
                 let (theirs_values, theirs_texts) = (values.clone(), texts.to_vec());
-                let beside = Engine::new()
-                    .render_feeding_beside(
-                        &renderables(&values, texts),
-                        &mut |_, _| {},
-                        move || renderables(&theirs_values, &theirs_texts),
-                    )
-                    .map_err(|e| e.to_string());
+                let beside = render_on_two_threads(
+                    &Engine::new(),
+                    &renderables(&values, texts),
+                    &mut |_, _| {},
+                    move || renderables(&theirs_values, &theirs_texts),
+                )
+                .map_err(|e| e.to_string());
                 (plain, beside)
             })
             .collect()
@@ -466,7 +458,8 @@ mod tests {
         let (tell, told) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             let (theirs_values, theirs_texts) = (values.clone(), texts.clone());
-            let beside = Engine::new().render_feeding_beside(
+            let beside = render_on_two_threads(
+                &Engine::new(),
                 &renderables(&values, &texts),
                 &mut |_, _| {},
                 move || renderables(&theirs_values, &theirs_texts),

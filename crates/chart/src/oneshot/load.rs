@@ -1,6 +1,6 @@
-//! The start of a one-shot render (`rudder template`) on two cores:
-//! loading the chart, parsing its values files, compiling its schemas and
-//! parsing its templates, which are most of such a render. While this
+//! Step 1 of the pipeline, on two cores: loading the chart, parsing its
+//! values files, compiling its schemas and parsing its templates, which
+//! are most of a one-shot render. While this
 //! thread reads a chart directory, another parses each template as it is
 //! read, then each `values.yaml` as the loader meets it; then both threads
 //! parse the templates left. Each `values.schema.json` is compiled on a
@@ -17,6 +17,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
+use super::threads::{cores, spawn_deep, JobHandle};
 use crate::loader::{
     load_in, load_with, skips_subchart, Budget, Chart, LoadError, LoadSink, ValuesMode,
 };
@@ -83,11 +84,6 @@ enum Job {
     Values(String),
     Template { name: String, text: String },
 }
-
-/// Templates parsed, each by its place in the queue: `None` when parsed
-/// on this thread, or when the text does not parse (the render reports
-/// that).
-type Done = Vec<(usize, Option<gotmpl::DetachedParse>)>;
 
 /// How long a thread out of steps looks for a new one before it sleeps.
 const SPIN: std::time::Duration = std::time::Duration::from_micros(50);
@@ -210,12 +206,11 @@ impl Work {
         }
     }
 
-    /// Runs on the other thread: [`Work::run`] with the parser `start`
-    /// makes, then says it has stopped, however it stops.
-    fn run_aside<P>(&self, start: impl FnOnce() -> P) -> Done
-    where
-        P: FnMut(&str, &str) -> Option<gotmpl::DetachedParse>,
-    {
+    /// Runs on the other thread: [`Work::run`], parsing templates into a
+    /// cache of its own (a text that does not parse is left for the render
+    /// to report), then says it has stopped, however it stops. Returns the
+    /// cache, for this thread's ([`crate::engine::ParseHere::merge`]).
+    fn run_on_other_thread(&self) -> gotmpl::ParseCache {
         struct Gone<'a>(&'a Work);
         impl Drop for Gone<'_> {
             fn drop(&mut self) {
@@ -224,7 +219,12 @@ impl Work {
             }
         }
         let _gone = Gone(self);
-        self.run(start())
+        let funcs = crate::engine::Engine::new().render_funcs();
+        let mut parsed = gotmpl::ParseCache::new(crate::engine::PARSE_CACHE_BYTES);
+        self.run(|name, text| {
+            let _ = parsed.parse(name, text, &|n| funcs.contains(n));
+        });
+        parsed
     }
 
     /// No more steps are coming. The templates left are parsed longest
@@ -286,15 +286,13 @@ impl Work {
 
     /// Does steps until the queue is closed and empty; `template` parses
     /// a template the way this thread can.
-    fn run(&self, mut template: impl FnMut(&str, &str) -> Option<gotmpl::DetachedParse>) -> Done {
-        let mut done = Vec::new();
+    fn run(&self, mut template: impl FnMut(&str, &str)) {
         while let Some((at, job)) = self.next() {
             match job {
                 Job::Values(text) => self.parse_values(at, text),
-                Job::Template { name, text } => done.push((at, template(&name, &text))),
+                Job::Template { name, text } => template(&name, &text),
             }
         }
-        done
     }
 
     fn parse_values(&self, at: usize, text: String) {
@@ -335,17 +333,17 @@ impl Work {
 /// then sleeps until let go (`release` dropped) before it exits: a thread
 /// woken by another may be queued on the waker's core, and would wait
 /// there, its own core idle, while the waker went on exiting.
-struct Aside {
+struct OtherThread {
     work: Arc<Work>,
-    thread: gocodec::placement::Beside<()>,
-    report: Receiver<Done>,
+    thread: JobHandle<()>,
+    report: Receiver<gotmpl::ParseCache>,
     release: SyncSender<()>,
 }
 
 /// A loaded chart whose values may still be being parsed.
-pub struct Ahead {
+pub(crate) struct Loading {
     chart: Chart,
-    aside: Option<Aside>,
+    other: Option<OtherThread>,
     path: PathBuf,
     budget: Budget,
 }
@@ -353,38 +351,33 @@ pub struct Ahead {
 /// Loads the chart at `path` (a directory or archive) as [`load_with`]
 /// does, with its values files parsed, its schemas being compiled and then its
 /// templates parsed on another thread as well as this one;
-/// [`Ahead::finish`] completes the work.
-pub fn load(path: impl AsRef<Path>, budget: &Budget) -> Result<Ahead, LoadError> {
+/// [`Loading::finish`] completes the work.
+pub(crate) fn load(path: impl AsRef<Path>, budget: &Budget) -> Result<Loading, LoadError> {
     let path = path.as_ref();
     let plain = || {
-        load_with(path, budget).map(|chart| Ahead {
+        load_with(path, budget).map(|chart| Loading {
             chart,
-            aside: None,
+            other: None,
             path: path.to_path_buf(),
             budget: *budget,
         })
     };
-    if gocodec::depth::cores() < 2 {
+    if cores() < 2 {
         return plain();
     }
     let work = Arc::new(Work::new());
     let theirs = work.clone();
     let (tell, report) = sync_channel(1);
     let (release, released) = sync_channel::<()>(0);
-    let Ok(thread) = gocodec::depth::spawn_deep("values", move || {
-        let done = theirs.run_aside(|| {
-            let funcs = crate::engine::Engine::new().render_funcs();
-            move |name: &str, text: &str| {
-                gotmpl::parse_detached(name, text, &|n| funcs.contains(n)).ok()
-            }
-        });
-        if tell.send(done).is_ok() {
+    let Ok(thread) = spawn_deep("values", move || {
+        let parsed = theirs.run_on_other_thread();
+        if tell.send(parsed).is_ok() {
             let _ = released.recv();
         }
     }) else {
         return plain();
     };
-    let aside = Aside {
+    let other = OtherThread {
         work: work.clone(),
         thread,
         report,
@@ -404,9 +397,9 @@ pub fn load(path: impl AsRef<Path>, budget: &Budget) -> Result<Ahead, LoadError>
                 }
             });
             work.close();
-            Ok(Ahead {
+            Ok(Loading {
                 chart,
-                aside: Some(aside),
+                other: Some(other),
                 path: path.to_path_buf(),
                 budget: *budget,
             })
@@ -418,41 +411,44 @@ pub fn load(path: impl AsRef<Path>, budget: &Budget) -> Result<Ahead, LoadError>
     }
 }
 
-impl Ahead {
-    /// The chart, with empty values until [`Ahead::finish`].
-    pub fn chart(&self) -> &Chart {
+impl Loading {
+    /// The chart, with empty values until [`Loading::finish`].
+    #[cfg(test)]
+    fn chart(&self) -> &Chart {
         &self.chart
     }
 
-    /// The chart with its values: this thread takes its share of the steps
-    /// still queued, then waits for the other thread's. Every template is
-    /// then parsed in this thread's parse cache; a schema still compiling
-    /// is waited for by the validation that needs it.
-    pub fn finish(self) -> Result<Chart, LoadError> {
+    /// The chart with its values, for a test: [`Loading::finish_with`]
+    /// with nothing to stage.
+    #[cfg(test)]
+    fn finish(self) -> Result<Chart, LoadError> {
         self.finish_with(|chart| chart)
     }
 
-    /// [`Ahead::finish`], handing the chart to `stage` as soon as its
-    /// values are parsed, while the other thread goes on parsing templates:
-    /// work that needs the chart but not its templates parsed (coalescing
-    /// values, building the render's objects) is done beside that parse
-    /// rather than after it. Templates are all parsed here when this
-    /// returns. When the chart cannot be completed this way, it is loaded
-    /// again the plain way once the templates are done, so that a loading
-    /// error is the plain one, and `stage` is not called then.
-    pub fn finish_with<T>(self, stage: impl FnOnce(Chart) -> T) -> Result<T, LoadError> {
-        let Ahead {
+    /// Completes the load: this thread takes its share of the steps still
+    /// queued, then waits for the other thread's. The chart goes to
+    /// `stage` as soon as its values are parsed, while the other thread
+    /// goes on parsing templates: work that needs the chart but not its
+    /// templates parsed (coalescing values, building the render's objects)
+    /// is done beside that parse rather than after it. Every template is
+    /// parsed into this thread's parse cache when this returns; a schema
+    /// still compiling is waited for by the validation that needs it. When
+    /// the chart cannot be completed this way, it is loaded again the
+    /// plain way once the templates are done, so that a loading error is
+    /// the plain one, and `stage` is not called then.
+    pub(crate) fn finish_with<T>(self, stage: impl FnOnce(Chart) -> T) -> Result<T, LoadError> {
+        let Loading {
             mut chart,
-            aside,
+            other,
             path,
             budget,
         } = self;
-        let Some(Aside {
+        let Some(OtherThread {
             work,
             thread,
             report,
             release,
-        }) = aside
+        }) = other
         else {
             return Ok(stage(chart));
         };
@@ -460,20 +456,13 @@ impl Ahead {
         let mut parsed = work.values(|name, text| here.parse(name, text)).into_iter();
         let filled = fill(&mut chart, &mut parsed) && parsed.next().is_none();
         let staged = if filled { Ok(stage(chart)) } else { Err(stage) };
-        let mut done = work.run(|name, text| {
-            here.parse(name, text);
-            None
-        });
+        work.run(|name, text| here.parse(name, text));
         match report.recv() {
-            Ok(theirs) => done.extend(theirs),
+            Ok(theirs) => here.merge(theirs),
             // It panicked: the panic goes on here.
             Err(_) => thread.join(),
         }
         drop(release);
-        done.sort_by_key(|(at, _)| *at);
-        for parse in done.into_iter().filter_map(|(_, parse)| parse) {
-            here.adopt(parse);
-        }
         match staged {
             Ok(staged) => Ok(staged),
             Err(stage) => load_with(&path, &budget).map(stage),
@@ -553,7 +542,9 @@ mod tests {
         ]);
         let plain = load_with(d.path(), &budget).unwrap_err();
         assert!(plain.to_string().contains("values.yaml"), "{plain}");
-        let aside = load(d.path(), &budget).and_then(Ahead::finish).unwrap_err();
+        let aside = load(d.path(), &budget)
+            .and_then(Loading::finish)
+            .unwrap_err();
         assert_eq!(aside, plain);
         // Only the values file is bad: the error comes from `finish`.
         let d = chart_dir(&[("charts/other/values.yaml", "b: [\n")]);
@@ -596,7 +587,7 @@ mod tests {
             crate::engine::clear_caches();
             let plain = render(load_with(d.path(), &budget).unwrap());
             crate::engine::clear_caches();
-            let ahead = render(load(d.path(), &budget).and_then(Ahead::finish).unwrap());
+            let ahead = render(load(d.path(), &budget).and_then(Loading::finish).unwrap());
             match (&plain, &ahead) {
                 (Ok(p), Ok(a)) => {
                     assert_eq!(p.files, a.files);
@@ -662,7 +653,7 @@ mod tests {
             r#"{"type": "object", "required": ["zz"]}"#,
         )]);
         let chart = load(d.path(), &Budget::default())
-            .and_then(Ahead::finish)
+            .and_then(Loading::finish)
             .unwrap();
         let err = crate::schema::validate_single(&chart.values, chart.schema.as_deref().unwrap())
             .unwrap_err();
@@ -681,7 +672,7 @@ mod tests {
                 ("templates/x.yaml", template),
             ]);
             let plain = render(load_with(d.path(), &budget).unwrap()).unwrap_err();
-            let ahead = render(load(d.path(), &budget).and_then(Ahead::finish).unwrap());
+            let ahead = render(load(d.path(), &budget).and_then(Loading::finish).unwrap());
             assert_eq!(ahead.unwrap_err(), plain);
             assert!(
                 plain.starts_with("values don't meet the specifications")
@@ -783,7 +774,7 @@ mod tests {
         crate::engine::clear_caches();
         let plain = render(load_with(d.path(), &budget).unwrap()).unwrap();
         crate::engine::clear_caches();
-        let ahead = render(load(d.path(), &budget).and_then(Ahead::finish).unwrap()).unwrap();
+        let ahead = render(load(d.path(), &budget).and_then(Loading::finish).unwrap()).unwrap();
         assert_eq!(format!("{ahead:?}"), format!("{plain:?}"));
         let text = format!("{ahead:?}");
         assert!(text.contains("top/charts/b/templates/user.yaml"), "{text}");

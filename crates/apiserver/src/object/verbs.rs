@@ -136,8 +136,11 @@ fn prepare_create(
     opts.warn(admit(app, rt, &schema, obj, None, opts.field_validation)?);
     if rt.group == "apiextensions.k8s.io" && rt.kind == "CustomResourceDefinition" {
         crd_status(obj);
-    } else if rt.status_subresource && rt.crd.is_some() {
-        // Custom resources ignore status on create when /status exists.
+    } else if rt.status_subresource
+        && (rt.crd.is_some() || (rt.group == "apiregistration.k8s.io" && rt.kind == "APIService"))
+    {
+        // Custom resources ignore status on create when /status exists, and
+        // an APIService's is its availability controller's to write.
         if let Some(o) = obj.as_object_mut() {
             o.remove("status");
         }

@@ -9,7 +9,9 @@
 //! here, whatever the Service: its discovery and every request under it
 //! answer 503 as kube-aggregator answers for an APIService that is not
 //! Available (`http/aggregator.rs`), the availability controller says why
-//! in its status (`controllers/apiservices.rs`).
+//! in its status (`controllers/apiservices.rs`), and namespace deletion
+//! waits for its discovery as kube-controller-manager's does
+//! (`controllers/gc.rs`).
 
 use crate::App;
 use serde_json::Value;
@@ -98,6 +100,19 @@ pub(crate) fn is_remote(app: &App, group: &str, version: &str) -> bool {
         .get(&format!("{PREFIX}/{version}.{group}"))
         .and_then(|stored| ApiService::from_stored(&stored))
         .is_some_and(|s| s.remote && s.group == group && s.version == version)
+}
+
+/// The group versions whose discovery fails (every remote one, see the
+/// module docs), sorted.
+pub(crate) fn unavailable(app: &App) -> Vec<String> {
+    let mut gvs: Vec<String> = registered(app)
+        .iter()
+        .filter(|s| s.remote)
+        .map(ApiService::group_version)
+        .collect();
+    gvs.sort();
+    gvs.dedup();
+    gvs
 }
 
 /// A version's place in Kubernetes' order (apimachinery's

@@ -2,8 +2,9 @@
 //! Service is missing or has no ready endpoints is listed in `/apis`, its
 //! group answers 200, its group version and everything under it answer 503
 //! `service unavailable`, its status says why with kube-aggregator's
-//! reasons and messages. kubectl (when on PATH) sees it as it sees a real
-//! cluster's broken metrics API.
+//! reasons and messages, and a namespace being deleted waits for its
+//! discovery with kube-controller-manager's conditions. kubectl (when on
+//! PATH) sees it as it sees a real cluster's broken metrics API.
 
 mod support;
 
@@ -411,6 +412,135 @@ async fn rbac_refuses_before_the_aggregator_answers() {
         )
         .await,
     );
+}
+
+#[tokio::test]
+async fn a_namespace_waits_for_the_discovery_of_every_group() {
+    let server = start().await;
+    let r = req(
+        &server,
+        "POST",
+        APISERVICES,
+        &apiservice(json!({"name": "adapter", "namespace": "monitoring"})),
+    )
+    .await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    let r = req(
+        &server,
+        "POST",
+        "/api/v1/namespaces",
+        &json!({"metadata": {"name": "doomed"}}),
+    )
+    .await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    for (name, finalizers) in [("plain", json!([])), ("held", json!(["example.com/hold"]))] {
+        let cm = json!({"metadata": {"name": name, "finalizers": finalizers}});
+        let r = req(&server, "POST", "/api/v1/namespaces/doomed/configmaps", &cm).await;
+        assert_eq!(r.code, 201, "{}", r.body);
+    }
+    let r = send(&server, "DELETE", "/api/v1/namespaces/doomed", None, b"").await;
+    assert_eq!(r.code, 200, "{}", r.body);
+
+    let conditions = |ns: &Value| -> Vec<(String, String, String, String)> {
+        ns["status"]["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|c| {
+                let f = |k: &str| c[k].as_str().unwrap_or_default().to_string();
+                (f("type"), f("status"), f("reason"), f("message"))
+            })
+            .collect()
+    };
+    let discovery = (
+        "NamespaceDeletionDiscoveryFailure".to_string(),
+        "True".to_string(),
+        "DiscoveryFailed".to_string(),
+        "Discovery failed for some groups, 1 failing: unable to retrieve the complete list of server APIs: custom.metrics.k8s.io/v1beta1: stale GroupVersion discovery: custom.metrics.k8s.io/v1beta1".to_string(),
+    );
+    let s = &server;
+    let held = &discovery;
+    let ns = wait_for("the discovery failure condition", || async move {
+        let ns = get(s, "/api/v1/namespaces/doomed").await.body;
+        Some(ns).filter(|ns| conditions(ns).first() == Some(held))
+    })
+    .await;
+    assert_eq!(ns["status"]["phase"], "Terminating");
+    let owned = |t: &str, s: &str, r: &str, m: &str| {
+        (t.to_string(), s.to_string(), r.to_string(), m.to_string())
+    };
+    assert_eq!(
+        conditions(&ns),
+        [
+            discovery.clone(),
+            owned(
+                "NamespaceDeletionGroupVersionParsingFailure",
+                "False",
+                "ParsedGroupVersions",
+                "All legacy kube types successfully parsed"
+            ),
+            owned(
+                "NamespaceDeletionContentFailure",
+                "False",
+                "ContentDeleted",
+                "All content successfully deleted, may be waiting on finalization"
+            ),
+            owned(
+                "NamespaceContentRemaining",
+                "True",
+                "SomeResourcesRemain",
+                "Some resources are remaining: configmaps. has 1 resource instances"
+            ),
+            owned(
+                "NamespaceFinalizersRemaining",
+                "True",
+                "SomeFinalizerRemain",
+                "Some finalizers are remaining: example.com/hold in 1 resource instances"
+            ),
+        ]
+    );
+    // What could go went.
+    assert_eq!(
+        get(&server, "/api/v1/namespaces/doomed/configmaps/plain")
+            .await
+            .code,
+        404
+    );
+
+    // Its last object gone, the namespace still waits for the discovery.
+    let r = req(
+        &server,
+        "PUT",
+        "/api/v1/namespaces/doomed/configmaps/held",
+        &json!({"metadata": {"name": "held", "finalizers": []}}),
+    )
+    .await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    wait_for("the content conditions to clear", || async move {
+        let ns = get(s, "/api/v1/namespaces/doomed").await.body;
+        conditions(&ns)
+            .get(3)
+            .is_some_and(|c| c.1 == "False")
+            .then_some(())
+    })
+    .await;
+    let ns = get(&server, "/api/v1/namespaces/doomed").await.body;
+    assert_eq!(conditions(&ns).first(), Some(&discovery));
+
+    // The APIService gone, so is the namespace.
+    let r = send(
+        &server,
+        "DELETE",
+        &format!("{APISERVICES}/{NAME}"),
+        None,
+        b"",
+    )
+    .await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    wait_for("the namespace to go", || async move {
+        (get(s, "/api/v1/namespaces/doomed").await.code == 404).then_some(())
+    })
+    .await;
 }
 
 #[tokio::test]

@@ -365,7 +365,15 @@ where
         if without_rv(&new) == without_rv(cur) {
             return Ok(Mutation::Keep(cur.clone()));
         }
-        if is_deleting(&new) && finalizers(&new).is_empty() {
+        // A namespace is also held by its `spec.finalizers` (the namespace
+        // controller's): a write to a terminating one does not end it.
+        let namespace_held = rt.group.is_empty()
+            && rt.kind == "Namespace"
+            && new
+                .pointer("/spec/finalizers")
+                .and_then(Value::as_array)
+                .is_some_and(|f| !f.is_empty());
+        if is_deleting(&new) && finalizers(&new).is_empty() && !namespace_held {
             deleted = true;
             if opts.dry_run {
                 return Ok(Mutation::Keep(new));

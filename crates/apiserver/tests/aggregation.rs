@@ -404,6 +404,19 @@ async fn rbac_refuses_before_the_aggregator_answers() {
         "Forbidden",
         "things.custom.metrics.k8s.io is forbidden: User \"system:serviceaccount:default:nobody\" cannot list resource \"things\" in API group \"custom.metrics.k8s.io\" in the namespace \"default\"",
     );
+    // Nor does a stranger, whatever the verb.
+    for method in ["GET", "HEAD", "OPTIONS"] {
+        let r = send_with(
+            &server,
+            Some("not-a-token"),
+            method,
+            &format!("{GROUP_VERSION}/namespaces/default/things"),
+            None,
+            b"",
+        )
+        .await;
+        assert_eq!(r.code, 401, "{method}: {}", r.text);
+    }
     // The admin gets through to the aggregator.
     assert_unavailable(
         &get(

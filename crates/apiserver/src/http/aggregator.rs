@@ -78,25 +78,29 @@ fn merge(groups: &mut Vec<Value>, services: &[ApiService]) {
     }
 }
 
-/// A request for `/apis/{group}/{version}` or under it, `rest` being the
-/// path segments after the version, when an APIService sends that group
-/// version elsewhere: authorized as kube-apiserver authorizes it, then 503.
+/// A request for `/apis/{group}/{version}` (`path`) or under it, `rest`
+/// being the path segments after the version, when an APIService sends that
+/// group version elsewhere: authorized as kube-apiserver authorizes it, then
+/// 503. The discovery document itself was authorized by path already.
 pub(crate) fn proxy(
     app: &App,
     method: &Method,
+    path: &str,
     group: &str,
     rest: &[&str],
     params: &Params,
     headers: &HeaderMap,
 ) -> Result<Response, ApiError> {
-    if let Some(attrs) = resource_attributes(method, group, rest, params) {
+    if !rest.is_empty() {
+        let attrs = resource_attributes(method, group, rest, params)
+            .unwrap_or_else(|| Attributes::non_resource(method.as_str(), path));
         app.auth.authorize(app, headers, &attrs)?;
     }
     Ok(unavailable())
 }
 
 /// kube-apiserver's `RequestInfo` of a resource path under an aggregated
-/// group version (its discovery document is authorized by path, before).
+/// group version; `None` for a verb no resource request has.
 fn resource_attributes(
     method: &Method,
     group: &str,

@@ -186,7 +186,7 @@ async fn route(
         ["api", "v1"] => return discovery::resource_list(&app.registry, "", "v1").map(|v| ok(&v)),
         ["apis", g] => return aggregator::api_group(app, g).map(|v| ok(&v)),
         ["apis", g, v, rest @ ..] if crate::aggregation::is_remote(app, g, v) => {
-            return aggregator::proxy(app, method, g, rest, params, headers)
+            return aggregator::proxy(app, method, path, g, rest, params, headers)
         }
         ["apis", g, v] => return discovery::resource_list(&app.registry, g, v).map(|v| ok(&v)),
         ["openapi", "v2"] => return Ok(openapi::v2(headers)),

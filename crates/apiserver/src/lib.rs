@@ -16,6 +16,8 @@
 //! and `controllers/` (gc, tokens, readiness, workloads, which follow the
 //! change stream like kube-controller-manager's and write through
 //! `object/` like any client), with `server.rs` holding them together.
+//! `aggregation.rs` reads the APIServices that kube-aggregator's part of
+//! both (discovery, the 503 of an unavailable API, its status) follows.
 //! What the server knows about kinds (registry, schemas, validation) is
 //! the `apitypes` crate.
 
@@ -26,6 +28,7 @@
 // One module-file style: `foo/mod.rs`, as most of the workspace.
 #![warn(clippy::self_named_module_files)]
 
+mod aggregation;
 mod controllers;
 mod error;
 pub mod faults;

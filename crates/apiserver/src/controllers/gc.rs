@@ -1,9 +1,14 @@
 //! Garbage collection: deletes dependents whose owners are gone
 //! (background), drives foreground and orphan deletion finalizers,
 //! finishes terminating namespaces once they are empty and deleted CRDs
-//! once their custom resources are gone. A sweep follows every deletion
-//! and every object newly marked for deletion on the change stream, and
-//! runs every few seconds as a safety net.
+//! once their custom resources are gone. A sweep follows every deletion,
+//! every object newly marked for deletion and every APIService change on
+//! the change stream, and runs every few seconds as a safety net.
+//!
+//! Like kube-controller-manager's namespace controller, it finishes no
+//! namespace while the discovery of some API group fails (an APIService
+//! whose service is down): it deletes what it can and keeps the namespace
+//! `Terminating` with the `NamespaceDeletionDiscoveryFailure` condition.
 
 use super::{Change, Changes};
 use crate::object::{self, DeleteOpts, Target, WriteOpts};
@@ -48,11 +53,13 @@ pub(super) async fn run(app: Arc<App>, mut changes: Changes) {
     }
 }
 
-/// A deletion, or an object newly marked for deletion (a namespace
-/// terminating, an owner waiting for its dependents).
+/// A deletion, an object newly marked for deletion (a namespace
+/// terminating, an owner waiting for its dependents), or an APIService
+/// change (a namespace may wait for its discovery).
 fn wakes(ev: &Event) -> bool {
     ev.kind == EventType::Deleted
         || (ev.object.deleting() && !ev.old.as_ref().is_some_and(|o| o.deleting()))
+        || ev.key.starts_with(crate::aggregation::PREFIX)
 }
 
 fn split_key(key: &str) -> Option<(&str, &str, &str, &str)> {
@@ -191,13 +198,18 @@ fn purge_namespace(app: &App, ns: &str) {
             let _ = object::delete(app, &rt, &key, name, &DeleteOpts::default());
         }
     }
-    let still = app
+    let left: Vec<(String, Arc<Stored>)> = app
         .store
         .entries("")
-        .iter()
+        .into_iter()
         .filter(|(k, _)| split_key(k).is_some_and(|(_, _, ons, _)| ons == ns))
-        .count();
-    if remaining == 0 || still == 0 {
+        .collect();
+    let failing = crate::aggregation::unavailable(app);
+    if !failing.is_empty() {
+        discovery_failed(app, ns, &failing, &left);
+        return;
+    }
+    if remaining == 0 || left.is_empty() {
         let key = format!("/namespaces//{ns}");
         let _ = app.store.transact(&key, |cur| match cur {
             Some(n)
@@ -236,4 +248,166 @@ fn cleanup_crd(app: &App, crd_rt: &ResourceType, key: &str, name: &str) {
             let _ = object::delete(app, &t, &k, &n, &DeleteOpts::default());
         }
     }
+}
+
+/// kube-controller-manager's namespace conditions for a namespace it cannot
+/// finish because the discovery of `failing` group versions fails, with
+/// what is `left` in it; written when they change.
+fn discovery_failed(app: &App, ns: &str, failing: &[String], left: &[(String, Arc<Stored>)]) {
+    let wanted = namespace_conditions(failing, left);
+    let key = format!("/namespaces//{ns}");
+    let Some(current) = app.store.get(&key) else {
+        return;
+    };
+    let now = crate::object::meta::now_rfc3339();
+    if with_conditions(&current, &wanted, &now).is_none() {
+        return;
+    }
+    let Some(rt) = app.registry.find("", "v1", "namespaces") else {
+        return;
+    };
+    let opts = WriteOpts {
+        manager: "kube-controller-manager".into(),
+        ..Default::default()
+    };
+    let res = object::modify(app, &rt, &key, Target::Status, &opts, true, move |cur| {
+        Ok(with_conditions(cur, &wanted, &now).unwrap_or_else(|| cur.clone()))
+    });
+    if let Err(e) = res {
+        tracing::debug!("gc: cannot write the conditions of namespace {ns}: {e}");
+    }
+}
+
+/// The five deletion conditions (type, status, reason, message) in
+/// kube-controller-manager's order.
+fn namespace_conditions(failing: &[String], left: &[(String, Arc<Stored>)]) -> Vec<[String; 4]> {
+    let cond = |t: &str, status: &str, reason: &str, message: String| {
+        [
+            t.to_string(),
+            status.to_string(),
+            reason.to_string(),
+            message,
+        ]
+    };
+    let mut stale: Vec<String> = failing
+        .iter()
+        .map(|gv| format!("{gv}: stale GroupVersion discovery: {gv}"))
+        .collect();
+    stale.sort();
+    let mut resources: std::collections::BTreeMap<String, usize> = Default::default();
+    let mut finalizers: std::collections::BTreeMap<String, usize> = Default::default();
+    for (key, obj) in left {
+        if let Some((group, plural, _, _)) = split_key(key) {
+            *resources.entry(format!("{plural}.{group}")).or_default() += 1;
+        }
+        for f in obj.finalizers() {
+            *finalizers.entry(f.to_string()).or_default() += 1;
+        }
+    }
+    let resources: Vec<String> = resources
+        .iter()
+        .map(|(r, n)| format!("{r} has {n} resource instances"))
+        .collect();
+    let finalizers: Vec<String> = finalizers
+        .iter()
+        .map(|(f, n)| format!("{f} in {n} resource instances"))
+        .collect();
+    vec![
+        cond(
+            "NamespaceDeletionDiscoveryFailure",
+            "True",
+            "DiscoveryFailed",
+            format!(
+                "Discovery failed for some groups, {} failing: unable to retrieve the complete list of server APIs: {}",
+                failing.len(),
+                stale.join(", ")
+            ),
+        ),
+        cond(
+            "NamespaceDeletionGroupVersionParsingFailure",
+            "False",
+            "ParsedGroupVersions",
+            "All legacy kube types successfully parsed".into(),
+        ),
+        cond(
+            "NamespaceDeletionContentFailure",
+            "False",
+            "ContentDeleted",
+            "All content successfully deleted, may be waiting on finalization".into(),
+        ),
+        if resources.is_empty() {
+            cond(
+                "NamespaceContentRemaining",
+                "False",
+                "ContentRemoved",
+                "All content successfully removed".into(),
+            )
+        } else {
+            cond(
+                "NamespaceContentRemaining",
+                "True",
+                "SomeResourcesRemain",
+                format!("Some resources are remaining: {}", resources.join(", ")),
+            )
+        },
+        if finalizers.is_empty() {
+            cond(
+                "NamespaceFinalizersRemaining",
+                "False",
+                "ContentRemoved",
+                "All content successfully removed".into(),
+            )
+        } else {
+            cond(
+                "NamespaceFinalizersRemaining",
+                "True",
+                "SomeFinalizerRemain",
+                format!("Some finalizers are remaining: {}", finalizers.join(", ")),
+            )
+        },
+    ]
+}
+
+/// The namespace with `wanted` conditions, or `None` when it has them
+/// already; a condition's transition time moves only when its status does.
+fn with_conditions(ns: &Value, wanted: &[[String; 4]], now: &str) -> Option<Value> {
+    let mut list: Vec<Value> = ns
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let mut changed = false;
+    for [t, status, reason, message] in wanted {
+        let fresh = json!({"type": t, "status": status, "lastTransitionTime": now,
+            "reason": reason, "message": message});
+        match list.iter_mut().find(|c| c["type"] == t.as_str()) {
+            None => {
+                list.push(fresh);
+                changed = true;
+            }
+            Some(c)
+                if c["status"] == status.as_str()
+                    && c["reason"] == reason.as_str()
+                    && c["message"] == message.as_str() => {}
+            Some(c) => {
+                let since = if c["status"] == status.as_str() {
+                    c.get("lastTransitionTime").cloned().unwrap_or(json!(now))
+                } else {
+                    json!(now)
+                };
+                *c = fresh;
+                c["lastTransitionTime"] = since;
+                changed = true;
+            }
+        }
+    }
+    if !changed {
+        return None;
+    }
+    let mut out = ns.clone();
+    if !out.get("status").is_some_and(Value::is_object) {
+        out["status"] = json!({});
+    }
+    out["status"]["conditions"] = json!(list);
+    Some(out)
 }

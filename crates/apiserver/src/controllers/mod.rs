@@ -2,7 +2,9 @@
 //! manager's): garbage collection and namespace cleanup ([`gc`]), the
 //! ServiceAccount token controller ([`tokens`]), and with
 //! `simulate_readiness` the simulated status of workloads ([`readiness`])
-//! and the Deployment → ReplicaSet → Pod controllers ([`workloads`]).
+//! and the Deployment → ReplicaSet → Pod controllers ([`workloads`]); and
+//! kube-aggregator's availability controller of APIServices
+//! ([`apiservices`]).
 //!
 //! Like kube-controller-manager's, they are clients of the API, not part
 //! of its write path: each follows the store's change stream ([`Changes`],
@@ -11,6 +13,7 @@
 //! are therefore asynchronous, as on a real cluster, and come within
 //! milliseconds of the write that causes them.
 
+mod apiservices;
 mod gc;
 mod readiness;
 mod tokens;
@@ -42,6 +45,7 @@ pub(crate) fn start(app: &Arc<App>) -> Controllers {
     let mut set = JoinSet::new();
     set.spawn(gc::run(app.clone(), Changes::new(app)));
     set.spawn(tokens::run(app.clone(), Changes::new(app)));
+    set.spawn(apiservices::run(app.clone(), Changes::new(app)));
     if app.simulate_readiness {
         set.spawn(readiness::run(app.clone(), Changes::new(app)));
         set.spawn(workloads::run(app.clone(), Changes::new(app)));

@@ -1,5 +1,6 @@
 //! Discovery documents: /version, /api, /apis and per-group-version
-//! resource lists. Aggregated discovery is not served; answering plain
+//! resource lists of the served kinds (`aggregator.rs` adds the groups of
+//! APIServices). Aggregated discovery is not served; answering plain
 //! `application/json` makes client-go fall back to these legacy documents.
 
 use crate::error::ApiError;
@@ -32,7 +33,7 @@ pub(crate) fn api_versions() -> Value {
     })
 }
 
-fn group_doc(name: &str, versions: &[String]) -> Value {
+pub(crate) fn group_doc(name: &str, versions: &[String]) -> Value {
     let vs: Vec<Value> = versions
         .iter()
         .map(|v| json!({"groupVersion": format!("{name}/{v}"), "version": v}))
@@ -52,24 +53,6 @@ pub(crate) fn api_groups(reg: &Registry) -> Value {
         .map(|g| group_doc(&g.name, &g.versions))
         .collect();
     json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
-}
-
-pub(crate) fn api_group(reg: &Registry, name: &str) -> Result<Value, ApiError> {
-    let g = reg
-        .groups()
-        .into_iter()
-        .find(|g| g.name == name && !name.is_empty())
-        .ok_or_else(|| {
-            ApiError::new(
-                404,
-                "NotFound",
-                "the server could not find the requested resource",
-            )
-        })?;
-    let mut doc = group_doc(&g.name, &g.versions);
-    doc["kind"] = json!("APIGroup");
-    doc["apiVersion"] = json!("v1");
-    Ok(doc)
 }
 
 const VERBS: &[&str] = &[

@@ -8,7 +8,7 @@ use crate::http::metrics::RequestLabels;
 use crate::http::params::Params;
 use crate::http::resource::{self, ResourceReq};
 use crate::http::response::ok;
-use crate::http::{discovery, openapi};
+use crate::http::{aggregator, discovery, openapi};
 use crate::App;
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, Request, State};
@@ -182,9 +182,12 @@ async fn route(
             return Ok((StatusCode::OK, [("content-type", "text/plain")], "ok").into_response())
         }
         ["api"] => return Ok(ok(&discovery::api_versions())),
-        ["apis"] => return Ok(ok(&discovery::api_groups(&app.registry))),
+        ["apis"] => return Ok(ok(&aggregator::api_groups(app))),
         ["api", "v1"] => return discovery::resource_list(&app.registry, "", "v1").map(|v| ok(&v)),
-        ["apis", g] => return discovery::api_group(&app.registry, g).map(|v| ok(&v)),
+        ["apis", g] => return aggregator::api_group(app, g).map(|v| ok(&v)),
+        ["apis", g, v, rest @ ..] if crate::aggregation::is_remote(app, g, v) => {
+            return aggregator::proxy(app, method, path, g, rest, params, headers)
+        }
         ["apis", g, v] => return discovery::resource_list(&app.registry, g, v).map(|v| ok(&v)),
         ["openapi", "v2"] => return Ok(openapi::v2(headers)),
         ["openapi", "v3"] => return Ok(ok(&openapi::v3_root(&app.registry))),

@@ -385,6 +385,17 @@ fn default_fields(app: &App, rt: &ResourceType, obj: &mut Value, old: Option<&Va
                 }
             }
         }
+        // kube-aggregator's `SetDefaults_ServiceReference`.
+        ("apiregistration.k8s.io", "APIService") => {
+            if let Some(svc) = obj
+                .pointer_mut("/spec/service")
+                .and_then(Value::as_object_mut)
+            {
+                if svc.get("port").is_none_or(Value::is_null) {
+                    svc.insert("port".into(), json!(443));
+                }
+            }
+        }
         ("", "Pod") if old.is_none() && obj.get("status").is_none() => {
             obj["status"] = json!({"phase": "Pending"});
         }

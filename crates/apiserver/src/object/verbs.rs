@@ -136,8 +136,11 @@ fn prepare_create(
     opts.warn(admit(app, rt, &schema, obj, None, opts.field_validation)?);
     if rt.group == "apiextensions.k8s.io" && rt.kind == "CustomResourceDefinition" {
         crd_status(obj);
-    } else if rt.status_subresource && rt.crd.is_some() {
-        // Custom resources ignore status on create when /status exists.
+    } else if rt.status_subresource
+        && (rt.crd.is_some() || (rt.group == "apiregistration.k8s.io" && rt.kind == "APIService"))
+    {
+        // Custom resources ignore status on create when /status exists, and
+        // an APIService's is its availability controller's to write.
         if let Some(o) = obj.as_object_mut() {
             o.remove("status");
         }
@@ -362,7 +365,15 @@ where
         if without_rv(&new) == without_rv(cur) {
             return Ok(Mutation::Keep(cur.clone()));
         }
-        if is_deleting(&new) && finalizers(&new).is_empty() {
+        // A namespace is also held by its `spec.finalizers` (the namespace
+        // controller's): a write to a terminating one does not end it.
+        let namespace_held = rt.group.is_empty()
+            && rt.kind == "Namespace"
+            && new
+                .pointer("/spec/finalizers")
+                .and_then(Value::as_array)
+                .is_some_and(|f| !f.is_empty());
+        if is_deleting(&new) && finalizers(&new).is_empty() && !namespace_held {
             deleted = true;
             if opts.dry_run {
                 return Ok(Mutation::Keep(new));

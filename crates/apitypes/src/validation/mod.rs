@@ -1,9 +1,11 @@
 //! What kube-apiserver checks on every write, with its messages: what
 //! decoding into the Go types refuses and which fields it does not know
-//! ([`decode()`]), and the field errors of Kubernetes' Go validation and of
-//! CRD structural schemas ([`field_errors`]). The server answers them as
+//! ([`decode()`]), and the field errors of Kubernetes' Go validation (kube-
+//! aggregator's for APIServices) and of CRD structural schemas
+//! ([`field_errors`]). The server answers them as
 //! 400 and 422 `Status`es.
 
+mod apiservice;
 mod crd;
 mod decode;
 mod rules;
@@ -143,6 +145,8 @@ pub fn field_errors(
         if let Some(old) = old {
             rules::immutable(kind, old, obj, &mut errs);
         }
+    } else if rt.group == "apiregistration.k8s.io" && rt.kind == "APIService" {
+        apiservice::validate(obj, &mut errs);
     }
     errs
 }

@@ -186,6 +186,15 @@ pub(super) fn printer(rt: &ResourceType) -> Printer {
             vec![NAME, c("Endpoints", "string"), c("Age", "string")],
             endpoints_cells,
         ),
+        ("apiregistration.k8s.io", "APIService") => (
+            vec![
+                NAME,
+                c("Service", "string"),
+                c("Available", "string"),
+                c("Age", "string"),
+            ],
+            apiservice_cells,
+        ),
         ("coordination.k8s.io", "Lease") => (
             vec![NAME, c("Holder", "string"), c("Age", "string")],
             lease_cells,
@@ -698,6 +707,26 @@ fn secret_cells(obj: &Value, now: u64) -> Vec<Value> {
         json!(count_keys(obj, &["data", "stringData"])),
         age(obj, now),
     ]
+}
+
+/// kube-aggregator's own printer: the Service as `namespace/name` (or
+/// `Local`) and the `Available` condition with its reason when not True.
+fn apiservice_cells(obj: &Value, now: u64) -> Vec<Value> {
+    let service = match obj.pointer("/spec/service").filter(|v| v.is_object()) {
+        Some(svc) => format!("{}/{}", s(svc, "/namespace"), s(svc, "/name")),
+        None => "Local".to_string(),
+    };
+    let available = obj
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .and_then(|cs| cs.iter().find(|c| c["type"] == "Available"))
+        .map(|c| match (s(c, "/status"), s(c, "/reason")) {
+            ("True", _) => "True".to_string(),
+            (status, "") => status.to_string(),
+            (status, reason) => format!("{status} ({reason})"),
+        })
+        .unwrap_or_else(|| "Unknown".to_string());
+    vec![name(obj), json!(service), json!(available), age(obj, now)]
 }
 
 fn namespace_cells(obj: &Value, now: u64) -> Vec<Value> {

@@ -8,71 +8,15 @@ use foldhash::HashMap;
 use std::rc::Rc;
 use std::sync::Arc;
 
+use crate::error::Error;
 use crate::fmt;
+use crate::func::CallCtx;
 use crate::funcs::FuncMap;
-use crate::parse::{self, Arg, Branch, Command, Node, Number, Pipe, Tree};
+use crate::options::{MissingKey, Options};
+use crate::parse::{Arg, Branch, Command, Node, Number, Pipe, Tree};
 use crate::parse_cache::{parse_through, ParseCache};
 use crate::shared::{Literals, SharedTemplates};
 use crate::value::{Func, ListKind, MapKind, Ty, UintKind, Value};
-
-/// What a missing map key evaluates to (Go's `missingkey` option).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum MissingKey {
-    /// `missingkey=default`/`invalid`: no value, printed as `<no value>`.
-    #[default]
-    Default,
-    /// `missingkey=zero`: the zero value of the map's element type.
-    Zero,
-    /// `missingkey=error`: execution stops with an error.
-    Error,
-}
-
-/// Execution limits and options.
-#[derive(Clone, Copy, Debug)]
-pub struct Options {
-    pub missing_key: MissingKey,
-    /// Maximum nesting of `template` calls (and host calls such as Helm's
-    /// `include`) before execution fails instead of exhausting memory.
-    pub max_depth: usize,
-    /// Maximum bytes written by all executions of a template set together
-    /// (including those of `template`, `include` and `tpl`, whose output is
-    /// written again where it is used), so the memory a render takes to
-    /// reach a refused size stays a small multiple of this.
-    pub max_output: usize,
-}
-
-impl Default for Options {
-    fn default() -> Self {
-        Options {
-            missing_key: MissingKey::Default,
-            max_depth: 10_000,
-            max_output: 256 << 20,
-        }
-    }
-}
-
-/// A template error: a parse error or an execution error, worded as Go's.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Error {
-    #[error("{0}")]
-    Parse(String),
-    #[error("{0}")]
-    Exec(String),
-}
-
-impl Error {
-    pub fn message(&self) -> &str {
-        match self {
-            Error::Parse(s) | Error::Exec(s) => s,
-        }
-    }
-}
-
-impl From<parse::ParseError> for Error {
-    fn from(e: parse::ParseError) -> Self {
-        Error::Parse(e.0)
-    }
-}
 
 /// A set of named templates that can call each other, with the functions
 /// they may use. A set can be layered over another (cheaply, for Helm's
@@ -299,52 +243,6 @@ impl Templates {
             st.walk_list(&Cur::plain(data.clone()), &tree.root)
         })
         .map(|_| ())
-    }
-}
-
-/// What a function sees of the running template besides its arguments.
-pub struct CallCtx<'a> {
-    tmpl: Option<&'a Rc<Templates>>,
-    depth: usize,
-    dot: Value,
-}
-
-impl CallCtx<'static> {
-    /// A context with no template set behind it, for calling functions
-    /// directly (unit tests, host code).
-    pub fn detached() -> CallCtx<'static> {
-        CallCtx {
-            tmpl: None,
-            depth: 0,
-            dot: Value::Invalid,
-        }
-    }
-}
-
-impl<'a> CallCtx<'a> {
-    /// The template set being executed, if any.
-    pub fn templates(&self) -> Option<&'a Rc<Templates>> {
-        self.tmpl
-    }
-
-    /// Nesting depth of the running execution.
-    pub fn depth(&self) -> usize {
-        self.depth
-    }
-
-    /// The dot of the calling template.
-    pub fn dot(&self) -> &Value {
-        &self.dot
-    }
-
-    /// Executes a named template of the running set into a string.
-    pub fn execute_template(&self, name: &str, data: &Value) -> Result<String, Error> {
-        let Some(t) = self.tmpl else {
-            return Err(Error::Exec(format!("template: no template {name:?}")));
-        };
-        let mut out = String::new();
-        t.execute_into(name, data, &mut out, self.depth + 1)?;
-        Ok(out)
     }
 }
 

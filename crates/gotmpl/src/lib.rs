@@ -6,22 +6,28 @@
 #![warn(unreachable_pub)]
 
 mod builtins;
+mod error;
 mod escape;
 mod exec;
 pub mod fmt;
+mod func;
 mod funcs;
 pub mod gostr;
 mod lex;
 pub mod limits;
 mod literal;
+mod options;
 mod parse;
 mod parse_cache;
 mod shared;
 pub mod time;
 pub mod value;
 
-pub use exec::{CallCtx, Error, MissingKey, Options, Templates};
+pub use error::Error;
+pub use exec::Templates;
+pub use func::CallCtx;
 pub use funcs::FuncMap;
+pub use options::{MissingKey, Options};
 pub use parse_cache::ParseCache;
 pub use shared::SharedTemplates;
 pub use value::{

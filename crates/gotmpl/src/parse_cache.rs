@@ -9,7 +9,7 @@ use std::sync::Arc;
 // Looked up on every parse: a fast hasher.
 use foldhash::HashMap;
 
-use crate::exec::Error;
+use crate::error::Error;
 use crate::parse::{self, Tree};
 
 /// Parsed trees by template text, so a host that parses the same

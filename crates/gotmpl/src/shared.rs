@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use foldhash::HashMap;
 
-use crate::exec::Options;
+use crate::options::Options;
 use crate::parse::Tree;
 use crate::value::Value;
 

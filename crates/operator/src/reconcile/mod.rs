@@ -56,6 +56,7 @@ use labels::{ATTEMPT_LABEL, LOOKUPS_LABEL, REVISION_LABEL, ROLLBACK_OF_LABEL};
 use log::CrLog;
 use report::Step;
 use runtime::events::EventSink;
+pub use values::{release_values, ValuesError};
 
 /// One attempt at changing the release: the values, their inputs digest, and which
 /// consecutive attempt with them this is.

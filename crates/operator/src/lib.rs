@@ -41,6 +41,7 @@ pub use options::{
 pub use reconcile::{
     reconcile, release_values, Context, Outcome, ReconcileError, ValuesError, DISCOVERY_TTL,
 };
+pub use status::StatusManifest;
 pub use watches::{
     load as load_watches, parse as parse_watches, DryRunOption, Watch, WatchesError,
 };

@@ -1,7 +1,8 @@
 //! The CR status in the Go helm-operator's exact shape: conditions and `deployedRelease`.
 //! Conditions keep their `lastTransitionTime` unless their status flips, and the status
 //! is written only when it changed (status subresource, or the main resource when the
-//! CRD has none).
+//! CRD has none). What `deployedRelease.manifest` holds is the watch's
+//! [`StatusManifest`] choice (`manifest`).
 //!
 //! The operator's cache of CRs keeps a stand-in for `deployedRelease.manifest` (its
 //! digest, see [`slim`]): comparisons treat a stand-in as the manifest it stands for,
@@ -14,6 +15,9 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
 use crate::cr::CustomResource;
+
+mod manifest;
+pub use manifest::StatusManifest;
 
 /// How a stand-in for a manifest starts; no YAML manifest Helm writes does.
 const STAND_IN: &str = "rudder.dev/manifest-sha256:";
@@ -198,19 +202,21 @@ impl HelmAppStatus {
         self.conditions.retain(|c| c.type_ != type_);
     }
 
-    /// The status as JSON, with `deployedRelease: null` when there is none so a merge
-    /// patch removes a stale one; a stand-in manifest is left out, so the stored one
-    /// stays.
+    /// The status as JSON, with `deployedRelease: null` when there is none and
+    /// `manifest: null` when it holds none, so a merge patch removes a stale one; a
+    /// stand-in manifest is left out, so the stored one stays.
     pub(crate) fn to_patch_value(&self) -> Value {
         let mut v = serde_json::to_value(self).unwrap_or_else(|_| json!({}));
-        match &self.deployed_release {
-            None => v["deployedRelease"] = Value::Null,
-            Some(d) if is_stand_in(&d.manifest) => {
-                if let Some(d) = v.get_mut("deployedRelease").and_then(Value::as_object_mut) {
-                    d.remove("manifest");
-                }
+        let stored = v.get_mut("deployedRelease").and_then(Value::as_object_mut);
+        match (&self.deployed_release, stored) {
+            (None, _) => v["deployedRelease"] = Value::Null,
+            (Some(d), Some(stored)) if is_stand_in(&d.manifest) => {
+                stored.remove("manifest");
             }
-            Some(_) => {}
+            (Some(d), Some(stored)) if d.manifest.is_empty() => {
+                stored.insert("manifest".into(), Value::Null);
+            }
+            _ => {}
         }
         v
     }

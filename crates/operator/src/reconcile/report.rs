@@ -272,7 +272,7 @@ impl Run {
         }
         self.status.deployed_release = Some(DeployedRelease {
             name: rel.name.clone(),
-            manifest: rel.manifest.clone(),
+            manifest: self.ctx.status_manifest.shown(&rel.manifest),
         });
         self.write_status().await?;
         self.set_release_metric(Some(rel.status().as_str()));

@@ -1,4 +1,6 @@
-//! The CR status in the Go helm-operator's exact shape: conditions and `deployedRelease`.
+//! The CR status in the Go helm-operator's exact shape (conditions and
+//! `deployedRelease`), plus what GitOps tools wait on: `observedGeneration` and the
+//! `Ready`, `Reconciling` and `Stalled` conditions kstatus and Flux read ([`Standing`]).
 //! Conditions keep their `lastTransitionTime` unless their status flips, and the status
 //! is written only when it changed (status subresource, or the main resource when the
 //! CRD has none). What `deployedRelease.manifest` holds is the watch's
@@ -44,6 +46,19 @@ pub(crate) const RECONCILE_PAUSED: &str = "ReconcilePaused";
 /// rudder extension: `Deployed=False` while the workloads of a release installed or
 /// upgraded with `install-wait`/`upgrade-wait` are not ready yet.
 pub(crate) const AWAITING_READINESS: &str = "AwaitingReadiness";
+
+/// kstatus' conditions (abnormal-true: present only while they are True) and the
+/// `Ready` condition Flux and most GitOps tools read.
+pub(crate) const READY: &str = "Ready";
+pub(crate) const RECONCILING: &str = "Reconciling";
+pub(crate) const STALLED: &str = "Stalled";
+pub(crate) const UNKNOWN: &str = "Unknown";
+/// `Reconciling`'s reasons (and `Ready=Unknown`'s with them).
+pub(crate) const INSTALLING: &str = "Installing";
+pub(crate) const UPGRADING: &str = "Upgrading";
+pub(crate) const UNINSTALLING: &str = "Uninstalling";
+/// `Reconciling`'s reason after a failed attempt the operator retries by itself.
+pub(crate) const RETRYING: &str = "Retrying";
 
 /// Go's message on `Deployed=False/UninstallSuccessful` while `uninstall-wait` waits.
 pub(crate) const WAITING_FOR_DELETION: &str = "Waiting until all resources are deleted.";
@@ -131,7 +146,7 @@ pub(crate) fn slim(cr: &mut CustomResource) {
     }
 }
 
-/// `HelmAppStatus`.
+/// `HelmAppStatus`, and the generation the last finished reconcile was of.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct HelmAppStatus {
@@ -139,6 +154,27 @@ pub(crate) struct HelmAppStatus {
     pub conditions: Vec<Condition>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deployed_release: Option<DeployedRelease>,
+    /// The CR's `metadata.generation` when a reconcile of it last ended (kstatus
+    /// counts a CR whose generation differs as in progress).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+}
+
+/// Where a CR's reconcile stands, as kstatus (`Reconciling`, `Stalled`, with
+/// `observedGeneration`) and Flux (`Ready`) read it. One of these is set wherever a
+/// Go condition changes, so the two sets never disagree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Standing {
+    /// An install, upgrade, uninstall or wait is under way: `Reconciling=True`,
+    /// `Ready=Unknown`.
+    Progressing,
+    /// The last attempt failed and the operator retries the same inputs by itself:
+    /// `Reconciling=True/Retrying`, `Ready=False`.
+    Retrying,
+    /// Failed, and will not succeed without a change: `Stalled=True`, `Ready=False`.
+    Stalled,
+    /// The release of the observed generation is deployed (and ready): `Ready=True`.
+    Ready,
 }
 
 fn null_as_empty<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<Condition>, D::Error> {
@@ -195,11 +231,65 @@ impl HelmAppStatus {
                 self.conditions.push(c);
             }
         }
+        self.order();
+    }
+
+    /// Keeps the Go operator's conditions first, in the order they were set, and the
+    /// ones kstatus and Flux read after them.
+    fn order(&mut self) {
+        let rank = |c: &Condition| match c.type_.as_str() {
+            READY => 1,
+            RECONCILING => 2,
+            STALLED => 3,
+            _ => 0,
+        };
+        if self
+            .conditions
+            .windows(2)
+            .any(|w| rank(&w[0]) > rank(&w[1]))
+        {
+            self.conditions.sort_by_key(rank);
+        }
     }
 
     /// Removes the condition of `type_` (Go's `RemoveCondition`).
     pub(crate) fn remove(&mut self, type_: &str) {
         self.conditions.retain(|c| c.type_ != type_);
+    }
+
+    /// Sets `Ready`, `Reconciling` and `Stalled` for `standing`: `Reconciling` and
+    /// `Stalled` are never both True, and go when not (kstatus' abnormal-true
+    /// polarity, as Flux leaves them). `reason` is `Ready`'s (and `Reconciling`'s or
+    /// `Stalled`'s, except `Retrying`'s own).
+    pub(crate) fn stand(&mut self, standing: Standing, reason: &str, message: impl Into<String>) {
+        let message = message.into();
+        match standing {
+            Standing::Progressing => {
+                self.remove(STALLED);
+                self.set(RECONCILING, TRUE, reason, message.clone());
+                self.set(READY, UNKNOWN, reason, message);
+            }
+            Standing::Retrying => {
+                self.remove(STALLED);
+                self.set(RECONCILING, TRUE, RETRYING, message.clone());
+                self.set(READY, FALSE, reason, message);
+            }
+            Standing::Stalled => {
+                self.remove(RECONCILING);
+                self.set(STALLED, TRUE, reason, message.clone());
+                self.set(READY, FALSE, reason, message);
+            }
+            Standing::Ready => {
+                self.remove(RECONCILING);
+                self.remove(STALLED);
+                self.set(READY, TRUE, reason, message);
+            }
+        }
+    }
+
+    /// Whether the condition of `type_` is there with status True.
+    pub(crate) fn is_true(&self, type_: &str) -> bool {
+        self.condition(type_).is_some_and(|c| c.status == TRUE)
     }
 
     /// The status as JSON, with `deployedRelease: null` when there is none and
@@ -224,6 +314,7 @@ impl HelmAppStatus {
     /// The same status, a stand-in counting as the manifest it stands for.
     pub(crate) fn same_as(&self, other: &HelmAppStatus) -> bool {
         self.conditions == other.conditions
+            && self.observed_generation == other.observed_generation
             && match (&self.deployed_release, &other.deployed_release) {
                 (None, None) => true,
                 (Some(a), Some(b)) => a.same(b),

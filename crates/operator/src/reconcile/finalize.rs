@@ -19,7 +19,7 @@ use super::ownership::Owner;
 use super::report::Step;
 use super::{Outcome, ReconcileError, Run};
 use crate::annotations::{self as ann, FINALIZER, LEGACY_FINALIZER};
-use crate::status as st;
+use crate::status::{self as st, Standing};
 
 /// How soon `uninstall-wait` looks again when no reconcile period is set.
 const UNINSTALL_WAIT_POLL: Duration = Duration::from_secs(10);
@@ -217,6 +217,15 @@ impl Run {
                 st::UNINSTALL_SUCCESSFUL,
                 st::WAITING_FOR_DELETION,
             );
+            self.status.stand(
+                Standing::Progressing,
+                st::UNINSTALLING,
+                st::WAITING_FOR_DELETION,
+            );
+        } else {
+            let message = format!("Uninstalled release {}", self.name);
+            self.status
+                .stand(Standing::Progressing, st::UNINSTALLING, message);
         }
         if !left_behind.is_empty() {
             let message = format!(

@@ -555,6 +555,7 @@ async fn reconcile_once(
 
 mod go_parity;
 mod history;
+mod kstatus;
 
 #[tokio::test]
 async fn a_new_cr_is_installed_with_its_digest() {

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kube::api::{Api, DynamicObject};
-use operator::{reconcile, Context, Outcome, ReconcileError};
 use operator::Watch;
+use operator::{reconcile, Context, Outcome, ReconcileError};
 use serde_json::json;
 
 mod common;

@@ -10,6 +10,8 @@
 //! digest, see [`slim`]): comparisons treat a stand-in as the manifest it stands for,
 //! and a status write leaves the stored manifest alone unless it sets a new one.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, Patch, PatchParams};
 use serde::{Deserialize, Serialize};
@@ -410,28 +412,40 @@ impl HelmAppStatus {
 
 /// Writes `status` on the CR when it differs from `original`; returns whether it wrote.
 /// Uses the status subresource, falling back to the main resource when the CRD has no
-/// status subresource (the API answers 404 on `/status` then). A CR that is gone is
-/// not an error.
+/// status subresource (the API answers 404 on `/status` then; `on_main` remembers it
+/// for the kind). A CR that is gone is not an error.
+///
+/// Without a status subresource every change of the status is a change of the object,
+/// which bumps its generation: an `observedGeneration` written there would never
+/// match, and each write would set off another reconcile. So none is written there
+/// (kstatus then skips the generation check, as it does for any resource without one).
 pub(crate) async fn write_if_changed(
     api: &Api<CustomResource>,
     name: &str,
     original: &HelmAppStatus,
     status: &HelmAppStatus,
+    on_main: &AtomicBool,
 ) -> Result<bool, kube::Error> {
     if original.same_as(status) {
         return Ok(false);
     }
-    let patch = json!({ "status": status.to_patch_value() });
     let params = PatchParams::default();
-    match api.patch_status(name, &params, &Patch::Merge(&patch)).await {
-        Ok(_) => Ok(true),
-        Err(kube::Error::Api(e)) if e.code == 404 => {
-            match api.patch(name, &params, &Patch::Merge(&patch)).await {
-                Ok(_) => Ok(true),
-                Err(kube::Error::Api(e)) if e.code == 404 => Ok(false),
-                Err(e) => Err(e),
-            }
+    if !on_main.load(Ordering::Relaxed) {
+        let patch = json!({ "status": status.to_patch_value() });
+        match api.patch_status(name, &params, &Patch::Merge(&patch)).await {
+            Ok(_) => return Ok(true),
+            Err(kube::Error::Api(e)) if e.code == 404 => on_main.store(true, Ordering::Relaxed),
+            Err(e) => return Err(e),
         }
+    }
+    let mut value = status.to_patch_value();
+    if let Some(v) = value.as_object_mut() {
+        v.insert("observedGeneration".into(), Value::Null);
+    }
+    let patch = json!({ "status": value });
+    match api.patch(name, &params, &Patch::Merge(&patch)).await {
+        Ok(_) => Ok(true),
+        Err(kube::Error::Api(e)) if e.code == 404 => Ok(false),
         Err(e) => Err(e),
     }
 }

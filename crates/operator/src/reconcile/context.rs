@@ -1,6 +1,7 @@
 //! [`Context`]: what every reconcile of one watch shares, fixed when the watch starts
 //! (the chart and its digest, the parsed overrides, the actions, the Event recorder).
 
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -54,6 +55,9 @@ pub struct Context {
     pub(super) max_history: usize,
     /// The watch's `statusManifest` or `--status-manifest`.
     pub(super) status_manifest: StatusManifest,
+    /// The kind's CRD has no status subresource: the status is written on the main
+    /// resource, without `observedGeneration` (learnt from the first write).
+    pub(super) status_on_main: AtomicBool,
     /// What discovery found, shared by the watch's renders, lookups and dependent
     /// watches.
     discovery: Arc<action::DiscoveryCache>,
@@ -113,6 +117,7 @@ impl Context {
             reapply_period: crate::options::DEFAULT_REAPPLY_PERIOD,
             max_history: watch_max_history,
             status_manifest,
+            status_on_main: AtomicBool::new(false),
         })
     }
 

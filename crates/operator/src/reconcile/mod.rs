@@ -191,9 +191,25 @@ impl Run {
         self.cr.meta().generation
     }
 
-    /// The status shows the end of a reconcile of the CR's current generation.
+    /// The status shows the end of a reconcile of the CR's current generation (always,
+    /// for a kind whose status cannot carry `observedGeneration`: see
+    /// `status::write_if_changed`).
     fn generation_observed(&self) -> bool {
         self.status.observed_generation == self.generation()
+            || self
+                .ctx
+                .status_on_main
+                .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// A reconcile of the CR's current generation ends: the status says which (not on
+    /// a kind whose status cannot carry it).
+    fn observe(&mut self) {
+        let on_main = self
+            .ctx
+            .status_on_main
+            .load(std::sync::atomic::Ordering::Relaxed);
+        self.status.observed_generation = if on_main { None } else { self.generation() };
     }
 
     /// Work on a generation the status does not show yet begins: says so at once

@@ -106,7 +106,10 @@ impl Run {
     pub(super) async fn write_status(&mut self) -> Result<(), ReconcileError> {
         let room = st::MAX_OBJECT_BYTES.saturating_sub(self.cr.weight_without_status());
         self.status.fit(room);
-        match st::write_if_changed(&self.api, &self.name, &self.original, &self.status).await {
+        let on_main = &self.ctx.status_on_main;
+        let written =
+            st::write_if_changed(&self.api, &self.name, &self.original, &self.status, on_main);
+        match written.await {
             Ok(_) => {
                 self.original = self.status.clone();
                 Ok(())
@@ -172,7 +175,7 @@ impl Run {
             ),
         };
         self.status.stand(standing, reason, note);
-        self.status.observed_generation = self.generation();
+        self.observe();
         self.events.warning(reason, message).await;
         if let Err(e) = self.write_status().await {
             let after = match step {
@@ -326,7 +329,7 @@ impl Run {
                 "the last {attempts} attempt(s) with these inputs failed; retrying with a backoff: {last}"
             );
             self.status.stand(standing, &reason, message);
-            self.status.observed_generation = self.generation();
+            self.observe();
         }
         if let Err(e) = self.write_status().await {
             return e;
@@ -356,7 +359,7 @@ impl Run {
             manifest: self.ctx.status_manifest.shown(&rel.manifest),
         });
         // The end of this generation's reconcile.
-        self.status.observed_generation = self.generation();
+        self.observe();
         self.write_status().await?;
         self.set_release_metric(Some(rel.status().as_str()));
         let dependents = if self.ctx.watch.watch_dependent_resources {

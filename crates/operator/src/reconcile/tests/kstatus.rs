@@ -516,3 +516,59 @@ async fn a_pause_lifted_during_a_backoff_shows_the_retry_again() {
     );
     assert!(cond(&after, st::PAUSED).is_none());
 }
+
+/// A CRD without a status subresource: the status goes on the main resource, where
+/// every change bumps the generation. No `observedGeneration` is written there (it
+/// could never match), and a written status sets off no further write.
+#[tokio::test]
+async fn a_kind_without_a_status_subresource_gets_no_observed_generation() {
+    let spec = json!({"greeting": "hi"});
+    let new = demo(1, spec.clone(), &[], Value::Null);
+    let actions = FakeActions::with_history(Vec::new());
+    let api = FakeApi::without_status_subresource(&new);
+    let setup = Setup::default();
+    let ctx = Context::new(
+        api.client(),
+        Arc::new(setup.watch),
+        Arc::new(setup.chart),
+        resource(),
+    )
+    .expect("context")
+    .with_actions(actions.clone());
+    let ctx = Arc::new(ctx);
+    reconcile(Arc::new(new.clone().into()), ctx.clone())
+        .await
+        .expect("installed");
+    let on_main = |api: &FakeApi| -> Vec<Value> {
+        api.requests()
+            .into_iter()
+            .filter(|(m, p, b)| {
+                m == Method::PATCH && p.ends_with("/demos/app") && b.get("status").is_some()
+            })
+            .map(|(_, _, b)| b)
+            .collect()
+    };
+    let writes = on_main(&api);
+    assert!(
+        !writes.is_empty(),
+        "the status is written on the main resource"
+    );
+    let mut obj = serde_json::to_value(&new).unwrap_or_default();
+    for w in &writes {
+        assert!(
+            w["status"]["observedGeneration"].is_null(),
+            "no observedGeneration there: {w:#}"
+        );
+        merge(&mut obj, w);
+    }
+    assert_eq!(cond(&obj, READY).map(|c| c.0).as_deref(), Some("True"));
+    // Each write bumped the generation; the reconciles that follow write nothing.
+    let bumped = demo(1 + writes.len() as i64, spec, &[], obj["status"].clone());
+    let before = on_main(&api).len();
+    for _ in 0..2 {
+        reconcile(Arc::new(bumped.clone().into()), ctx.clone())
+            .await
+            .expect("reconciled");
+    }
+    assert_eq!(on_main(&api).len(), before, "no write sets off another");
+}

@@ -156,6 +156,8 @@ impl Run {
         let (condition, reason) = step.failure();
         self.status
             .set(condition, st::TRUE, reason, message.clone());
+        // The notes do not change from one attempt to the next, so a retry that fails
+        // the same way writes nothing.
         let attempt = self.attempt;
         let (standing, note) = match step {
             Step::Reconcile => (Standing::Stalled, message.clone()),
@@ -163,7 +165,8 @@ impl Run {
             Step::Install | Step::Upgrade if attempt >= STALLED_AFTER => (
                 Standing::Stalled,
                 format!(
-                    "{message} (attempt {attempt} with these inputs; retried with a backoff while they stay as they are)"
+                    "{message} (failed {STALLED_AFTER} times or more with these inputs; \
+                     retried with a backoff while they stay as they are)"
                 ),
             ),
             Step::Install | Step::Upgrade if will_recur(&err) => {
@@ -171,7 +174,7 @@ impl Run {
             }
             Step::Install | Step::Upgrade => (
                 Standing::Retrying,
-                format!("{message} (attempt {attempt} with these inputs; retrying)"),
+                format!("{message} (retrying with a backoff)"),
             ),
         };
         self.status.stand(standing, reason, note);

@@ -462,12 +462,18 @@ async fn status_writes_per_install_and_after() {
     result.expect_err("failed");
     assert_eq!(status_writes(&api).len(), 2);
     let failed = demo(1, spec, &[], stored(&new, &api, None)["status"].clone());
+    let backoff_passed = |actions: &FakeActions| {
+        for m in &mut actions.lock().history {
+            m.labels.insert("modifiedAt".into(), "1".into());
+        }
+    };
+    backoff_passed(&actions);
+    let (result, api) = reconcile_once(&actions, failed.clone()).await;
+    result.expect_err("failed again");
+    assert_eq!(actions.lock().history.len(), 2);
+    assert_eq!(status_writes(&api).len(), 0, "a retry failing the same way");
     actions.lock().fail.clear();
-    let history = actions.lock().history.clone();
-    for m in &mut actions.lock().history {
-        m.labels.insert("modifiedAt".into(), "1".into());
-    }
-    assert_eq!(history.len(), 1);
+    backoff_passed(&actions);
     let (result, api) = reconcile_once(&actions, failed).await;
     result.expect("installed at the retry");
     assert_eq!(status_writes(&api).len(), 1, "the retry's end only");

@@ -19,6 +19,7 @@ mod run;
 mod runtime;
 mod template;
 mod up;
+mod values;
 
 #[derive(Parser)]
 #[command(
@@ -43,6 +44,9 @@ enum Command {
     Run(Box<run::RunArgs>),
     /// Start an embedded API server, the operator and an example release, no cluster needed.
     Up(Box<up::UpArgs>),
+    /// Print the values the operator gives a custom resource's release (its spec with
+    /// watches.yaml's overrideValues on top), as YAML; writes nothing.
+    Values(Box<values::ValuesArgs>),
     #[command(flatten)]
     Release(release_cmds::ReleaseCommand),
 }
@@ -141,6 +145,7 @@ fn run() -> anyhow::Result<()> {
         Command::Apiserver(args) => run_apiserver(args),
         Command::Run(args) => run::run(*args),
         Command::Up(args) => up::run(*args),
+        Command::Values(args) => values::run(*args),
         Command::Release(cmd) => {
             let code = release_cmds::run(cmd)?;
             std::process::exit(code)

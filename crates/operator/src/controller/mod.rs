@@ -129,6 +129,7 @@ struct ContextSettings {
     drift: Arc<DriftTracker>,
     reapply_period: Duration,
     max_history: usize,
+    status_manifest: crate::status::StatusManifest,
 }
 
 impl ContextSettings {
@@ -151,7 +152,8 @@ impl ContextSettings {
         .with_suppress_override_values(self.suppress_override_values)
         .with_drift(Arc::clone(&self.drift))
         .with_reapply_period(self.reapply_period)
-        .with_max_history(self.max_history))
+        .with_max_history(self.max_history)
+        .with_status_manifest(self.status_manifest))
     }
 }
 
@@ -225,6 +227,7 @@ pub(crate) async fn run_watch(run: WatchRun) {
         drift: Arc::new(DriftTracker::new()),
         reapply_period: options.reapply_period,
         max_history: watch.max_history.unwrap_or(options.max_history),
+        status_manifest: watch.status_manifest.unwrap_or(options.status_manifest),
     };
     let ctx = match settings.build(Arc::clone(&chart)) {
         Ok(ctx) => ctx,

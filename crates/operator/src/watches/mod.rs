@@ -19,6 +19,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelecto
 use kube::core::{Expression, Selector, SelectorExt};
 use serde_json::{Map, Value};
 
+use crate::status::StatusManifest;
+
 /// One entry of `watches.yaml`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Watch {
@@ -53,6 +55,9 @@ pub struct Watch {
     /// rudder extension (`maxHistory`): release records kept per CR, overriding
     /// `--max-history` (0: keep all).
     pub max_history: Option<usize>,
+    /// rudder extension (`statusManifest`): what `status.deployedRelease.manifest`
+    /// shows, overriding `--status-manifest`.
+    pub status_manifest: Option<StatusManifest>,
 }
 
 impl Default for Watch {
@@ -74,6 +79,7 @@ impl Default for Watch {
             upgrade_wait: false,
             wait_timeout: None,
             max_history: None,
+            status_manifest: None,
         }
     }
 }
@@ -247,6 +253,7 @@ const FIELDS: &[&str] = &[
     "upgradeWait",
     "waitTimeout",
     "maxHistory",
+    "statusManifest",
 ];
 
 /// Warnings about what was ignored, one line each.
@@ -495,6 +502,13 @@ fn parse_entry(
                 )))
             }
         }
+    }
+    if let Some(v) = get("statusManifest") {
+        let s = scalar_string(v).map_err(|e| fail(format!("statusManifest: {e}")))?;
+        w.status_manifest = Some(
+            s.parse()
+                .map_err(|e| fail(format!("statusManifest: {e}")))?,
+        );
     }
     if let Some(v) = get("allowClusterScoped") {
         w.allow_cluster_scoped = v.as_bool().ok_or_else(|| {

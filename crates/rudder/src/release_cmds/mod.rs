@@ -482,7 +482,7 @@ pub(crate) async fn connect(k: &KubeArgs) -> anyhow::Result<(ActionConfig, Strin
 }
 
 /// A client for the kubeconfig/context asked for, and the release namespace.
-async fn client(k: &KubeArgs) -> anyhow::Result<(Client, String)> {
+pub(crate) async fn client(k: &KubeArgs) -> anyhow::Result<(Client, String)> {
     let opts = KubeConfigOptions {
         context: k.kube_context.clone(),
         cluster: None,

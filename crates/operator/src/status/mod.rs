@@ -1,11 +1,16 @@
-//! The CR status in the Go helm-operator's exact shape: conditions and `deployedRelease`.
+//! The CR status in the Go helm-operator's exact shape (conditions and
+//! `deployedRelease`), plus what GitOps tools wait on: `observedGeneration` and the
+//! `Ready`, `Reconciling` and `Stalled` conditions kstatus and Flux read ([`Standing`]).
 //! Conditions keep their `lastTransitionTime` unless their status flips, and the status
 //! is written only when it changed (status subresource, or the main resource when the
-//! CRD has none).
+//! CRD has none). What `deployedRelease.manifest` holds is the watch's
+//! [`StatusManifest`] choice (`manifest`).
 //!
 //! The operator's cache of CRs keeps a stand-in for `deployedRelease.manifest` (its
 //! digest, see [`slim`]): comparisons treat a stand-in as the manifest it stands for,
 //! and a status write leaves the stored manifest alone unless it sets a new one.
+
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, Patch, PatchParams};
@@ -14,6 +19,9 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
 use crate::cr::CustomResource;
+
+mod manifest;
+pub use manifest::StatusManifest;
 
 /// How a stand-in for a manifest starts; no YAML manifest Helm writes does.
 const STAND_IN: &str = "rudder.dev/manifest-sha256:";
@@ -40,6 +48,19 @@ pub(crate) const RECONCILE_PAUSED: &str = "ReconcilePaused";
 /// rudder extension: `Deployed=False` while the workloads of a release installed or
 /// upgraded with `install-wait`/`upgrade-wait` are not ready yet.
 pub(crate) const AWAITING_READINESS: &str = "AwaitingReadiness";
+
+/// kstatus' conditions (abnormal-true: present only while they are True) and the
+/// `Ready` condition Flux and most GitOps tools read.
+pub(crate) const READY: &str = "Ready";
+pub(crate) const RECONCILING: &str = "Reconciling";
+pub(crate) const STALLED: &str = "Stalled";
+pub(crate) const UNKNOWN: &str = "Unknown";
+/// `Reconciling`'s reasons (and `Ready=Unknown`'s with them).
+pub(crate) const INSTALLING: &str = "Installing";
+pub(crate) const UPGRADING: &str = "Upgrading";
+pub(crate) const UNINSTALLING: &str = "Uninstalling";
+/// `Reconciling`'s reason after a failed attempt the operator retries by itself.
+pub(crate) const RETRYING: &str = "Retrying";
 
 /// Go's message on `Deployed=False/UninstallSuccessful` while `uninstall-wait` waits.
 pub(crate) const WAITING_FOR_DELETION: &str = "Waiting until all resources are deleted.";
@@ -127,7 +148,7 @@ pub(crate) fn slim(cr: &mut CustomResource) {
     }
 }
 
-/// `HelmAppStatus`.
+/// `HelmAppStatus`, and the generation the last finished reconcile was of.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct HelmAppStatus {
@@ -135,6 +156,27 @@ pub(crate) struct HelmAppStatus {
     pub conditions: Vec<Condition>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deployed_release: Option<DeployedRelease>,
+    /// The CR's `metadata.generation` when a reconcile of it last ended (kstatus
+    /// counts a CR whose generation differs as in progress).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+}
+
+/// Where a CR's reconcile stands, as kstatus (`Reconciling`, `Stalled`, with
+/// `observedGeneration`) and Flux (`Ready`) read it. One of these is set wherever a
+/// Go condition changes, so the two sets never disagree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Standing {
+    /// An install, upgrade, uninstall or wait is under way: `Reconciling=True`,
+    /// `Ready=Unknown`.
+    Progressing,
+    /// The last attempt failed and the operator retries the same inputs by itself:
+    /// `Reconciling=True/Retrying`, `Ready=False`.
+    Retrying,
+    /// Failed, and will not succeed without a change: `Stalled=True`, `Ready=False`.
+    Stalled,
+    /// The release of the observed generation is deployed (and ready): `Ready=True`.
+    Ready,
 }
 
 fn null_as_empty<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<Condition>, D::Error> {
@@ -191,6 +233,25 @@ impl HelmAppStatus {
                 self.conditions.push(c);
             }
         }
+        self.order();
+    }
+
+    /// Keeps the Go operator's conditions first, in the order they were set, and the
+    /// ones kstatus and Flux read after them.
+    fn order(&mut self) {
+        let rank = |c: &Condition| match c.type_.as_str() {
+            READY => 1,
+            RECONCILING => 2,
+            STALLED => 3,
+            _ => 0,
+        };
+        if self
+            .conditions
+            .windows(2)
+            .any(|w| rank(&w[0]) > rank(&w[1]))
+        {
+            self.conditions.sort_by_key(rank);
+        }
     }
 
     /// Removes the condition of `type_` (Go's `RemoveCondition`).
@@ -198,19 +259,56 @@ impl HelmAppStatus {
         self.conditions.retain(|c| c.type_ != type_);
     }
 
-    /// The status as JSON, with `deployedRelease: null` when there is none so a merge
-    /// patch removes a stale one; a stand-in manifest is left out, so the stored one
-    /// stays.
+    /// Sets `Ready`, `Reconciling` and `Stalled` for `standing`: `Reconciling` and
+    /// `Stalled` are never both True, and go when not (kstatus' abnormal-true
+    /// polarity, as Flux leaves them). `reason` is `Ready`'s (and `Reconciling`'s or
+    /// `Stalled`'s, except `Retrying`'s own).
+    pub(crate) fn stand(&mut self, standing: Standing, reason: &str, message: impl Into<String>) {
+        let message = message.into();
+        match standing {
+            Standing::Progressing => {
+                self.remove(STALLED);
+                self.set(RECONCILING, TRUE, reason, message.clone());
+                self.set(READY, UNKNOWN, reason, message);
+            }
+            Standing::Retrying => {
+                self.remove(STALLED);
+                self.set(RECONCILING, TRUE, RETRYING, message.clone());
+                self.set(READY, FALSE, reason, message);
+            }
+            Standing::Stalled => {
+                self.remove(RECONCILING);
+                self.set(STALLED, TRUE, reason, message.clone());
+                self.set(READY, FALSE, reason, message);
+            }
+            Standing::Ready => {
+                self.remove(RECONCILING);
+                self.remove(STALLED);
+                self.set(READY, TRUE, reason, message);
+            }
+        }
+    }
+
+    /// Whether the condition of `type_` is there with status True.
+    pub(crate) fn is_true(&self, type_: &str) -> bool {
+        self.condition(type_).is_some_and(|c| c.status == TRUE)
+    }
+
+    /// The status as JSON, with `deployedRelease: null` when there is none and
+    /// `manifest: null` when it holds none, so a merge patch removes a stale one; a
+    /// stand-in manifest is left out, so the stored one stays.
     pub(crate) fn to_patch_value(&self) -> Value {
         let mut v = serde_json::to_value(self).unwrap_or_else(|_| json!({}));
-        match &self.deployed_release {
-            None => v["deployedRelease"] = Value::Null,
-            Some(d) if is_stand_in(&d.manifest) => {
-                if let Some(d) = v.get_mut("deployedRelease").and_then(Value::as_object_mut) {
-                    d.remove("manifest");
-                }
+        let stored = v.get_mut("deployedRelease").and_then(Value::as_object_mut);
+        match (&self.deployed_release, stored) {
+            (None, _) => v["deployedRelease"] = Value::Null,
+            (Some(d), Some(stored)) if is_stand_in(&d.manifest) => {
+                stored.remove("manifest");
             }
-            Some(_) => {}
+            (Some(d), Some(stored)) if d.manifest.is_empty() => {
+                stored.insert("manifest".into(), Value::Null);
+            }
+            _ => {}
         }
         v
     }
@@ -218,6 +316,7 @@ impl HelmAppStatus {
     /// The same status, a stand-in counting as the manifest it stands for.
     pub(crate) fn same_as(&self, other: &HelmAppStatus) -> bool {
         self.conditions == other.conditions
+            && self.observed_generation == other.observed_generation
             && match (&self.deployed_release, &other.deployed_release) {
                 (None, None) => true,
                 (Some(a), Some(b)) => a.same(b),
@@ -313,28 +412,40 @@ impl HelmAppStatus {
 
 /// Writes `status` on the CR when it differs from `original`; returns whether it wrote.
 /// Uses the status subresource, falling back to the main resource when the CRD has no
-/// status subresource (the API answers 404 on `/status` then). A CR that is gone is
-/// not an error.
+/// status subresource (the API answers 404 on `/status` then; `on_main` remembers it
+/// for the kind). A CR that is gone is not an error.
+///
+/// Without a status subresource every change of the status is a change of the object,
+/// which bumps its generation: an `observedGeneration` written there would never
+/// match, and each write would set off another reconcile. So none is written there
+/// (kstatus then skips the generation check, as it does for any resource without one).
 pub(crate) async fn write_if_changed(
     api: &Api<CustomResource>,
     name: &str,
     original: &HelmAppStatus,
     status: &HelmAppStatus,
+    on_main: &AtomicBool,
 ) -> Result<bool, kube::Error> {
     if original.same_as(status) {
         return Ok(false);
     }
-    let patch = json!({ "status": status.to_patch_value() });
     let params = PatchParams::default();
-    match api.patch_status(name, &params, &Patch::Merge(&patch)).await {
-        Ok(_) => Ok(true),
-        Err(kube::Error::Api(e)) if e.code == 404 => {
-            match api.patch(name, &params, &Patch::Merge(&patch)).await {
-                Ok(_) => Ok(true),
-                Err(kube::Error::Api(e)) if e.code == 404 => Ok(false),
-                Err(e) => Err(e),
-            }
+    if !on_main.load(Ordering::Relaxed) {
+        let patch = json!({ "status": status.to_patch_value() });
+        match api.patch_status(name, &params, &Patch::Merge(&patch)).await {
+            Ok(_) => return Ok(true),
+            Err(kube::Error::Api(e)) if e.code == 404 => on_main.store(true, Ordering::Relaxed),
+            Err(e) => return Err(e),
         }
+    }
+    let mut value = status.to_patch_value();
+    if let Some(v) = value.as_object_mut() {
+        v.insert("observedGeneration".into(), Value::Null);
+    }
+    let patch = json!({ "status": value });
+    match api.patch(name, &params, &Patch::Merge(&patch)).await {
+        Ok(_) => Ok(true),
+        Err(kube::Error::Api(e)) if e.code == 404 => Ok(false),
         Err(e) => Err(e),
     }
 }

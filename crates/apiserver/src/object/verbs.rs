@@ -13,13 +13,18 @@ use apitypes::{ResourceType, Schema};
 use serde_json::{json, Value};
 use std::sync::{Arc, Mutex};
 
-/// Everything but metadata and status: changes here bump `generation`.
-fn spec_part(obj: &Value) -> Value {
+/// Everything but metadata (and status, where it is a subresource of its
+/// own): changes here bump `generation`. A custom resource whose CRD has no
+/// status subresource is one document to kube-apiserver, so a status write
+/// bumps its generation like any other change.
+fn spec_part(obj: &Value, status_counts: bool) -> Value {
     match obj {
         Value::Object(m) => Value::Object(
             m.iter()
-                .filter(|(k, _)| {
-                    !matches!(k.as_str(), "metadata" | "status" | "apiVersion" | "kind")
+                .filter(|(k, _)| match k.as_str() {
+                    "metadata" | "apiVersion" | "kind" => false,
+                    "status" => status_counts,
+                    _ => true,
                 })
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect(),
@@ -314,7 +319,8 @@ where
         }
         {
             let cm = cur.get("metadata").cloned().unwrap_or(json!({}));
-            let spec_changed = spec_part(cur) != spec_part(&new);
+            let status_counts = rt.crd.is_some() && !rt.status_subresource;
+            let spec_changed = spec_part(cur, status_counts) != spec_part(&new, status_counts);
             let m = meta_mut(&mut new);
             for k in [
                 "uid",

@@ -4,7 +4,8 @@
 //! of each kind's objects ([`schema`]: the built-in table and compiled CRD
 //! schemas), the typed operations of structured-merge-diff over that shape
 //! ([`typed`], [`fieldset`]) and the checks kube-apiserver runs on a write
-//! ([`validation`]), with the real server's messages.
+//! ([`validation`]), with the real server's messages, and the columns
+//! Kubernetes' printers show for the built-in kinds ([`printers`]).
 //!
 //! kube-apiserver takes the same knowledge from k8s.io/apimachinery,
 //! apiextensions-apiserver and sigs.k8s.io/structured-merge-diff. Nothing
@@ -17,6 +18,7 @@
 #![warn(clippy::self_named_module_files)]
 
 pub mod fieldset;
+pub mod printers;
 pub mod registry;
 pub mod schema;
 pub mod typed;

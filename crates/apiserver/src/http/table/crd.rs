@@ -2,8 +2,9 @@
 //! `additionalPrinterColumns`, each cell read with the JSONPath subset
 //! they use, or AGE when a version declares none.
 
-use super::{col_json, describe, human_duration, parse_rfc3339, CellFn, Printer, NAME};
+use super::{CellFn, Printer};
 use crate::App;
+use apitypes::printers::{col_json, describe, human_duration, parse_rfc3339, NAME};
 use serde_json::{json, Value};
 
 /// The printer of the custom resources of `crd` at `version`.

@@ -2,10 +2,8 @@
 //! (`kubectl get pods`, `-o wide`), and the cells computed from each
 //! object, as kube-apiserver's table convertors print them.
 
-use super::{
-    col_json, describe, human_duration, parse_rfc3339, s, CellFn, CellsOf, Col, Printer, NAME,
-};
-use apitypes::ResourceType;
+use super::{col_json, describe, human_duration, parse_rfc3339, s, CellsOf, Col, Columns, NAME};
+use crate::ResourceType;
 use serde_json::{json, Map, Value};
 
 const fn c(name: &'static str, kind: &'static str) -> Col {
@@ -28,7 +26,7 @@ const fn wide(name: &'static str, kind: &'static str) -> Col {
 
 /// The printer of a built-in kind: Kubernetes' own columns, or NAME and
 /// AGE for kinds it has none for.
-pub(super) fn printer(rt: &ResourceType) -> Printer {
+pub(super) fn printer(rt: &ResourceType) -> Columns {
     let (cols, f): (Vec<Col>, CellsOf) = match (rt.group.as_str(), rt.kind.as_str()) {
         ("", "Pod") => (
             vec![
@@ -250,8 +248,8 @@ pub(super) fn printer(rt: &ResourceType) -> Printer {
         ),
         _ => (vec![NAME, c("Age", "string")], name_age_cells),
     };
-    Printer {
-        columns: cols
+    Columns {
+        definitions: cols
             .iter()
             .map(|c| {
                 col_json(
@@ -263,7 +261,7 @@ pub(super) fn printer(rt: &ResourceType) -> Printer {
                 )
             })
             .collect(),
-        cells: CellFn::Builtin(f),
+        cells: f,
     }
 }
 

@@ -9,7 +9,8 @@
 #![forbid(unsafe_code)]
 #![warn(unreachable_pub)]
 
-pub mod api_error;
+/// How an API error reads (the `apierror` crate, under the name callers know).
+pub use apierror as api_error;
 pub mod codec;
 pub mod driver;
 mod error;

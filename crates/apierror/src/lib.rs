@@ -1,5 +1,7 @@
 //! How a Kubernetes API error reads in rudder's messages (CLI output, status conditions,
 //! events and logs alike): the server's own message, as Helm and kubectl print it.
+//! One rule for every crate that talks to a cluster: the release storage and actions,
+//! the controller runtime and the operator, the CLI.
 //!
 //! kube-client's `Display` for an API error ends with a `Debug` dump of the whole
 //! `Status` (`… (Status { status: Some(Failure), code: 422, … })`), and when the server
@@ -7,6 +9,9 @@
 //! answers `404 page not found`) it reports `Failed to parse error data`. Every error
 //! type of the crates that talk to the cluster formats its kube cause with [`describe`],
 //! and the CLI prints error chains with [`as_kube_error`], so neither shows.
+
+#![forbid(unsafe_code)]
+#![warn(unreachable_pub)]
 
 /// The reason kube-client gives an API error whose body was not a `Status`.
 const UNPARSED_BODY: &str = "Failed to parse error data";

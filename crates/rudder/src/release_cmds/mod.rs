@@ -68,9 +68,9 @@ pub(crate) enum OutputFormat {
     Yaml,
 }
 
-/// Flags shared by install and upgrade.
+/// How install, upgrade and rollback wait: `--wait`, `--wait-for-jobs`, `--timeout`.
 #[derive(clap::Args, Debug, Clone)]
-pub(crate) struct ActionFlags {
+pub(crate) struct WaitFlags {
     /// Wait until all Pods, PVCs, Services and Deployments are ready (`--wait[=watcher|legacy]`), up to --timeout;
     /// `hookOnly` and `false` wait for hooks only.
     #[arg(
@@ -87,6 +87,23 @@ pub(crate) struct ActionFlags {
     /// Time to wait for any individual Kubernetes operation (a Go duration: 5m0s, 90s).
     #[arg(long, default_value = "5m0s", value_parser = parse_go_duration)]
     pub timeout: Duration,
+}
+
+impl WaitFlags {
+    /// Sets the options' waits; `also` waits for readiness even without `--wait`
+    /// (what `--rollback-on-failure` implies).
+    fn set(&self, o: &mut ActionOptions, also: bool) {
+        o.timeout = self.timeout;
+        o.wait = self.wait.unwrap_or(false) || self.wait_for_jobs || also;
+        o.wait_for_jobs = self.wait_for_jobs;
+    }
+}
+
+/// Flags shared by install and upgrade.
+#[derive(clap::Args, Debug, Clone)]
+pub(crate) struct ActionFlags {
+    #[command(flatten)]
+    pub waits: WaitFlags,
     /// Undo the action when it fails (deprecated name of --rollback-on-failure).
     #[arg(long)]
     pub atomic: bool,
@@ -203,22 +220,8 @@ pub(crate) struct RollbackArgs {
     /// Release name, then the revision to roll back to (default: the previous one).
     #[arg(value_name = "<RELEASE> [REVISION]")]
     pub args: Vec<String>,
-    /// Wait until the release's objects are ready (`--wait[=watcher|legacy]`), up to --timeout;
-    /// `hookOnly` and `false` wait for hooks only.
-    #[arg(
-        long,
-        num_args = 0..=1,
-        require_equals = true,
-        default_missing_value = "watcher",
-        value_parser = crate::helm_cli::parse_wait
-    )]
-    pub wait: Option<bool>,
-    /// With --wait, also wait until all Jobs have completed.
-    #[arg(long)]
-    pub wait_for_jobs: bool,
-    /// Time to wait for any individual Kubernetes operation (a Go duration).
-    #[arg(long, default_value = "5m0s", value_parser = parse_go_duration)]
-    pub timeout: Duration,
+    #[command(flatten)]
+    pub waits: WaitFlags,
     /// Do not run the chart's hooks.
     #[arg(long)]
     pub no_hooks: bool,
@@ -605,14 +608,12 @@ fn action_options(name: &str, ns: &str, a: &ActionFlags) -> anyhow::Result<Actio
     let mut o = ActionOptions::new(name, ns);
     let undo = a.atomic || a.rollback_on_failure;
     o.take_ownership = a.take_ownership;
-    o.timeout = a.timeout;
+    a.waits.set(&mut o, undo);
     o.max_history = a.history_max;
     o.kube_version = a.kube_version.clone();
     o.disable_hooks = a.no_hooks;
     o.force = a.force;
     o.description = a.description.clone();
-    o.wait = a.wait.unwrap_or(false) || a.wait_for_jobs || undo;
-    o.wait_for_jobs = a.wait_for_jobs;
     o.rollback_on_failure = undo;
     o.labels = parse_labels(&a.labels)?;
     Ok(o)
@@ -854,9 +855,7 @@ async fn rollback(a: RollbackArgs) -> anyhow::Result<String> {
     let (cfg, ns) = connect(&a.kube).await?;
     check_write_driver(&cfg)?;
     let mut opts = ActionOptions::new(release_name(&a.args), &ns);
-    opts.timeout = a.timeout;
-    opts.wait = a.wait.unwrap_or(false) || a.wait_for_jobs;
-    opts.wait_for_jobs = a.wait_for_jobs;
+    a.waits.set(&mut opts, false);
     opts.disable_hooks = a.no_hooks;
     opts.force = a.force;
     opts.max_history = a.history_max;
@@ -1048,7 +1047,7 @@ mod tests {
         );
         let a = upgrade_args(&["--dry-run=server", "--timeout", "90s"]);
         assert_eq!(a.action.dry_run.as_deref(), Some("server"));
-        assert_eq!(a.action.timeout, Duration::from_secs(90));
+        assert_eq!(a.action.waits.timeout, Duration::from_secs(90));
     }
 
     #[test]

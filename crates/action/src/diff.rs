@@ -18,6 +18,8 @@ use crate::upgrade::Upgrade;
 pub struct UpgradeDiff {
     /// The manifest's objects, the hooks or the values differ.
     pub changed: bool,
+    /// The notes differ (text for text; they change no object, so not `changed`).
+    pub notes_changed: bool,
     /// The deployed release's manifest.
     pub current_manifest: String,
     /// The manifest the upgrade would record.
@@ -69,8 +71,10 @@ fn compare(current: &release::Release, values: &Values, rendered: &Rendered) -> 
     let changed = !same_manifest(&current.manifest, &new_manifest)
         || !same_documents(hooks_now, hooks_new)
         || current.config != *values;
+    let notes_now = current.info.as_ref().map_or("", |i| i.notes.as_str());
     UpgradeDiff {
         changed,
+        notes_changed: notes_now != rendered.notes.as_deref().unwrap_or_default(),
         current_manifest: current.manifest.clone(),
         new_manifest,
         lookups: None,

@@ -20,6 +20,7 @@
 //! - no failure path deletes objects, except `rollback_on_failure` on install, which
 //!   uninstalls like Helm's `--atomic` but only deletes objects that install created.
 
+#![forbid(unsafe_code)]
 #![warn(unreachable_pub)]
 
 mod adopt;

@@ -3,7 +3,8 @@
 //! group version after one request, without retries, renders and installs go on, and
 //! a `lookup` or an object of one of its kinds fails with an error naming the API and
 //! its APIService, without asking it again. The cluster is testkit's, behind its
-//! unavailable-API proxy.
+//! unavailable-API proxy (which counts the requests), or with a real APIService whose
+//! Service is missing registered on it (as on a real cluster).
 
 mod common;
 
@@ -53,7 +54,11 @@ data:
 async fn an_unavailable_aggregated_api_is_skipped_at_once() {
     let (ns, proxy, client) = start();
     let caps = action::discover(&client).await.expect("partial discovery");
-    assert_eq!(caps.unavailable, [GV]);
+    assert!(caps.unavailable.iter().any(|v| v == GV), "{caps:?}");
+    if !ns.cluster().is_external() {
+        // A shared cluster may have other tests' unavailable APIs meanwhile.
+        assert_eq!(caps.unavailable, [GV]);
+    }
     assert!(caps.api_versions.iter().any(|v| v == GV));
     assert!(caps.api_versions.iter().any(|v| v == "v1/ConfigMap"));
     assert_eq!(proxy.requests(), 1, "one request, no retries");
@@ -136,4 +141,58 @@ metadata:
         .await
         .is_none());
     assert_eq!(proxy.requests(), 2);
+}
+
+/// The same against a real APIService whose Service is missing (no proxy): the
+/// embedded server and a real kube-apiserver list its group version and answer it with
+/// 503, and an install goes on without it; an object of one of its kinds fails naming
+/// the API and its APIService. The group is the test's own: the APIService is
+/// cluster-wide while it exists.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_real_unavailable_apiservice_is_skipped_at_once() {
+    let ns = Cluster::start().namespace("unavailable-apiservice");
+    let gv = format!("{}.metrics.rudder.dev/v1beta1", ns.name());
+    let apiservice = ns.unavailable_apiservice(&gv);
+    let mut config = ns.cluster().config().clone();
+    config.default_namespace = ns.name().to_string();
+    let client = action::retry::client(config).expect("client");
+
+    let caps = action::discover(&client).await.expect("partial discovery");
+    assert!(caps.unavailable.contains(&gv), "{caps:?}");
+    assert!(caps.api_versions.contains(&gv));
+    assert!(caps.api_versions.iter().any(|v| v == "v1/ConfigMap"));
+
+    let template = ONE_CONFIGMAP.replace(GV, &gv);
+    let cfg = ActionConfig::new(client.clone());
+    Install::new(&cfg, opts(&ns, "pc"))
+        .run(&chart(&ns, "pc", &template), Map::new())
+        .await
+        .expect("install despite the unavailable API");
+    let cms: Api<ConfigMap> = Api::namespaced(ns.client(), ns.name());
+    let data = cms
+        .get("pc")
+        .await
+        .expect("installed")
+        .data
+        .unwrap_or_default();
+    assert_eq!(data.get("metrics").map(String::as_str), Some("true"));
+    assert_eq!(data.get("metricKind").map(String::as_str), Some("false"));
+
+    let object = format!("apiVersion: {gv}\nkind: MetricValueList\nmetadata:\n  name: m\n");
+    let err = Install::new(&cfg, opts(&ns, "metric"))
+        .run(&chart(&ns, "metric", &object), Map::new())
+        .await
+        .expect_err("object of an unavailable kind");
+    match &err {
+        Error::UnknownKind { source, .. } => {
+            assert!(matches!(**source, KindError::Unavailable { .. }), "{err}")
+        }
+        other => panic!("expected UnknownKind, got {other}"),
+    }
+    let text = err.to_string();
+    assert!(text.contains(&gv), "{text}");
+    assert!(text.contains(&format!("APIService {apiservice}")), "{text}");
+    assert!(common::record_secret(&ns.client(), "metric", 1)
+        .await
+        .is_none());
 }

@@ -154,5 +154,5 @@ pub enum ServerError {
     #[error("cannot build a client for the server: {0}")]
     Client(String),
     #[error(transparent)]
-    Tls(#[from] crate::tls::TlsError),
+    Tls(#[from] crate::http::tls::TlsError),
 }

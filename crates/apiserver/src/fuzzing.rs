@@ -12,7 +12,7 @@ pub fn request_body(content_type: &str, api_version: &str, kind: &str, body: &[u
     if let Ok(v) = HeaderValue::from_str(content_type) {
         headers.insert("content-type", v);
     }
-    let Ok(v) = crate::body::decode(&headers, body, false) else {
+    let Ok(v) = crate::http::body::decode(&headers, body, false) else {
         return;
     };
     // Deep values recurse in every walk below, as on the server's own
@@ -20,31 +20,31 @@ pub fn request_body(content_type: &str, api_version: &str, kind: &str, body: &[u
     let (api_version, kind) = (api_version.to_string(), kind.to_string());
     let run = move || {
         let api_version = api_version.as_str();
-        let Some(schema) = crate::schema::builtin(api_version, &kind) else {
+        let Some(schema) = apitypes::schema::builtin(api_version, &kind) else {
             return;
         };
         if !v.is_object() {
             return;
         }
-        let _ = crate::typed::duplicates(&schema, &v);
-        let set = crate::typed::field_set(&schema, &v);
+        let _ = apitypes::typed::duplicates(&schema, &v);
+        let set = apitypes::typed::field_set(&schema, &v);
         let mut stored = v.clone();
-        crate::typed::as_stored(&schema, &mut stored);
-        let merged = crate::typed::merge(&schema, &stored, &v);
-        let _ = crate::typed::compare(&schema, &stored, &merged);
+        apitypes::typed::as_stored(&schema, &mut stored);
+        let merged = apitypes::typed::merge(&schema, &stored, &v);
+        let _ = apitypes::typed::compare(&schema, &stored, &merged);
         let mut pruned = merged;
         for p in set.iter().take(16) {
-            crate::typed::remove_path(&schema, &mut pruned, p);
+            apitypes::typed::remove_path(&schema, &mut pruned, p);
         }
-        let _ = crate::fieldset::from_fields_v1(&crate::fieldset::to_fields_v1(&set));
-        let scope = crate::managed::Scope {
+        let _ = apitypes::fieldset::from_fields_v1(&apitypes::fieldset::to_fields_v1(&set));
+        let scope = crate::object::managed::Scope {
             schema: &schema,
             api_version,
             subresource: None,
             status_subresource: true,
         };
-        if let Ok(first) = crate::managed::apply(&scope, None, &v, "a", false, "t") {
-            let _ = crate::managed::apply(&scope, Some(&first), &v, "b", false, "t");
+        if let Ok(first) = crate::object::managed::apply(&scope, None, &v, "a", false, "t") {
+            let _ = crate::object::managed::apply(&scope, Some(&first), &v, "b", false, "t");
         }
         drop::<Value>(pruned);
     };

@@ -129,6 +129,48 @@ async fn structural_validation_and_pruning() {
         r.body["spec"]["size"], 1,
         "spec is not changed through /status"
     );
+    assert_eq!(
+        r.body["metadata"]["generation"], 1,
+        "a status write leaves the generation alone"
+    );
+    server.stop().await;
+}
+
+/// Without a status subresource a custom resource is one document, so writing its
+/// status bumps `generation` as any other change does (kube-apiserver's custom
+/// resource strategy); only metadata changes leave it alone.
+#[tokio::test]
+async fn status_without_a_subresource_bumps_the_generation() {
+    let server = start().await;
+    let mut plain = crd();
+    plain["spec"]["versions"][0]
+        .as_object_mut()
+        .expect("a version")
+        .remove("subresources");
+    assert_eq!(req(&server, "POST", CRDS, &plain).await.code, 201);
+    eventually("the Widget kind is served", || async {
+        req(&server, "GET", WIDGETS, &Value::Null).await.code == 200
+    })
+    .await;
+    let r = req(&server, "POST", WIDGETS, &widget("w", json!({"size": 1}))).await;
+    assert_eq!(r.code, 201);
+    assert_eq!(r.body["metadata"]["generation"], 1);
+    let path = format!("{WIDGETS}/w");
+    let merge = Some("application/merge-patch+json");
+    let r = send(
+        &server,
+        "PATCH",
+        &path,
+        merge,
+        br#"{"status": {"ready": true}}"#,
+    )
+    .await;
+    assert_eq!(r.code, 200);
+    assert_eq!(r.body["status"]["ready"], true);
+    assert_eq!(r.body["metadata"]["generation"], 2);
+    let labels = br#"{"metadata": {"labels": {"a": "b"}}}"#;
+    let r = send(&server, "PATCH", &path, merge, labels).await;
+    assert_eq!(r.body["metadata"]["generation"], 2);
     server.stop().await;
 }
 

@@ -5,10 +5,12 @@
 //!
 //! Start here: [`loader::load`] a chart, then [`render::render_chart`] it
 //! with values (or [`engine::render_string`] for one template text).
+//! [`oneshot`] is `rudder template`'s pipeline: the same render, spread
+//! over two cores.
 
+#![forbid(unsafe_code)]
 #![warn(unreachable_pub)]
 
-pub mod ahead;
 mod chartfile;
 mod dependencies;
 pub mod engine;
@@ -16,6 +18,7 @@ mod funcs;
 pub mod loader;
 pub mod manifest;
 mod objects;
+pub mod oneshot;
 pub mod render;
 pub mod schema;
 pub mod values;

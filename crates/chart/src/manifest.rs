@@ -9,9 +9,6 @@ use std::sync::{Mutex, PoisonError};
 
 use serde::{Deserialize, Serialize};
 
-mod ahead;
-pub use ahead::SortAhead;
-
 /// Helm's install order of kinds; unknown kinds go last, sorted by name.
 pub const INSTALL_ORDER: &[&str] = &[
     "PriorityClass",
@@ -265,15 +262,15 @@ pub fn sort_manifests(
 /// [`sort_manifests`] for a finished render that has the machine to
 /// itself: large renders are split and parsed on two threads. The result,
 /// and on bad YAML the error (the first failing document in path order),
-/// are the same. A render still running can instead feed its files to a
-/// [`SortAhead`] as they come (`rudder template` does). An operator, which
+/// are the same. A render still running can instead hand its files over
+/// as they come (`rudder template` does, see [`crate::oneshot`]). An operator, which
 /// runs many renders at once, keeps to [`sort_manifests`]: a thread per
 /// render would only add a start and a join to each.
 pub fn sort_manifests_parallel(
     files: &BTreeMap<String, String>,
     order: &[&str],
 ) -> Result<Sorted, ManifestError> {
-    let threads = gocodec::depth::cores().min(MAX_THREADS);
+    let threads = crate::oneshot::threads::cores().min(MAX_THREADS);
     sort_on(files, order, threads)
 }
 
@@ -293,14 +290,14 @@ fn sort_on(
 
 /// Whether a rendered file is read for manifests: partials, empty files
 /// and NOTES.txt are not.
-fn holds_manifests(path: &str, content: &str) -> bool {
+pub(crate) fn holds_manifests(path: &str, content: &str) -> bool {
     let base = path.rsplit('/').next().unwrap_or(path);
     !base.starts_with('_') && !content.trim().is_empty() && !path.ends_with("NOTES.txt")
 }
 
 /// Documents read in path order, separated into hooks and manifests and
 /// each sorted as Helm sorts them.
-fn in_order(entries: Vec<Entry>, order: &[&str]) -> Sorted {
+pub(crate) fn in_order(entries: Vec<Entry>, order: &[&str]) -> Sorted {
     let mut out = Sorted::default();
     for entry in entries {
         match entry {
@@ -334,14 +331,14 @@ fn in_order(entries: Vec<Entry>, order: &[&str]) -> Sorted {
 /// start and join; `benches/sort_manifests.rs` put the break-even between
 /// 4 and 8 KiB, with clear gains above (grafana's 7 KiB stays inline,
 /// prometheus' 40 KiB does not).
-const PARALLEL_MIN_BYTES: usize = 8 << 10;
+pub(crate) const PARALLEL_MIN_BYTES: usize = 8 << 10;
 
 /// At most this many threads read documents: the files of one chart are
 /// too few to feed more.
 const MAX_THREADS: usize = 2;
 
 /// One document of a rendered file, unsorted.
-enum Entry {
+pub(crate) enum Entry {
     Manifest(Manifest),
     Hook(Hook),
 }
@@ -442,7 +439,11 @@ fn read_in_order(files: &[(&str, &str)]) -> Result<Vec<Entry>, ManifestError> {
 /// Splits one rendered file into documents, reads each one's head and
 /// sorts it into a manifest or a hook (hooks of unknown events are
 /// dropped, as Helm drops them).
-fn read_file(path: &str, text: &str, entries: &mut Vec<Entry>) -> Result<(), ManifestError> {
+pub(crate) fn read_file(
+    path: &str,
+    text: &str,
+    entries: &mut Vec<Entry>,
+) -> Result<(), ManifestError> {
     for doc in split_documents(text) {
         let head = read_head(&doc).map_err(|e| ManifestError {
             path: path.to_string(),
@@ -516,6 +517,7 @@ pub fn manifest_text(manifests: &[Manifest]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::oneshot::sort::Sorter;
 
     /// How a head was read before [`read_head`]: the whole document
     /// converted to JSON, then looked up. `read_head` must agree with it
@@ -671,14 +673,14 @@ mod tests {
         files.values().map(String::len).sum()
     }
 
-    /// `files` fed one at a time to a [`SortAhead`], in path order or
+    /// `files` fed one at a time to a [`Sorter`], in path order or
     /// backwards (as a render runs them: deeper paths first, then in
     /// reverse lexical order).
     fn sorted_ahead(
         files: &BTreeMap<String, String>,
         backwards: bool,
     ) -> Result<Sorted, ManifestError> {
-        let mut ahead = SortAhead::new();
+        let mut ahead = Sorter::new();
         let fed: Vec<_> = if backwards {
             files.iter().rev().collect()
         } else {

@@ -55,10 +55,6 @@ pub struct RenderOptions {
     pub lookup: Option<LookupFn>,
     /// Validate values against `values.schema.json`.
     pub skip_schema_validation: bool,
-    /// Run the templates on two threads where the machine has the cores
-    /// and the chart is large enough to gain (see `engine::beside`): for
-    /// one-shot renders, where the render is all the process does.
-    pub two_threads: bool,
 }
 
 /// Why a chart could not be rendered.
@@ -202,7 +198,7 @@ pub fn render_templates(
 
 /// [`render_templates`], handing each template's output to `feed` (path,
 /// text) as soon as it is out, so that the caller can work on it while
-/// the other templates run (see [`crate::manifest::SortAhead`]).
+/// the other templates run (as [`crate::oneshot`] does).
 pub fn render_templates_feeding(
     chart: Chart,
     user_values: Values,
@@ -223,8 +219,8 @@ const TWO_THREADS_MIN_BYTES: usize = 48 << 10;
 /// compiling beside), and every chart's built-in objects built. Staging
 /// needs none of the templates parsed, so a one-shot render stages while
 /// its templates are still being parsed on another core (see
-/// [`crate::ahead::Ahead::finish_with`]).
-pub struct StagedRender {
+/// [`crate::oneshot`]).
+pub(crate) struct StagedRender {
     prepared: Arc<PreparedChart>,
     tpls: Vec<Renderable>,
     validate_after: bool,
@@ -235,10 +231,31 @@ pub struct StagedRender {
 
 /// The first half of [`render_templates`]: everything up to running the
 /// templates, with the same errors in the same order.
-pub fn stage(
+pub(crate) fn stage(
     chart: Chart,
     user_values: Values,
     opts: &RenderOptions,
+) -> Result<StagedRender, RenderChartError> {
+    stage_with(chart, user_values, opts, false)
+}
+
+/// [`stage`] for a render that runs its templates on two threads where
+/// the machine has the cores and the chart is large enough to gain (see
+/// [`crate::oneshot`]): for one-shot renders, where the render is all
+/// the process does.
+pub(crate) fn stage_on_two_threads(
+    chart: Chart,
+    user_values: Values,
+    opts: &RenderOptions,
+) -> Result<StagedRender, RenderChartError> {
+    stage_with(chart, user_values, opts, true)
+}
+
+fn stage_with(
+    chart: Chart,
+    user_values: Values,
+    opts: &RenderOptions,
+    two_threads: bool,
 ) -> Result<StagedRender, RenderChartError> {
     let kube = match &opts.kube_version {
         Some(v) => KubeVersion::parse(v).ok_or_else(|| RenderChartError::KubeVersion(v.clone()))?,
@@ -275,10 +292,10 @@ pub fn stage(
         Capabilities::new(kube, &opts.api_versions)
     };
     let template_bytes: usize = prepared.templates.iter().map(|t| t.data.len()).sum();
-    let beside = (opts.two_threads
+    let beside = (two_threads
         && opts.lookup.is_none()
         && template_bytes >= TWO_THREADS_MIN_BYTES
-        && gocodec::depth::cores() > 1)
+        && crate::oneshot::threads::cores() > 1)
         .then(|| (opts.release.clone(), caps.clone()));
     let caps = Value::Object(Rc::new(caps));
     let tpls = renderables(&prepared, &opts.release, caps);
@@ -297,7 +314,7 @@ fn validate(p: &PreparedChart) -> Result<(), PrepareError> {
 
 impl StagedRender {
     /// The second half of [`render_templates_feeding`]: runs the templates.
-    pub fn render_feeding(
+    pub(crate) fn render_feeding(
         self,
         feed: &mut dyn FnMut(&str, &str),
     ) -> Result<RenderedFiles, RenderChartError> {
@@ -316,7 +333,7 @@ impl StagedRender {
             Some((release, caps)) => {
                 let theirs = prepared.clone();
                 let (kube, versions) = caps.into_parts();
-                engine.render_feeding_beside(&tpls, feed, move || {
+                crate::oneshot::render::render_on_two_threads(&engine, &tpls, feed, move || {
                     let caps = Value::Object(Rc::new(Capabilities::exact(kube, versions)));
                     renderables(&theirs, &release, caps)
                 })

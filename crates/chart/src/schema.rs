@@ -193,7 +193,7 @@ fn compile(schema: &[u8]) -> Compiled {
 }
 
 /// A schema document being compiled on a thread of its own.
-type Compiling = (Arc<[u8]>, gocodec::placement::Beside<Compiled>);
+type Compiling = (Arc<[u8]>, crate::oneshot::threads::JobHandle<Compiled>);
 
 /// Schemas being compiled on threads of their own, by document.
 static BESIDE: Mutex<Vec<Compiling>> = Mutex::new(Vec::new());
@@ -218,7 +218,9 @@ pub(crate) fn compile_beside(schema: &[u8]) {
     }
     let doc: Arc<[u8]> = Arc::from(schema);
     let theirs = doc.clone();
-    if let Ok(thread) = gocodec::depth::spawn_deep("schema", move || compile_uncached(&theirs)) {
+    let compiling =
+        crate::oneshot::threads::spawn_deep("schema", move || compile_uncached(&theirs));
+    if let Ok(thread) = compiling {
         pending.push((doc, thread));
     }
 }

@@ -8,10 +8,6 @@
 //! stack segment when the current one runs low. Parsers check the limit
 //! before a structure gets deeper, so input nested past it is refused
 //! without building anything deep.
-//!
-//! Work moved onto threads of its own ([`spawn_deep`]) is sized by
-//! [`cores`], the process's core count read once, which lives here beside
-//! it for every crate that splits a render across threads.
 
 /// The deepest nesting accepted in YAML and JSON, as Go's readers accept.
 pub const MAX_DEPTH: usize = 10_000;
@@ -36,7 +32,8 @@ pub fn drop_json(v: serde_json::Value) {
     }
 }
 
-/// Stack reserved by [`on_deep_stack`] and [`spawn_deep`]: address space
+/// Stack reserved by [`on_deep_stack`] (and by threads that do the same
+/// work, such as the helper threads of `chart::oneshot`): address space
 /// only, touched (and so counted in RSS) as deep as the work actually goes. Values nested
 /// [`MAX_DEPTH`] levels take about 13 MiB to clone or drop in a debug
 /// build (about 3 MiB optimised); rendering adds its own frames.
@@ -54,35 +51,6 @@ pub const DEEP_STACK_BYTES: usize = 256 << 20;
 /// panics, as running out of memory does.
 pub fn on_deep_stack<R>(f: impl FnOnce() -> R) -> R {
     stacker::grow(DEEP_STACK_BYTES, f)
-}
-
-/// The cores this process may run on, as
-/// [`std::thread::available_parallelism`] gives them (1 when unknown), read
-/// once: it reads the process's cgroup files on every call, which cost a
-/// one-shot render ~0.1 ms for each of the places that ask.
-pub fn cores() -> usize {
-    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-}
-
-/// Runs `f` on another thread with a [`DEEP_STACK_BYTES`] stack, beside
-/// the caller: for work that meets the same input as [`on_deep_stack`]'s.
-/// The thread is one the caller started before for such work and that
-/// waits for more, else a new one named `name`; it first runs on another
-/// core than the caller's, at once, and may move freely after that (see
-/// [`crate::placement`]). Fails only when no thread can be started.
-pub fn spawn_deep<R: Send + 'static>(
-    name: &str,
-    f: impl FnOnce() -> R + Send + 'static,
-) -> std::io::Result<crate::placement::Beside<R>> {
-    crate::placement::reuse(
-        || {
-            std::thread::Builder::new()
-                .name(name.into())
-                .stack_size(DEEP_STACK_BYTES)
-        },
-        f,
-    )
 }
 
 /// Runs `f` with at least `levels * per_level` bytes of stack (plus a

@@ -10,13 +10,12 @@
 //!
 //! [`depth`] holds the nesting limits these readers share with Go, and
 //! [`memo`] the per-thread tables that remember parses of the same text.
-//! [`placement`] starts the threads a render splits its work onto.
 
+#![forbid(unsafe_code)]
 #![warn(unreachable_pub)]
 
 pub mod depth;
 pub mod json;
 pub mod memo;
-pub mod placement;
 pub mod toml;
 pub mod yaml;

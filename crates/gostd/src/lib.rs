@@ -9,6 +9,7 @@
 //! Start here: [`strconv::format_float`], [`strconv::quote`],
 //! [`time::Duration::parse`], [`time::Time`].
 
+#![forbid(unsafe_code)]
 #![warn(unreachable_pub)]
 
 pub mod json;

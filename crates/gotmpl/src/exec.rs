@@ -1,98 +1,37 @@
 //! Template sets and execution, following Go's `text/template` evaluator:
 //! the same truthiness, nil/missing-key semantics, argument conversion and
 //! error messages (`template: NAME:LINE:COL: executing "NAME" at <NODE>: ...`).
-//!
-//! Execution only reads the trees it runs, and must stay so: a set may run
-//! trees lent by a set on another thread (see `lend`), so nothing here may
-//! clone or drop a part of a tree (its `Rc`s), nor keep one in a value.
 
 use std::cell::{Cell, RefCell};
 // Names are looked up on every parse and call: a fast hasher.
 use foldhash::HashMap;
-use std::ptr::NonNull;
 use std::rc::Rc;
+use std::sync::Arc;
 
+use crate::error::Error;
 use crate::fmt;
+use crate::func::CallCtx;
 use crate::funcs::FuncMap;
-use crate::lend::{Held, LentTrees, Literals};
-use crate::parse::{self, Arg, Branch, Command, Node, Number, Pipe, Tree};
+use crate::options::{MissingKey, Options};
+use crate::parse::{Arg, Branch, Command, Node, Number, Pipe, Tree};
 use crate::parse_cache::{parse_through, ParseCache};
+use crate::shared::{Literals, SharedTemplates};
 use crate::value::{Func, ListKind, MapKind, Ty, UintKind, Value};
-
-/// What a missing map key evaluates to (Go's `missingkey` option).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum MissingKey {
-    /// `missingkey=default`/`invalid`: no value, printed as `<no value>`.
-    #[default]
-    Default,
-    /// `missingkey=zero`: the zero value of the map's element type.
-    Zero,
-    /// `missingkey=error`: execution stops with an error.
-    Error,
-}
-
-/// Execution limits and options.
-#[derive(Clone, Copy, Debug)]
-pub struct Options {
-    pub missing_key: MissingKey,
-    /// Maximum nesting of `template` calls (and host calls such as Helm's
-    /// `include`) before execution fails instead of exhausting memory.
-    pub max_depth: usize,
-    /// Maximum bytes written by all executions of a template set together
-    /// (including those of `template`, `include` and `tpl`, whose output is
-    /// written again where it is used), so the memory a render takes to
-    /// reach a refused size stays a small multiple of this.
-    pub max_output: usize,
-}
-
-impl Default for Options {
-    fn default() -> Self {
-        Options {
-            missing_key: MissingKey::Default,
-            max_depth: 10_000,
-            max_output: 256 << 20,
-        }
-    }
-}
-
-/// A template error: a parse error or an execution error, worded as Go's.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Error {
-    #[error("{0}")]
-    Parse(String),
-    #[error("{0}")]
-    Exec(String),
-}
-
-impl Error {
-    pub fn message(&self) -> &str {
-        match self {
-            Error::Parse(s) | Error::Exec(s) => s,
-        }
-    }
-}
-
-impl From<parse::ParseError> for Error {
-    fn from(e: parse::ParseError) -> Self {
-        Error::Parse(e.0)
-    }
-}
 
 /// A set of named templates that can call each other, with the functions
 /// they may use. A set can be layered over another (cheaply, for Helm's
 /// `tpl`): lookups fall through to the base.
 pub struct Templates {
     root_name: String,
-    own: HashMap<String, Held>,
+    own: HashMap<String, Arc<Tree>>,
     base: Option<Rc<Templates>>,
     funcs: Rc<FuncMap>,
     options: Options,
     cache: Option<Rc<RefCell<ParseCache>>>,
     /// Bytes written so far by executions of this set and its layers.
     written: Rc<Cell<usize>>,
-    /// String literals of lent trees, as this thread's own values (see
-    /// [`Templates::borrowing`]); `None` in a set of its own trees.
-    literals: Option<Literals>,
+    /// The trees' string literals as values, shared with the layers.
+    literals: Literals,
 }
 
 impl Templates {
@@ -105,7 +44,7 @@ impl Templates {
             options: Options::default(),
             cache: None,
             written: Rc::default(),
-            literals: None,
+            literals: Literals::default(),
         }
     }
 
@@ -130,48 +69,40 @@ impl Templates {
         }
     }
 
-    /// Every template of this set and its bases, to be executed from
-    /// another thread by a set [`Templates::borrowing`] them.
-    pub fn lend(&self) -> LentTrees {
+    /// Every template of this set and its bases, for sets on other
+    /// threads to execute ([`Templates::from_shared`]): parsed trees are
+    /// never changed, so threads share them as they are.
+    pub fn share(&self) -> SharedTemplates {
         let trees = self
             .names()
             .into_iter()
             .filter_map(|name| {
-                let tree = NonNull::from(self.lookup(&name)?);
+                let tree = self.lookup_shared(&name)?;
                 Some((name, tree))
             })
             .collect();
-        LentTrees {
+        SharedTemplates {
             trees,
             root_name: self.root_name.clone(),
             options: self.options,
         }
     }
 
-    /// A set of the templates `lent` on another thread, with `funcs` (this
-    /// thread's own: functions hold values of their thread). It executes
-    /// them as the lending set would, its output counted apart from the
-    /// lender's; a `tpl` or other parse adds trees of its own.
-    ///
-    /// # Safety
-    ///
-    /// The lending set (and so its trees) must outlive the returned set and
-    /// every layer made over it, and no tree of it may be changed or
-    /// dropped meanwhile.
-    pub unsafe fn borrowing(funcs: Rc<FuncMap>, lent: &LentTrees) -> Templates {
+    /// A set of the templates `shared` (by a set on another thread, say),
+    /// with `funcs` (this thread's own: functions hold values of their
+    /// thread). It executes them as the sharing set would, its output
+    /// counted apart from that set's; a `tpl` or other parse adds trees of
+    /// its own.
+    pub fn from_shared(funcs: Rc<FuncMap>, shared: &SharedTemplates) -> Templates {
         Templates {
-            root_name: lent.root_name.clone(),
-            own: lent
-                .trees
-                .iter()
-                .map(|(name, tree)| (name.clone(), Held::Lent(*tree)))
-                .collect(),
+            root_name: shared.root_name.clone(),
+            own: shared.trees.iter().cloned().collect(),
             base: None,
             funcs,
-            options: lent.options,
+            options: shared.options,
             cache: None,
             written: Rc::default(),
-            literals: Some(Literals::default()),
+            literals: Literals::default(),
         }
     }
 
@@ -209,14 +140,14 @@ impl Templates {
     /// so did not replace an earlier `name` in the set: like the template Go
     /// returns, it is what [`Templates::execute_tree`] runs to execute
     /// exactly this text.
-    pub fn parse(&mut self, name: &str, text: &str) -> Result<Rc<Tree>, Error> {
+    pub fn parse(&mut self, name: &str, text: &str) -> Result<Arc<Tree>, Error> {
         let funcs = self.funcs.clone();
         let trees = parse_through(self.cache.as_ref(), name, text, &|n| funcs.contains(n))?;
         for t in trees.iter() {
             if t.is_empty() && self.lookup(&t.name).is_some() {
                 continue;
             }
-            self.own.insert(t.name.clone(), Held::Own(t.clone()));
+            self.own.insert(t.name.clone(), t.clone());
         }
         Ok(trees[0].clone())
     }
@@ -224,8 +155,15 @@ impl Templates {
     /// The template of that name, searching base layers too.
     pub fn lookup(&self, name: &str) -> Option<&Tree> {
         match self.own.get(name) {
-            Some(t) => Some(t.tree()),
+            Some(t) => Some(t),
             None => self.base.as_ref().and_then(|b| b.lookup(name)),
+        }
+    }
+
+    fn lookup_shared(&self, name: &str) -> Option<Arc<Tree>> {
+        match self.own.get(name) {
+            Some(t) => Some(t.clone()),
+            None => self.base.as_ref().and_then(|b| b.lookup_shared(name)),
         }
     }
 
@@ -305,52 +243,6 @@ impl Templates {
             st.walk_list(&Cur::plain(data.clone()), &tree.root)
         })
         .map(|_| ())
-    }
-}
-
-/// What a function sees of the running template besides its arguments.
-pub struct CallCtx<'a> {
-    tmpl: Option<&'a Rc<Templates>>,
-    depth: usize,
-    dot: Value,
-}
-
-impl CallCtx<'static> {
-    /// A context with no template set behind it, for calling functions
-    /// directly (unit tests, host code).
-    pub fn detached() -> CallCtx<'static> {
-        CallCtx {
-            tmpl: None,
-            depth: 0,
-            dot: Value::Invalid,
-        }
-    }
-}
-
-impl<'a> CallCtx<'a> {
-    /// The template set being executed, if any.
-    pub fn templates(&self) -> Option<&'a Rc<Templates>> {
-        self.tmpl
-    }
-
-    /// Nesting depth of the running execution.
-    pub fn depth(&self) -> usize {
-        self.depth
-    }
-
-    /// The dot of the calling template.
-    pub fn dot(&self) -> &Value {
-        &self.dot
-    }
-
-    /// Executes a named template of the running set into a string.
-    pub fn execute_template(&self, name: &str, data: &Value) -> Result<String, Error> {
-        let Some(t) = self.tmpl else {
-            return Err(Error::Exec(format!("template: no template {name:?}")));
-        };
-        let mut out = String::new();
-        t.execute_into(name, data, &mut out, self.depth + 1)?;
-        Ok(out)
     }
 }
 
@@ -810,13 +702,9 @@ impl<'a> State<'a, '_> {
         }
     }
 
-    /// A string literal of the tree as a value: the tree's own string, or
-    /// in a set borrowing the tree, a copy this thread owns (made once).
-    fn literal(&self, text: &Rc<str>) -> Value {
-        match &self.tmpl.literals {
-            Some(literals) => literals.own(text),
-            None => Value::String(text.clone()),
-        }
+    /// A string literal of the tree as a value.
+    fn literal(&self, text: &Arc<str>) -> Value {
+        self.tmpl.literals.value(text)
     }
 
     fn ideal_constant(&self, n: &Number) -> R<Value> {
@@ -846,7 +734,7 @@ impl<'a> State<'a, '_> {
         dot: &Cur,
         chain: &'a Arg,
         node: &'a Arg,
-        fields: &'a [Rc<str>],
+        fields: &'a [Arc<str>],
         args: &'a [Arg],
         fin: Final,
     ) -> R<Cur> {
@@ -862,7 +750,7 @@ impl<'a> State<'a, '_> {
         &mut self,
         dot: &Cur,
         node: &'a Arg,
-        idents: &'a [Rc<str>],
+        idents: &'a [Arc<str>],
         args: &'a [Arg],
         fin: Final,
     ) -> R<Cur> {
@@ -880,7 +768,7 @@ impl<'a> State<'a, '_> {
         dot: &Cur,
         mut recv: Cur,
         node: &'a Arg,
-        idents: &'a [Rc<str>],
+        idents: &'a [Arc<str>],
         args: &'a [Arg],
         fin: Final,
     ) -> R<Cur> {

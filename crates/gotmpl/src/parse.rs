@@ -1,7 +1,11 @@
 //! The parser: builds template trees from lexer items, following Go's
 //! `text/template/parse` grammar, checks and error messages.
+//!
+//! A tree is never changed once parsed, and shares its parts through
+//! `Arc`, so it is `Send + Sync`: sets on several threads may execute the
+//! same trees at once (see [`crate::SharedTemplates`]).
 
-use std::rc::Rc;
+use std::sync::Arc;
 
 use foldhash::HashMap;
 
@@ -12,14 +16,14 @@ use crate::literal::{parse_number, plain_literal, unquote, unquote_to_string};
 /// they are in the source the tree keeps, rather than each being copied.
 #[derive(Clone)]
 pub struct Span {
-    src: Rc<str>,
+    src: Arc<str>,
     start: usize,
     end: usize,
 }
 
 impl Span {
     /// `part`, which must be a slice of `src`.
-    fn of(src: &Rc<str>, part: &str) -> Span {
+    fn of(src: &Arc<str>, part: &str) -> Span {
         let start = (part.as_ptr() as usize).wrapping_sub(src.as_ptr() as usize);
         debug_assert!(start + part.len() <= src.len(), "a span outside its source");
         Span {
@@ -63,34 +67,34 @@ pub enum Arg {
     /// `.A.B` (idents without dots).
     Field {
         pos: usize,
-        idents: Vec<Rc<str>>,
+        idents: Vec<Arc<str>>,
     },
     /// `(pipe).A.B` or `fn.A` — a term followed by fields.
     Chain {
         pos: usize,
         node: Box<Arg>,
-        fields: Vec<Rc<str>>,
+        fields: Vec<Arc<str>>,
     },
     /// `$x.A.B` (first ident includes the `$`).
     Variable {
         pos: usize,
-        idents: Vec<Rc<str>>,
+        idents: Vec<Arc<str>>,
     },
     Dot(usize),
     Nil(usize),
     Bool(usize, bool),
-    Number(usize, Rc<Number>),
+    Number(usize, Arc<Number>),
     /// `quoted` is the source form, `text` the unquoted value.
     String {
         pos: usize,
         quoted: Span,
-        text: Rc<str>,
+        text: Arc<str>,
     },
     Identifier {
         pos: usize,
-        name: Rc<str>,
+        name: Arc<str>,
     },
-    Pipe(Rc<Pipe>),
+    Pipe(Arc<Pipe>),
 }
 
 impl Arg {
@@ -169,7 +173,7 @@ pub struct Pipe {
     pub pos: usize,
     pub is_assign: bool,
     /// Declared or assigned variables, with their `$`.
-    pub decl: Vec<Rc<str>>,
+    pub decl: Vec<Arc<str>>,
     pub cmds: Vec<Command>,
 }
 
@@ -206,7 +210,7 @@ fn take_pipes(cmds: &mut Vec<Command>, stack: &mut Vec<Pipe>) {
     fn arg(a: Arg, stack: &mut Vec<Pipe>) {
         match a {
             Arg::Pipe(rc) => {
-                if let Ok(p) = Rc::try_unwrap(rc) {
+                if let Ok(p) = Arc::try_unwrap(rc) {
                     stack.push(p);
                 }
             }
@@ -278,11 +282,11 @@ pub enum Node {
 pub struct Tree {
     pub name: String,
     /// The name of the file (parse) the tree came from, for error locations.
-    pub parse_name: Rc<str>,
+    pub parse_name: Arc<str>,
     /// The source text, to turn byte positions into line:column.
-    pub text: Rc<str>,
+    pub text: Arc<str>,
     /// Shared by the copies [`Tree::renamed`] makes.
-    pub root: Rc<[Node]>,
+    pub root: Arc<[Node]>,
 }
 
 impl Tree {
@@ -302,7 +306,7 @@ impl Tree {
     /// This tree as the same text parsed under the name `file` gives it:
     /// the main tree (`is_main`) takes that name, every tree that file
     /// name for its locations. Nodes are shared, not copied.
-    pub(crate) fn renamed(&self, file: &Rc<str>, is_main: bool) -> Tree {
+    pub(crate) fn renamed(&self, file: &Arc<str>, is_main: bool) -> Tree {
         Tree {
             name: if is_main {
                 file.to_string()
@@ -380,8 +384,8 @@ pub(crate) fn parse(
     text: &str,
     has_func: &dyn Fn(&str) -> bool,
 ) -> Result<ParseOutput, ParseError> {
-    let parse_name: Rc<str> = Rc::from(name);
-    let src: Rc<str> = Rc::from(text);
+    let parse_name: Arc<str> = Arc::from(name);
+    let src: Arc<str> = Arc::from(text);
     // Lexed from the copy the trees keep, so that items are slices of it.
     let lexed = src.clone();
     let mut p = Parser {
@@ -438,7 +442,7 @@ const WINDOW_KEEP: usize = 16;
 struct Parser<'a, 's> {
     /// Also the window of items the parser looks at (see [`Lexer::item`]).
     lexer: Lexer<'s>,
-    names: HashMap<&'s str, Rc<str>>,
+    names: HashMap<&'s str, Arc<str>>,
     idx: usize,
     last_line: usize,
     /// Variables in scope: slices of the text, as the items are.
@@ -446,9 +450,9 @@ struct Parser<'a, 's> {
     range_depth: usize,
     action_line: usize,
     has_func: &'a dyn Fn(&str) -> bool,
-    parse_name: Rc<str>,
+    parse_name: Arc<str>,
     trees: Vec<Tree>,
-    text: Rc<str>,
+    text: Arc<str>,
 }
 
 type PResult<T> = Result<T, ParseError>;
@@ -504,8 +508,8 @@ impl<'s> Parser<'_, 's> {
 
     /// A field, variable or function name, shared by all its uses in the
     /// text: one allocation per distinct name rather than per use.
-    fn name(&mut self, s: &'s str) -> Rc<str> {
-        self.names.entry(s).or_insert_with(|| Rc::from(s)).clone()
+    fn name(&mut self, s: &'s str) -> Arc<str> {
+        self.names.entry(s).or_insert_with(|| Arc::from(s)).clone()
     }
 
     fn err<T>(&self, msg: impl AsRef<str>) -> PResult<T> {
@@ -946,7 +950,7 @@ impl<'s> Parser<'_, 's> {
     }
 
     /// Reads the field items that follow, as names.
-    fn push_fields(&mut self, names: &mut Vec<Rc<str>>) {
+    fn push_fields(&mut self, names: &mut Vec<Arc<str>>) {
         while self.peek().typ == ItemType::Field {
             let f = self.next();
             names.push(self.name(&f.val[1..]));
@@ -954,7 +958,7 @@ impl<'s> Parser<'_, 's> {
     }
 
     /// A variable's or field's name with room for the fields after it.
-    fn chain_start(&mut self, first: &'s str) -> Vec<Rc<str>> {
+    fn chain_start(&mut self, first: &'s str) -> Vec<Arc<str>> {
         let mut idents = Vec::with_capacity(1 + self.fields_ahead());
         idents.push(self.name(first));
         idents
@@ -990,19 +994,19 @@ impl<'s> Parser<'_, 's> {
             ItemType::Bool => Arg::Bool(tok.pos, tok.val == "true"),
             ItemType::CharConstant | ItemType::Complex | ItemType::Number => {
                 let n = parse_number(tok.val, tok.typ).or_else(|e| self.err(e))?;
-                Arg::Number(tok.pos, Rc::new(n))
+                Arg::Number(tok.pos, Arc::new(n))
             }
             ItemType::LeftParen => {
                 let p = stacker::maybe_grow(64 * 1024, 1024 * 1024, || {
                     self.pipeline("parenthesized pipeline", ItemType::RightParen)
                 })?;
-                Arg::Pipe(Rc::new(p))
+                Arg::Pipe(Arc::new(p))
             }
             ItemType::String | ItemType::RawString => {
                 let text = match plain_literal(tok.val) {
                     // Shared like names: charts repeat the same literals.
                     Some(body) => self.name(body),
-                    None => Rc::from(unquote(tok.val).or_else(|e| self.err(e))?),
+                    None => Arc::from(unquote(tok.val).or_else(|e| self.err(e))?),
                 };
                 Arg::String {
                     pos: tok.pos,

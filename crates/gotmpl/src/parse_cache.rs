@@ -1,13 +1,15 @@
 //! A cache of parsed template texts shared by the template sets of one
-//! thread, and parses made on another thread for it.
+//! thread. Its trees are `Send + Sync`, so a cache filled on one thread
+//! can be handed to another and merged there ([`ParseCache::merge`]).
 
 use std::cell::RefCell;
 use std::rc::Rc;
+use std::sync::Arc;
 
 // Looked up on every parse: a fast hasher.
 use foldhash::HashMap;
 
-use crate::exec::Error;
+use crate::error::Error;
 use crate::parse::{self, Tree};
 
 /// Parsed trees by template text, so a host that parses the same
@@ -26,7 +28,7 @@ pub struct ParseCache {
 
 /// One cached parse, as [`parse::parse`] returned it for its first name.
 struct Cached {
-    trees: Rc<[Rc<Tree>]>,
+    trees: Arc<[Arc<Tree>]>,
     defines_own_name: bool,
 }
 
@@ -42,9 +44,9 @@ impl ParseCache {
 
     /// The key a text is cached under: texts with different keys are
     /// different, texts with the same key most likely the same. A host
-    /// that hands parses from elsewhere ([`ParseCache::adopt`]) can skip a
-    /// text whose key it has handed already: the parse of a text serves
-    /// every name it is parsed under.
+    /// that fills caches elsewhere ([`ParseCache::merge`]) can skip a text
+    /// whose key it has met already: the parse of a text serves every
+    /// name it is parsed under.
     pub fn key(text: &str) -> u64 {
         use std::hash::BuildHasher;
         // Fast rather than DoS-resistant: a hit is confirmed on the text.
@@ -53,7 +55,7 @@ impl ParseCache {
 
     /// The trees of `text` parsed as `name`, if a parse of it under this
     /// or another name gives them.
-    fn get(&self, key: u64, name: &str, text: &str) -> Option<Rc<[Rc<Tree>]>> {
+    fn get(&self, key: u64, name: &str, text: &str) -> Option<Arc<[Arc<Tree>]>> {
         let c = self.entries.get(&key)?;
         let first = c.trees.first()?;
         // A hash match is not proof: every tree keeps the whole text.
@@ -68,12 +70,12 @@ impl ParseCache {
         if c.defines_own_name || c.trees[1..].iter().any(|t| t.name == name) {
             return None;
         }
-        let file: Rc<str> = Rc::from(name);
+        let file: Arc<str> = Arc::from(name);
         Some(
             c.trees
                 .iter()
                 .enumerate()
-                .map(|(i, t)| Rc::new(t.renamed(&file, i == 0)))
+                .map(|(i, t)| Arc::new(t.renamed(&file, i == 0)))
                 .collect(),
         )
     }
@@ -89,15 +91,48 @@ impl ParseCache {
         }
     }
 
-    /// Keeps a parse made on another thread, as if [`Templates::parse`](crate::Templates::parse)
-    /// had made it here.
-    pub fn adopt(&mut self, parse: DetachedParse) {
-        let DetachedParse { key, text_len, out } = parse;
+    /// Parses `text` as template `name` into the cache (unless it holds
+    /// that parse already), as [`Templates::parse`](crate::Templates::parse)
+    /// would in a set whose functions are those `has_func` names, but
+    /// without a set. An error is returned, not kept.
+    pub fn parse(
+        &mut self,
+        name: &str,
+        text: &str,
+        has_func: &dyn Fn(&str) -> bool,
+    ) -> Result<(), Error> {
+        let key = ParseCache::key(text);
+        if self.get(key, name, text).is_none() {
+            self.put_parse(key, name, text, has_func)?;
+        }
+        Ok(())
+    }
+
+    /// Keeps every parse `other` holds (a cache filled on another thread,
+    /// say, for a set of functions with the same names as this one's).
+    pub fn merge(&mut self, other: ParseCache) {
+        for (key, cached) in other.entries {
+            let text_len = cached.trees.first().map_or(0, |t| t.text.len());
+            self.put(key, text_len, cached);
+        }
+    }
+
+    /// Parses `text` as `name` and keeps the parse; returns its trees.
+    fn put_parse(
+        &mut self,
+        key: u64,
+        name: &str,
+        text: &str,
+        has_func: &dyn Fn(&str) -> bool,
+    ) -> Result<Arc<[Arc<Tree>]>, Error> {
+        let parsed = parse_deep(name, text, has_func)?;
+        let trees: Arc<[Arc<Tree>]> = parsed.trees.into_iter().map(Arc::new).collect();
         let cached = Cached {
-            trees: out.trees.into_iter().map(Rc::new).collect(),
-            defines_own_name: out.defines_own_name,
+            trees: trees.clone(),
+            defines_own_name: parsed.defines_own_name,
         };
-        self.put(key, text_len, cached);
+        self.put(key, text.len(), cached);
+        Ok(trees)
     }
 
     /// Number of cached parses.
@@ -110,6 +145,17 @@ impl ParseCache {
     }
 }
 
+/// [`parse::parse`] on a stack deep enough for any nesting it accepts.
+fn parse_deep(
+    name: &str,
+    text: &str,
+    has_func: &dyn Fn(&str) -> bool,
+) -> Result<parse::ParseOutput, Error> {
+    Ok(stacker::maybe_grow(64 * 1024, 2 * 1024 * 1024, || {
+        parse::parse(name, text, has_func)
+    })?)
+}
+
 /// The trees of `text` parsed as `name`: from `cache` when it holds them,
 /// else parsed (and kept there).
 pub(crate) fn parse_through(
@@ -117,59 +163,16 @@ pub(crate) fn parse_through(
     name: &str,
     text: &str,
     has_func: &dyn Fn(&str) -> bool,
-) -> Result<Rc<[Rc<Tree>]>, Error> {
+) -> Result<Arc<[Arc<Tree>]>, Error> {
+    let Some(cache) = cache else {
+        let parsed = parse_deep(name, text, has_func)?;
+        return Ok(parsed.trees.into_iter().map(Arc::new).collect());
+    };
     let key = ParseCache::key(text);
-    if let Some(trees) = cache.and_then(|c| c.borrow().get(key, name, text)) {
+    if let Some(trees) = cache.borrow().get(key, name, text) {
         return Ok(trees);
     }
-    let parsed = stacker::maybe_grow(64 * 1024, 2 * 1024 * 1024, || {
-        parse::parse(name, text, has_func)
-    })?;
-    let trees: Rc<[Rc<Tree>]> = parsed.trees.into_iter().map(Rc::new).collect();
-    if let Some(c) = cache {
-        let cached = Cached {
-            trees: trees.clone(),
-            defines_own_name: parsed.defines_own_name,
-        };
-        c.borrow_mut().put(key, text.len(), cached);
-    }
-    Ok(trees)
-}
-
-/// A parse of one template text made on one thread for the
-/// [`ParseCache`] of another (see [`ParseCache::adopt`]): the trees share
-/// their names and text through `Rc`, which cannot cross threads one by
-/// one, but can all together.
-pub struct DetachedParse {
-    key: u64,
-    text_len: usize,
-    out: parse::ParseOutput,
-}
-
-// SAFETY: every `Rc` in the output was made by the one `parse::parse`
-// call that returned it, and that call drops its own clones (its name
-// table, its copies of the name and text) before returning; `parse_detached`
-// keeps none either. So every reference count in the trees is reachable
-// only through this value and moves with it, and no two threads can ever
-// touch one count.
-unsafe impl Send for DetachedParse {}
-
-/// Parses `text` as template `name`, as [`Templates::parse`](crate::Templates::parse) would in a
-/// set whose functions are those `has_func` names, for a cache on another
-/// thread.
-pub fn parse_detached(
-    name: &str,
-    text: &str,
-    has_func: &dyn Fn(&str) -> bool,
-) -> Result<DetachedParse, Error> {
-    let out = stacker::maybe_grow(64 * 1024, 2 * 1024 * 1024, || {
-        parse::parse(name, text, has_func)
-    })?;
-    Ok(DetachedParse {
-        key: ParseCache::key(text),
-        text_len: text.len(),
-        out,
-    })
+    cache.borrow_mut().put_parse(key, name, text, has_func)
 }
 
 #[cfg(test)]
@@ -207,7 +210,7 @@ mod parse_cache_tests {
         three.parse("t", "b").unwrap();
         assert_eq!(cache.borrow().len(), 2);
         assert_eq!(three.lookup("u").map(|t| &*t.parse_name), Some("u"));
-        assert!(Rc::ptr_eq(
+        assert!(Arc::ptr_eq(
             &one.lookup("d").unwrap().root,
             &three.lookup("d").unwrap().root
         ));
@@ -279,5 +282,26 @@ mod parse_cache_tests {
         set.parse("c", "too long").unwrap();
         assert_eq!(cache.borrow().len(), 0);
         assert_eq!(Rc::new(set).execute("c", &Value::Nil).unwrap(), "too long");
+    }
+
+    #[test]
+    fn a_cache_filled_on_another_thread_serves_this_one() {
+        let src = r#"{{ define "d" }}D{{ end }}a{{ template "d" }}"#;
+        let theirs = std::thread::spawn(move || {
+            let mut c = ParseCache::new(1 << 20);
+            c.parse("t", src, &|_| false).unwrap();
+            c.parse("t", src, &|_| false).unwrap();
+            assert!(c.parse("bad", "{{ nosuch }}", &|_| false).is_err());
+            c
+        })
+        .join()
+        .unwrap();
+        assert_eq!(theirs.len(), 1, "parsed once, errors not kept");
+        let cache = Rc::new(RefCell::new(ParseCache::new(1 << 20)));
+        cache.borrow_mut().merge(theirs);
+        let mut set = set_with(&cache);
+        set.parse("t", src).unwrap();
+        assert_eq!(cache.borrow().len(), 1, "the merged parse served");
+        assert_eq!(Rc::new(set).execute("t", &Value::Nil).unwrap(), "aD");
     }
 }

@@ -689,7 +689,7 @@ impl From<&str> for FuncError {
 /// The implementation of a function: arguments already converted to the
 /// declared parameter types.
 pub(crate) type FuncImpl =
-    dyn Fn(&mut crate::exec::CallCtx<'_>, Vec<Value>) -> Result<Value, FuncError>;
+    dyn Fn(&mut crate::func::CallCtx<'_>, Vec<Value>) -> Result<Value, FuncError>;
 
 /// A callable: a template function or a host object's method.
 #[derive(Clone)]
@@ -721,7 +721,7 @@ impl Func {
     /// A function with fixed parameters.
     pub fn new(
         params: &[Ty],
-        imp: impl Fn(&mut crate::exec::CallCtx<'_>, Vec<Value>) -> Result<Value, FuncError> + 'static,
+        imp: impl Fn(&mut crate::func::CallCtx<'_>, Vec<Value>) -> Result<Value, FuncError> + 'static,
     ) -> Func {
         Func {
             params: params.into(),
@@ -749,7 +749,7 @@ impl Func {
     pub fn variadic(
         params: &[Ty],
         variadic: Ty,
-        imp: impl Fn(&mut crate::exec::CallCtx<'_>, Vec<Value>) -> Result<Value, FuncError> + 'static,
+        imp: impl Fn(&mut crate::func::CallCtx<'_>, Vec<Value>) -> Result<Value, FuncError> + 'static,
     ) -> Func {
         Func {
             params: params.into(),

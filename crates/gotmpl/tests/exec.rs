@@ -316,36 +316,55 @@ fn parse_returns_the_tree_it_parsed_even_when_it_replaced_nothing() {
     assert_eq!(layer.execute("t", &Value::Nil).as_deref(), Ok("first"));
 }
 
-/// A set lent to another thread runs there as it runs here: `template`
-/// calls, string literals (made that thread's own), and templates that
-/// thread parses over the lent ones.
+/// A set's trees shared with other threads run there as they run here,
+/// on all threads at once: `template` calls, string literals, and
+/// templates a thread parses over the shared ones.
 #[test]
-fn lent_templates_run_on_another_thread_as_here() {
+fn shared_templates_run_on_other_threads_at_once_as_here() {
     let src = r#"{{ define "greet" }}{{ "hello" }}, {{ .name | upper }}{{ end }}{{ template "greet" . }}/{{ printf "%s-%v" "lit" .n }}"#;
     let mut set = Templates::new(funcs());
     set.parse("t", src).unwrap();
     let set = Rc::new(set);
     let here = set.execute("t", &data()).unwrap();
     assert_eq!(here, "hello, WORLD/lit-3");
-    let lent = set.lend();
-    let there = std::thread::scope(|s| {
-        s.spawn(move || {
-            // SAFETY: `set` outlives the scope, and is not changed in it.
-            let mut theirs = unsafe { Templates::borrowing(funcs(), &lent) };
-            theirs
-                .parse("u", r#"{{ template "t" . }}+{{ template "greet" . }}"#)
-                .unwrap();
-            let theirs = Rc::new(theirs);
-            let once = theirs.execute("t", &data()).unwrap();
-            let twice = theirs.execute("u", &data()).unwrap();
-            (once, twice, theirs.written())
-        })
-        .join()
-        .unwrap()
+    let shared = set.share();
+    let start = std::sync::Barrier::new(3);
+    let (shared, start) = (&shared, &start);
+    let there: Vec<_> = std::thread::scope(|s| {
+        let threads: Vec<_> = (0..2)
+            .map(|_| {
+                s.spawn(move || {
+                    let mut theirs = Templates::from_shared(funcs(), shared);
+                    theirs
+                        .parse("u", r#"{{ template "t" . }}+{{ template "greet" . }}"#)
+                        .unwrap();
+                    let theirs = Rc::new(theirs);
+                    start.wait();
+                    let mut once = String::new();
+                    for _ in 0..200 {
+                        once = theirs.execute("t", &data()).unwrap();
+                    }
+                    let twice = theirs.execute("u", &data()).unwrap();
+                    (once, twice, theirs.written())
+                })
+            })
+            .collect();
+        start.wait();
+        for _ in 0..200 {
+            assert_eq!(set.execute("t", &data()).unwrap(), here);
+        }
+        threads.into_iter().map(|t| t.join().unwrap()).collect()
     });
-    assert_eq!(there.0, here);
-    assert_eq!(there.1, "hello, WORLD/lit-3+hello, WORLD");
-    assert_eq!(there.2, there.0.len() + there.1.len(), "counted on its own");
+    for (once, twice, written) in there {
+        assert_eq!(once, here);
+        assert_eq!(twice, "hello, WORLD/lit-3+hello, WORLD");
+        assert_eq!(
+            written,
+            200 * once.len() + twice.len(),
+            "counted on its own"
+        );
+    }
     // Still whole here, and still runs.
     assert_eq!(set.execute("t", &data()).unwrap(), here);
+    assert_eq!(set.written(), 202 * here.len());
 }

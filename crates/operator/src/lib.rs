@@ -38,7 +38,10 @@ pub use migrate::{
 pub use options::{
     default_max_concurrent_reconciles, split_namespaces, Options, Sharding, DEFAULT_REAPPLY_PERIOD,
 };
-pub use reconcile::{reconcile, Context, Outcome, ReconcileError, DISCOVERY_TTL};
+pub use reconcile::{
+    reconcile, release_values, Context, Outcome, ReconcileError, ValuesError, DISCOVERY_TTL,
+};
+pub use status::StatusManifest;
 pub use watches::{
     load as load_watches, parse as parse_watches, DryRunOption, Watch, WatchesError,
 };

@@ -6,6 +6,8 @@ use std::time::Duration;
 use runtime::metrics::MetricsServing;
 use runtime::DEFAULT_SHUTDOWN_TIMEOUT;
 
+use crate::status::StatusManifest;
+
 /// The deprecated environment variable the Go helm-operator falls back to for the
 /// leader election id.
 pub(crate) const OPERATOR_NAME_ENV: &str = "OPERATOR_NAME";
@@ -54,6 +56,9 @@ pub struct Options {
     /// `--max-history`: release records kept per CR, counting the newest (a watch's
     /// own `maxHistory` wins); 0 keeps all. Helm's `--history-max` default, 10.
     pub max_history: usize,
+    /// `--status-manifest`: what `status.deployedRelease.manifest` shows (a watch's
+    /// own `statusManifest` wins): Secrets' values redacted by default.
+    pub status_manifest: StatusManifest,
 }
 
 /// `--shards`: `off` (every replica, or the leader with `--leader-elect`, reconciles
@@ -96,6 +101,7 @@ impl Default for Options {
             shutdown_timeout: DEFAULT_SHUTDOWN_TIMEOUT,
             shards: Sharding::Off,
             max_history: release::storage::DEFAULT_MAX_HISTORY,
+            status_manifest: StatusManifest::default(),
         }
     }
 }

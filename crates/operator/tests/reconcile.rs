@@ -112,7 +112,7 @@ async fn install_upgrade_and_idle_reconciles() {
         .iter()
         .map(|c| c["type"].as_str().unwrap_or(""))
         .collect();
-    assert_eq!(types, ["Initialized", "Deployed"]);
+    assert_eq!(types, ["Initialized", "Deployed", "Ready"]);
     assert_condition(&cr, "Initialized", "True", "");
     assert_condition(&cr, "Deployed", "True", "InstallSuccessful");
     assert_eq!(

@@ -6,9 +6,11 @@
 //!
 //! See `README.md` in this crate for the storage layout and the chunked format.
 
+#![forbid(unsafe_code)]
 #![warn(unreachable_pub)]
 
-pub mod api_error;
+/// How an API error reads (the `apierror` crate, under the name callers know).
+pub use apierror as api_error;
 pub mod cache;
 pub mod codec;
 pub mod driver;

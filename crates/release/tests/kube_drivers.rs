@@ -276,11 +276,22 @@ async fn record_lock_in_the_cluster() {
         .create(&rel(&ns, "web", 1, Status::Deployed, "kind: A"))
         .await
         .unwrap();
+    // A live owner: the garbage collector deletes dependents of an owner that does
+    // not exist, which would race with the lock writes below.
+    let owners = Api::<ConfigMap>::namespaced(client.clone(), ns.name());
+    let owner_cm = owners
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(serde_json::json!({"metadata": {"name": "web-owner"}}))
+                .unwrap(),
+        )
+        .await
+        .unwrap();
     let owner = OwnerReference {
-        api_version: "test.rudder.dev/v1".into(),
-        kind: "Demo".into(),
-        name: "web".into(),
-        uid: "uid-1".into(),
+        api_version: "v1".into(),
+        kind: "ConfigMap".into(),
+        name: "web-owner".into(),
+        uid: owner_cm.metadata.uid.clone().unwrap_or_default(),
         controller: Some(true),
         block_owner_deletion: Some(true),
     };

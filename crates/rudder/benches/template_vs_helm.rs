@@ -262,9 +262,9 @@ fn key_times(cli: &Path, chart: &Path, want: usize) -> Result<Vec<f64>, String> 
             .lines()
             .find_map(|l| l.trim().strip_prefix("ns: "))
             .ok_or("no timings in the output")?;
-        // `rudder template` searches ahead for the primes of the keys a
-        // chart's text asks for (here, one): the first key of a render
-        // measures that head start, not key generation, so it is left out.
+        // The first key of a render is left out: it measures what a
+        // process sets up for its first key (and, in earlier builds, a
+        // search for primes ahead of the render), not key generation.
         times.extend(
             line.trim_matches('"')
                 .split(',')

@@ -41,16 +41,13 @@ mod tuning {
     use std::ffi::CStr;
     use std::os::raw::{c_char, c_int, c_long};
 
-    // Indices in mimalloc's `mi_option_t` (include/mimalloc.h; the same in v2 and v3).
-    pub(super) const MI_OPTION_ARENA_EAGER_COMMIT: c_int = 4;
-    pub(super) const MI_OPTION_PURGE_DELAY: c_int = 15;
+    use libmimalloc_sys::{mi_option_set, mi_option_t};
 
-    extern "C" {
-        // Part of the static mimalloc library the `mimalloc` crate links.
-        fn mi_option_set(option: c_int, value: c_long);
-        #[cfg(test)]
-        pub(super) fn mi_option_get(option: c_int) -> c_long;
-    }
+    // Indices in mimalloc's `mi_option_t` (include/mimalloc.h; the same in v2
+    // and v3), which libmimalloc-sys declares but does not name; a test checks
+    // them against its named neighbours and mimalloc's defaults.
+    pub(super) const MI_OPTION_ARENA_EAGER_COMMIT: mi_option_t = 4;
+    pub(super) const MI_OPTION_PURGE_DELAY: mi_option_t = 15;
 
     /// The subcommands that run until stopped.
     const LONG_RUNNING: [&[u8]; 3] = [b"run", b"apiserver", b"up"];
@@ -80,7 +77,8 @@ mod tuning {
         if argc < 2 || argv.is_null() {
             return;
         }
-        // SAFETY: glibc hands constructors `argc` valid NUL-terminated arguments.
+        // SAFETY: glibc hands constructors `argc` valid NUL-terminated
+        // arguments, which live as long as the process.
         let command = unsafe {
             let first = *argv.add(1);
             if first.is_null() {
@@ -95,9 +93,10 @@ mod tuning {
 
     /// Makes mimalloc commit arena memory as it is used and purge freed pages at
     /// once, unless the environment says otherwise. Allocates nothing (it runs
-    /// before `main`).
+    /// before `main`), so it reads the environment with `getenv` rather than
+    /// `std::env`.
     pub(super) fn return_freed_memory_promptly() {
-        let settings: [(&CStr, c_int, c_long); 2] = [
+        let settings: [(&CStr, mi_option_t, c_long); 2] = [
             (
                 c"MIMALLOC_ARENA_EAGER_COMMIT",
                 MI_OPTION_ARENA_EAGER_COMMIT,
@@ -107,8 +106,9 @@ mod tuning {
         ];
         for (env, option, value) in settings {
             // SAFETY: getenv reads the environment with a NUL-terminated name;
-            // nothing modifies the environment this early. mi_option_set only stores
-            // the value of a valid option index.
+            // nothing modifies the environment before `main`, and a test that
+            // calls this sets no variable. mi_option_set only stores the value
+            // of a valid option index.
             unsafe {
                 if libc::getenv(env.as_ptr()).is_null() {
                     mi_option_set(option, value);
@@ -121,38 +121,16 @@ mod tuning {
 #[cfg(all(test, target_os = "linux", target_env = "gnu"))]
 mod tests {
     use super::tuning::*;
+    use libmimalloc_sys::{
+        mi_heap_area_t, mi_heap_destroy, mi_heap_malloc, mi_heap_new, mi_heap_t,
+        mi_heap_visit_blocks, mi_option_eager_commit_delay, mi_option_get,
+        mi_option_use_numa_nodes, mi_option_verbose,
+    };
     use std::os::raw::c_void;
 
-    /// `mi_heap_area_t` of mimalloc v2 (include/mimalloc.h).
-    #[repr(C)]
-    struct HeapArea {
-        blocks: *mut c_void,
-        reserved: usize,
-        committed: usize,
-        used: usize,
-        block_size: usize,
-        full_block_size: usize,
-        heap_tag: std::os::raw::c_int,
-    }
-
-    type Visitor =
-        extern "C" fn(*const c_void, *const HeapArea, *mut c_void, usize, *mut c_void) -> bool;
-
-    extern "C" {
-        fn mi_heap_new() -> *mut c_void;
-        fn mi_heap_malloc(heap: *mut c_void, size: usize) -> *mut c_void;
-        fn mi_heap_visit_blocks(
-            heap: *const c_void,
-            all: bool,
-            visit: Visitor,
-            arg: *mut c_void,
-        ) -> bool;
-        fn mi_heap_destroy(heap: *mut c_void);
-    }
-
-    extern "C" fn area_size(
-        _heap: *const c_void,
-        area: *const HeapArea,
+    unsafe extern "C" fn area_size(
+        _heap: *const mi_heap_t,
+        area: *const mi_heap_area_t,
         _block: *mut c_void,
         _size: usize,
         arg: *mut c_void,
@@ -171,7 +149,7 @@ mod tests {
             let heap = mi_heap_new();
             assert!(!heap.is_null());
             assert!(!mi_heap_malloc(heap, 64).is_null());
-            mi_heap_visit_blocks(heap, false, area_size, (&raw mut reserved).cast());
+            mi_heap_visit_blocks(heap, false, Some(area_size), (&raw mut reserved).cast());
             mi_heap_destroy(heap);
         }
         assert!(
@@ -192,6 +170,14 @@ mod tests {
     }
 
     #[test]
+    fn the_option_indices_are_mimallocs() {
+        // Between the options libmimalloc-sys names (mimalloc.h's order).
+        assert_eq!(MI_OPTION_ARENA_EAGER_COMMIT, mi_option_verbose + 2);
+        assert_eq!(MI_OPTION_PURGE_DELAY, mi_option_eager_commit_delay + 1);
+        assert_eq!(MI_OPTION_PURGE_DELAY, mi_option_use_numa_nodes - 1);
+    }
+
+    #[test]
     fn the_tuning_sets_both_options() {
         if std::env::var_os("MIMALLOC_PURGE_DELAY").is_some()
             || std::env::var_os("MIMALLOC_ARENA_EAGER_COMMIT").is_some()
@@ -203,8 +189,9 @@ mod tests {
         let get = |option| unsafe { mi_option_get(option) };
         let first = std::env::args().nth(1).unwrap_or_default();
         if !long_running(first.as_bytes()) {
-            // The constructor left mimalloc's defaults.
-            assert_ne!(get(MI_OPTION_PURGE_DELAY), 0, "mimalloc's default delay");
+            // The constructor left mimalloc's defaults (options.c).
+            assert_eq!(get(MI_OPTION_PURGE_DELAY), 10, "mimalloc's default delay");
+            assert_eq!(get(MI_OPTION_ARENA_EAGER_COMMIT), 2, "mimalloc's default");
         }
         return_freed_memory_promptly();
         assert_eq!(get(MI_OPTION_PURGE_DELAY), 0);

@@ -3,8 +3,6 @@
 //! with Helm's usage line, `--dry-run` spellings, comma-separated list flags,
 //! `--show-only` globs (Go's `filepath.Match`) and warnings on stderr.
 
-use std::fmt::Write as _;
-
 /// How many positional arguments a Helm command takes (`pkg/cmd/require`).
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Arity {
@@ -46,21 +44,7 @@ fn slog_value(s: &str) -> String {
     if plain {
         return s.to_string();
     }
-    let mut out = String::from('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            c if c.is_control() => {
-                let _ = write!(out, "\\x{:02x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
+    gostd::strconv::quote(s)
 }
 
 /// pflag's deprecation notice for a flag that is still accepted.
@@ -154,23 +138,9 @@ fn parse_go_bool(s: &str) -> Option<bool> {
     }
 }
 
-/// Go's `%q` for a string of printable text.
+/// Go's `%q` of a string.
 pub(crate) fn go_quote(s: &str) -> String {
-    let mut out = String::from('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            c if c.is_control() => {
-                let _ = write!(out, "\\x{:02x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
+    gostd::strconv::quote(s)
 }
 
 /// The values of a pflag `StringSlice` flag given one or more times: each

@@ -5,9 +5,12 @@
 // (`x[0]=y`, `<tmp>`), not for rustdoc.
 #![allow(rustdoc::broken_intra_doc_links, rustdoc::invalid_html_tags)]
 #![warn(unreachable_pub)]
+// Unsafe code only where docs/architecture.md's SAFETY list names it.
+#![deny(unsafe_code)]
 
 use clap::{Parser, Subcommand};
 
+#[allow(unsafe_code)] // mimalloc's options, set before `main`
 mod allocator;
 mod error_text;
 mod helm_cli;
@@ -16,6 +19,7 @@ mod run;
 mod runtime;
 mod template;
 mod up;
+mod values;
 
 #[derive(Parser)]
 #[command(
@@ -40,6 +44,9 @@ enum Command {
     Run(Box<run::RunArgs>),
     /// Start an embedded API server, the operator and an example release, no cluster needed.
     Up(Box<up::UpArgs>),
+    /// Print the values the operator gives a custom resource's release (its spec with
+    /// watches.yaml's overrideValues on top), as YAML; writes nothing.
+    Values(Box<values::ValuesArgs>),
     #[command(flatten)]
     Release(release_cmds::ReleaseCommand),
 }
@@ -138,6 +145,7 @@ fn run() -> anyhow::Result<()> {
         Command::Apiserver(args) => run_apiserver(args),
         Command::Run(args) => run::run(*args),
         Command::Up(args) => up::run(*args),
+        Command::Values(args) => values::run(*args),
         Command::Release(cmd) => {
             let code = release_cmds::run(cmd)?;
             std::process::exit(code)

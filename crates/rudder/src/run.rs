@@ -9,7 +9,7 @@ use clap::ArgAction;
 use operator::logging::{LogFormat, TimeEncoding, ZapFormat};
 use operator::{
     default_max_concurrent_reconciles, split_namespaces, Metrics, MetricsCerts, MetricsServing,
-    Options, RestClientMetricsLayer, Sharding,
+    Options, RestClientMetricsLayer, Sharding, StatusManifest,
 };
 
 /// Flags of `rudder run`.
@@ -34,6 +34,13 @@ pub(crate) struct RunArgs {
     /// deployed one is always kept.
     #[arg(long, default_value_t = release::storage::DEFAULT_MAX_HISTORY)]
     max_history: usize,
+
+    /// What status.deployedRelease.manifest of each CR shows (a watch's statusManifest
+    /// wins): "redacted" (default: every Secret's data and stringData values replaced
+    /// by "<redacted>", keys kept), "full" (the Go helm-operator's: the manifest as
+    /// recorded, Secrets included) or "none" (no manifest).
+    #[arg(long, default_value = "redacted", value_parser = parse_status_manifest)]
+    status_manifest: StatusManifest,
 
     /// The name the operator's writes carry: the field manager of its finalizer,
     /// status, release record and Event writes, and its User-Agent
@@ -189,6 +196,10 @@ fn parse_sharding(s: &str) -> Result<Sharding, String> {
     s.parse()
 }
 
+fn parse_status_manifest(s: &str) -> Result<StatusManifest, String> {
+    s.parse()
+}
+
 fn parse_concurrency(s: &str) -> Result<usize, String> {
     match s.trim().parse::<usize>() {
         Ok(n) if n >= 1 => Ok(n),
@@ -255,6 +266,7 @@ fn options(args: &RunArgs) -> anyhow::Result<Options> {
         suppress_override_values: args.suppress_override_values,
         shards: args.shards,
         max_history: args.max_history,
+        status_manifest: args.status_manifest,
         ..Options::default()
     })
 }
@@ -392,6 +404,20 @@ mod tests {
         }
         let e = parse(&["--field-manager", "two words"]).expect_err("refused");
         assert!(e.to_string().contains("cannot name the writes"), "{e}");
+    }
+
+    #[test]
+    fn status_manifest_flag() {
+        let mode = |flags: &[&str]| options(&parse(flags).unwrap()).unwrap().status_manifest;
+        assert_eq!(
+            mode(&[]),
+            StatusManifest::Redacted,
+            "Secrets stay out by default"
+        );
+        assert_eq!(mode(&["--status-manifest=full"]), StatusManifest::Full);
+        assert_eq!(mode(&["--status-manifest", "none"]), StatusManifest::None);
+        let e = parse(&["--status-manifest=secret"]).expect_err("refused");
+        assert!(e.to_string().contains("use full, redacted or none"), "{e}");
     }
 
     #[test]

@@ -45,7 +45,7 @@ pub enum LeaderError {
     Config(String),
     #[error(
         "leader election Lease {namespace}/{name}: {op} failed: {}",
-        crate::api_error::describe(source)
+        apierror::describe(source)
     )]
     Api {
         namespace: String,

@@ -14,7 +14,6 @@
 #![forbid(unsafe_code)]
 #![warn(unreachable_pub)]
 
-mod api_error;
 pub mod events;
 pub mod leader;
 pub mod logging;

@@ -8,6 +8,7 @@
 //! Start here: [`funcmap`] (or [`register`] to add to a map). Helm's own
 //! functions (`toYaml`, `include`, `tpl` …) are in the `chart` crate.
 
+#![forbid(unsafe_code)]
 #![warn(unreachable_pub)]
 
 mod conv;
@@ -23,11 +24,9 @@ mod paths;
 mod random;
 mod reflect;
 mod regex;
-mod rsa_keygen;
 mod semver;
 mod strings;
 
-pub use rsa_keygen::{keys_in_template, prefetch};
 pub use semver::{constraint_matches, parse_version};
 
 use gotmpl::FuncMap;

@@ -1,25 +1,39 @@
-//! An unavailable aggregated API in front of any test cluster: [`UnavailableApi`] is a
-//! small HTTP proxy that forwards every request to the cluster, except that it adds a
-//! group version to `/apis` and answers that group version's discovery and every
-//! request under it as kube-apiserver does for an `APIService` whose service is down
-//! (`503`, `text/plain` body `service unavailable`). That is the most common broken
-//! state of a real cluster (metrics-server or a metrics adapter down), which a client
-//! must survive without stalling.
+//! An unavailable aggregated API on any test cluster, the most common broken state of a
+//! real cluster (metrics-server or a metrics adapter down), which a client must survive
+//! without stalling. Two ways to get one:
 //!
-//! It stands in for the embedded server's own model of aggregation, and works the same
-//! on an external cluster (`RUDDER_TEST_KUBECONFIG`) without registering anything there.
+//! - [`TestNamespace::unavailable_apiservice`] registers a real `APIService` whose
+//!   Service does not exist. The embedded server and a real kube-apiserver alike then list
+//!   its group version in `/apis` and answer its discovery and every request under it
+//!   with `503` `service unavailable`, and its status says `ServiceNotFound`. It is
+//!   cluster-wide while it exists (on a shared cluster every test sees it; give it a group
+//!   of the test's own) and deleted at teardown.
+//! - [`TestNamespace::unavailable_api`] is a small HTTP proxy that forwards every request
+//!   to the cluster, except that it adds a group version to `/apis` and answers it as
+//!   kube-apiserver does for such an APIService. It registers nothing and counts the
+//!   requests that reach the unavailable group version, so tests can assert that a client
+//!   asks once and never retries.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use axum::body::Body as AxumBody;
 use axum::extract::State;
 use axum::http::{HeaderValue, Request, Response, StatusCode};
+use kube::api::{Api, ApiResource, DynamicObject, PostParams};
 use serde_json::{json, Value};
 
-use crate::namespace::TestNamespace;
+use crate::namespace::{TestNamespace, CREATED_BY};
 use crate::Error;
+
+/// How long a new APIService may take to be reported unavailable (a real aggregator
+/// notices within seconds).
+const APISERVICE_SETTLES: Duration = Duration::from_secs(60);
+
+/// The (missing) Service an [`TestNamespace::unavailable_apiservice`] names.
+const MISSING_SERVICE: &str = "unavailable-api";
 
 /// kube-apiserver's answer for an unavailable APIService (`http.Error` in
 /// kube-aggregator's proxy handler).
@@ -56,6 +70,100 @@ impl TestNamespace {
             Err(e) => panic!("cannot start the unavailable API proxy: {e}"),
         }
     }
+}
+
+impl TestNamespace {
+    /// Registers an `APIService` for `group_version` (`group/version`) whose Service, in
+    /// this namespace, does not exist, and waits until the cluster reports it unavailable
+    /// (`Available` `False`, its discovery answering 503); returns its name
+    /// (`version.group`). It is labelled [`CREATED_BY`] and deleted at teardown, before
+    /// the namespace, which could not finish while it exists.
+    pub fn unavailable_apiservice(&self, group_version: &str) -> String {
+        match self.try_unavailable_apiservice(group_version) {
+            Ok(name) => name,
+            Err(e) => panic!("cannot register an unavailable APIService: {e}"),
+        }
+    }
+
+    fn try_unavailable_apiservice(&self, group_version: &str) -> Result<String, Error> {
+        let (group, version) = group_version
+            .split_once('/')
+            .ok_or_else(|| Error::Invalid(format!("{group_version:?} is not group/version")))?;
+        let name = format!("{version}.{group}");
+        let resource = apiservice_resource();
+        // Registered first: a failure below still deletes it.
+        self.delete_on_teardown(resource.clone(), &name);
+        let object: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+            "metadata": {"name": name, "labels": {CREATED_BY.0: CREATED_BY.1}},
+            "spec": {
+                "group": group, "version": version,
+                "groupPriorityMinimum": 100, "versionPriority": 100,
+                "insecureSkipTLSVerify": true,
+                "service": {"name": MISSING_SERVICE, "namespace": self.name(), "port": 443},
+            },
+        }))
+        .map_err(|e| Error::Invalid(e.to_string()))?;
+        let api: Api<DynamicObject> = Api::all_with(self.cluster().inner.client.clone(), &resource);
+        // Made here, on the test's thread, so that its deadline knows what it waits for.
+        let settled = {
+            let (api, quick) = (api.clone(), self.cluster().inner.quick.clone());
+            let (path, name) = (format!("/apis/{group}/{version}"), name.clone());
+            crate::eventually(APISERVICE_SETTLES, move || {
+                let (api, quick, path, name) =
+                    (api.clone(), quick.clone(), path.clone(), name.clone());
+                async move { unavailable_now(&api, &quick, &path, &name).await }
+            })
+        };
+        let created = name.clone();
+        self.cluster().inner.worker.run(async move {
+            api.create(&PostParams::default(), &object)
+                .await
+                .map_err(|e| Error::kube(&format!("create APIService {created}"), e))?;
+            settled.await;
+            Ok::<_, Error>(())
+        })?;
+        Ok(name)
+    }
+}
+
+/// `Ok` once APIService `name` is `Available` `False` and `path` (its discovery)
+/// answers 503; otherwise what was seen.
+async fn unavailable_now(
+    api: &Api<DynamicObject>,
+    quick: &kube::Client,
+    path: &str,
+    name: &str,
+) -> Result<(), String> {
+    let apiservice = api
+        .get(name)
+        .await
+        .map_err(|e| format!("APIService {name}: {e}"))?;
+    let available = apiservice
+        .data
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .and_then(|cs| cs.iter().find(|c| c["type"] == "Available"))
+        .cloned();
+    if available.as_ref().map(|c| c["status"].clone()) != Some(json!("False")) {
+        return Err(format!(
+            "APIService {name} is not unavailable yet: {available:?}"
+        ));
+    }
+    let request = http::Request::get(path)
+        .body(Vec::new())
+        .map_err(|e| e.to_string())?;
+    match quick.request_text(request).await {
+        Err(kube::Error::Api(s)) if s.code == 503 => Ok(()),
+        other => Err(format!("{path} answered {other:?}, not 503")),
+    }
+}
+
+fn apiservice_resource() -> ApiResource {
+    ApiResource::from_gvk_with_plural(
+        &kube::api::GroupVersionKind::gvk("apiregistration.k8s.io", "v1", "APIService"),
+        "apiservices",
+    )
 }
 
 impl UnavailableApi {

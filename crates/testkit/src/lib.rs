@@ -14,7 +14,7 @@
 //! | a child process (`rudder run`, a replica) with logs | [`Process`], [`free_port`] |
 //! | ready workloads without a kubelet | automatic: see [`readiness`](crate#readiness) |
 //! | render a corpus case as the oracle does | [`oracle`] |
-//! | an aggregated API whose service is down | [`TestNamespace::unavailable_api`] |
+//! | an aggregated API whose service is down | [`TestNamespace::unavailable_apiservice`] (a real APIService), [`TestNamespace::unavailable_api`] (a proxy that counts requests) |
 //! | an overall deadline per test, cleanup after an overrun | automatic: see [`deadline`] |
 //!
 //! # Readiness
@@ -29,6 +29,7 @@
 //! turns that off for tests that need workloads to stay unready; they skip where a kubelet
 //! runs them anyway ([`Cluster::has_kubelet`]).
 
+#![forbid(unsafe_code)]
 #![warn(unreachable_pub)]
 
 mod aggregation;

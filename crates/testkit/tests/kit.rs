@@ -290,6 +290,61 @@ async fn the_unavailable_api_proxy_answers_as_kube_apiserver_does() {
         .is_empty());
 }
 
+/// A real APIService whose Service is missing: the cluster lists its group, answers its
+/// discovery with 503 and says `ServiceNotFound`; teardown deletes it before the
+/// namespace, which could not finish while it exists.
+#[tokio::test]
+async fn an_unavailable_apiservice_is_served_as_down_and_removed_at_teardown() {
+    let cluster = Cluster::start();
+    let ns = cluster.namespace("kit-apiservice");
+    let name = ns.name().to_string();
+    let group = format!("{name}.metrics.rudder.dev");
+    let apiservice = ns.unavailable_apiservice(&format!("{group}/v1beta1"));
+    assert_eq!(apiservice, format!("v1beta1.{group}"));
+
+    let mut config = cluster.config().clone();
+    config.default_retry = false;
+    let client = kube::Client::try_from(config).expect("client");
+    let groups = client.list_api_groups().await.expect("/apis");
+    assert!(groups.groups.iter().any(|g| g.name == group));
+    match client
+        .list_api_group_resources(&format!("{group}/v1beta1"))
+        .await
+    {
+        Err(kube::Error::Api(s)) => {
+            assert_eq!(s.code, 503);
+            assert_eq!(s.message.trim(), testkit::UNAVAILABLE_BODY.trim());
+        }
+        other => panic!("expected a 503, got {other:?}"),
+    }
+    let apiservices: Api<DynamicObject> = Api::all_with(client.clone(), &apiservice_resource());
+    let stored = apiservices.get(&apiservice).await.expect("registered");
+    let available = stored.data["status"]["conditions"]
+        .as_array()
+        .and_then(|cs| cs.iter().find(|c| c["type"] == "Available"))
+        .cloned()
+        .expect("an Available condition");
+    assert_eq!(available["status"], "False");
+    assert_eq!(available["reason"], "ServiceNotFound");
+    assert_eq!(
+        available["message"],
+        format!("service/unavailable-api in \"{name}\" is not present")
+    );
+    assert_eq!(
+        stored
+            .metadata
+            .labels
+            .unwrap_or_default()
+            .get(testkit::CREATED_BY.0),
+        Some(&testkit::CREATED_BY.1.to_string())
+    );
+
+    drop(ns);
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    assert!(namespaces.get_opt(&name).await.unwrap().is_none());
+    assert!(apiservices.get_opt(&apiservice).await.unwrap().is_none());
+}
+
 /// Set for the child process of `an_overrunning_test_is_reported_and_cleaned_up`.
 const OVERRUN_CHILD_ENV: &str = "TESTKIT_OVERRUN_CHILD";
 

@@ -6,12 +6,13 @@ use apiserver::{Config, Server};
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-/// One response: status code, headers (lower-cased names) and JSON body
-/// (`Value::Null` when the body is not JSON).
+/// One response: status code, headers (lower-cased names), JSON body
+/// (`Value::Null` when the body is not JSON) and the body as text.
 pub struct Reply {
     pub code: u16,
     pub headers: Vec<(String, String)>,
     pub body: Value,
+    pub text: String,
 }
 
 impl Reply {
@@ -100,6 +101,7 @@ pub async fn send_with(
         code,
         headers,
         body: serde_json::from_str(&body_text).unwrap_or(Value::Null),
+        text: body_text,
     }
 }
 

@@ -12,7 +12,6 @@ use std::rc::Rc;
 use crate::loader::Chart;
 use crate::values::prepare::{rendered_templates, subchart_path};
 
-mod beside;
 use gotmpl::{
     Func, FuncError, FuncMap, MapKind, MapRef, MissingKey, ParseCache, Templates, Ty, Value,
 };
@@ -47,8 +46,8 @@ pub type LookupFn = Rc<dyn Fn(&str, &str, &str, &str) -> Result<serde_json::Valu
 /// The Helm template engine: Sprig and Helm functions over gotmpl.
 pub struct Engine {
     base: Rc<FuncMap>,
-    lookup: Option<LookupFn>,
-    strict: bool,
+    pub(crate) lookup: Option<LookupFn>,
+    pub(crate) strict: bool,
 }
 
 impl Default for Engine {
@@ -58,7 +57,7 @@ impl Default for Engine {
 }
 
 /// How much template text the per-thread parse cache holds.
-const PARSE_CACHE_BYTES: usize = 64 << 20;
+pub(crate) const PARSE_CACHE_BYTES: usize = 64 << 20;
 
 thread_local! {
     static BASE_FUNCS: Rc<FuncMap> = {
@@ -69,7 +68,7 @@ thread_local! {
     // Charts are rendered again and again (every reconcile, every `tpl`
     // call with the same text); every render's set has the same function
     // names, so parses can be shared between renders on a thread.
-    static PARSE_CACHE: Rc<RefCell<ParseCache>> =
+    pub(crate) static PARSE_CACHE: Rc<RefCell<ParseCache>> =
         Rc::new(RefCell::new(ParseCache::new(PARSE_CACHE_BYTES)));
 }
 
@@ -119,7 +118,7 @@ pub(crate) fn for_each_template(chart: &Chart, f: &mut dyn FnMut(&str, &str)) {
 }
 
 /// Parses templates into this thread's parse cache ahead of a render of
-/// them on this thread, which then finds them parsed (see [`crate::ahead`]).
+/// them on this thread, which then finds them parsed (see [`crate::oneshot`]).
 /// A text that does not parse is left for the render to report.
 pub(crate) struct ParseHere {
     set: Templates,
@@ -136,9 +135,10 @@ impl ParseHere {
         let _ = self.set.parse(name, text);
     }
 
-    /// Keeps a parse made on another thread with [`Engine::render_funcs`].
-    pub(crate) fn adopt(&mut self, parse: gotmpl::DetachedParse) {
-        PARSE_CACHE.with(|c| c.borrow_mut().adopt(parse));
+    /// Keeps the parses of a cache filled on another thread with
+    /// [`Engine::render_funcs`].
+    pub(crate) fn merge(&mut self, parsed: ParseCache) {
+        PARSE_CACHE.with(|c| c.borrow_mut().merge(parsed));
     }
 }
 
@@ -291,7 +291,7 @@ impl Engine {
 
     /// Every template parsed into one set, in Helm's order, and the
     /// templates to run (all but partials), in the order Helm runs them.
-    fn template_set<'t>(
+    pub(crate) fn template_set<'t>(
         &self,
         tpls: &'t [Renderable],
     ) -> Result<(Rc<Templates>, Vec<&'t Renderable>), RenderError> {
@@ -328,11 +328,12 @@ impl Engine {
 }
 
 /// Runs one template of `set` with its chart's objects (and `.Template`).
-fn run_template(set: &Rc<Templates>, t: &Renderable) -> Result<String, RenderError> {
+pub(crate) fn run_template(set: &Rc<Templates>, t: &Renderable) -> Result<String, RenderError> {
     let mut tm = gotmpl::Map::new();
     tm.insert("Name".into(), Value::str(&t.name));
     tm.insert("BasePath".into(), Value::str(&t.base_path));
-    // Helm sets `.Template` itself: no template's doing (see `beside`).
+    // Helm sets `.Template` itself: no template's doing (see
+    // `oneshot::render`).
     gotmpl::value::watch::ignoring(|| {
         t.vals.insert(
             "Template",

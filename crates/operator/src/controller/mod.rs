@@ -132,6 +132,7 @@ struct ContextSettings {
     reapply_period: Duration,
     max_history: usize,
     records: Arc<RecordWatches>,
+    status_manifest: crate::status::StatusManifest,
 }
 
 impl ContextSettings {
@@ -155,7 +156,8 @@ impl ContextSettings {
         .with_suppress_override_values(self.suppress_override_values)
         .with_drift(Arc::clone(&self.drift))
         .with_reapply_period(self.reapply_period)
-        .with_max_history(self.max_history))
+        .with_max_history(self.max_history)
+        .with_status_manifest(self.status_manifest))
     }
 }
 
@@ -233,6 +235,7 @@ pub(crate) async fn run_watch(run: WatchRun) {
         reapply_period: options.reapply_period,
         max_history: watch.max_history.unwrap_or(options.max_history),
         records: Arc::clone(&records),
+        status_manifest: watch.status_manifest.unwrap_or(options.status_manifest),
     };
     let ctx = match settings.build(Arc::clone(&chart)) {
         Ok(ctx) => ctx,

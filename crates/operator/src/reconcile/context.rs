@@ -1,6 +1,7 @@
 //! [`Context`]: what every reconcile of one watch shares, fixed when the watch starts
 //! (the chart and its digest, the parsed overrides, the actions, the Event recorder).
 
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,6 +15,7 @@ use release::cache::RecordCaches;
 use super::digest::ChartDigest;
 use crate::action_client::{ActionClient, Actions};
 use crate::drift::DriftTracker;
+use crate::status::StatusManifest;
 use crate::watches::{Watch, WatchesError};
 use runtime::events::EventRecorder;
 use runtime::metrics::Metrics;
@@ -52,6 +54,11 @@ pub struct Context {
     pub(super) reapply_period: Duration,
     /// The watch's `maxHistory` or `--max-history`: records kept per release (0: all).
     pub(super) max_history: usize,
+    /// The watch's `statusManifest` or `--status-manifest`.
+    pub(super) status_manifest: StatusManifest,
+    /// The kind's CRD has no status subresource: the status is written on the main
+    /// resource, without `observedGeneration` (learnt from the first write).
+    pub(super) status_on_main: AtomicBool,
     /// What discovery found, shared by the watch's renders, lookups and dependent
     /// watches.
     discovery: Arc<action::DiscoveryCache>,
@@ -76,7 +83,7 @@ fn chart_label(chart: &Chart) -> Option<String> {
 impl Context {
     /// The context of one watch: the real actions through `client` (with a discovery
     /// cache of their own), fresh metrics, reporter `rudder`, no reconcile period, the
-    /// watch's `maxHistory` (else Helm's 10).
+    /// watch's `maxHistory` (else Helm's 10) and `statusManifest` (else redacted).
     /// Fails when the watch's `overrideValues` cannot be parsed.
     pub fn new(
         client: Client,
@@ -88,6 +95,7 @@ impl Context {
         let watch_max_history = watch
             .max_history
             .unwrap_or(release::storage::DEFAULT_MAX_HISTORY);
+        let status_manifest = watch.status_manifest.unwrap_or_default();
         let discovery = Arc::new(action::DiscoveryCache::new(DISCOVERY_TTL));
         Ok(Context {
             actions: Arc::new(Actions::new(client.clone(), discovery.clone())),
@@ -113,6 +121,8 @@ impl Context {
             reapply_period: crate::options::DEFAULT_REAPPLY_PERIOD,
             max_history: watch_max_history,
             records: RecordCaches::default(),
+            status_manifest,
+            status_on_main: AtomicBool::new(false),
         })
     }
 
@@ -175,6 +185,12 @@ impl Context {
     /// How many records each release keeps (0: all); see `--max-history`.
     pub fn with_max_history(mut self, max_history: usize) -> Context {
         self.max_history = max_history;
+        self
+    }
+
+    /// What `status.deployedRelease.manifest` shows; see `--status-manifest`.
+    pub fn with_status_manifest(mut self, mode: StatusManifest) -> Context {
+        self.status_manifest = mode;
         self
     }
 

@@ -230,20 +230,26 @@ pub(crate) fn release_chart(history: &[RecordMeta]) -> ReleaseChart {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Lookups {
     /// The looked-up objects are as they were (or their change is still backing off
-    /// after a failed upgrade): repair, recording the digest on a record without one.
+    /// after a failed upgrade), or they changed but the release renders as deployed:
+    /// repair, recording the new digest on the deployed record (no new revision).
     Repair { stamp: Option<String> },
-    /// A looked-up object changed since the deployed revision: upgrade.
+    /// A looked-up object changed since the deployed revision, and so did the render:
+    /// upgrade.
     Upgrade { attempt: u32, deployed: Deployed },
 }
 
 /// Decides, for a history whose deployed revision has inputs `digest`, whether the
-/// lookups digest `now_lookups` of a fresh render means an upgrade. A record without
-/// a lookups digest gets the current one (no upgrade: it was rendered against the
-/// cluster too), and failed upgrades of these inputs back off as any other.
+/// lookups digest `now_lookups` of a fresh render means an upgrade: only when the
+/// render itself differs from the deployed release (`rendered_changed`: manifest,
+/// hooks or notes), so a chart that looks up what it created itself (a generated
+/// password it keeps) does not write a revision that changes nothing. A record
+/// without a lookups digest, or whose render is unchanged, gets the current one, and
+/// failed upgrades of these inputs back off as any other.
 pub(crate) fn lookups(
     history: &[RecordMeta],
     digest: &str,
     now_lookups: Option<&str>,
+    rendered_changed: bool,
     now: i64,
 ) -> Lookups {
     let deployed = history
@@ -261,6 +267,11 @@ pub(crate) fn lookups(
             }
         }
         (Some(r), Some(n)) if r == n => return Lookups::Repair { stamp: None },
+        (Some(_), now) if !rendered_changed => {
+            return Lookups::Repair {
+                stamp: now.map(str::to_string),
+            }
+        }
         _ => {}
     }
     let failures = failures_with(history, digest);
@@ -770,18 +781,18 @@ mod tests {
         };
         // A record without the lookups digest gets it; nothing is upgraded.
         assert_eq!(
-            lookups(&deployed_with(&[]), D, Some("l1"), 0),
+            lookups(&deployed_with(&[]), D, Some("l1"), true, 0),
             Lookups::Repair {
                 stamp: Some("l1".into())
             }
         );
         let history = deployed_with(&[(LOOKUPS_LABEL, "l1")]);
         assert_eq!(
-            lookups(&history, D, Some("l1"), 0),
+            lookups(&history, D, Some("l1"), true, 0),
             Lookups::Repair { stamp: None }
         );
         assert_eq!(
-            lookups(&history, D, Some("l2"), 0),
+            lookups(&history, D, Some("l2"), true, 0),
             Lookups::Upgrade {
                 attempt: 1,
                 deployed: deployed(1, Some(D), 1)
@@ -789,7 +800,7 @@ mod tests {
         );
         // Lookups that stopped happening are a change too.
         assert!(matches!(
-            lookups(&history, D, None, 0),
+            lookups(&history, D, None, true, 0),
             Lookups::Upgrade { .. }
         ));
         // A digest `helm upgrade` copied onto its own revision is not this record's:
@@ -804,7 +815,7 @@ mod tests {
             ],
         )];
         assert_eq!(
-            lookups(&copied, D, Some("l2"), 0),
+            lookups(&copied, D, Some("l2"), true, 0),
             Lookups::Repair {
                 stamp: Some("l2".into())
             }
@@ -837,12 +848,43 @@ mod tests {
             ),
         ];
         assert_eq!(
-            lookups(&failed, D, Some("l2"), 105),
+            lookups(&failed, D, Some("l2"), true, 105),
             Lookups::Repair { stamp: None }
         );
         assert!(matches!(
-            lookups(&failed, D, Some("l2"), 200),
+            lookups(&failed, D, Some("l2"), true, 200),
             Lookups::Upgrade { attempt: 2, .. }
+        ));
+    }
+
+    #[test]
+    fn a_changed_lookup_that_renders_the_same_only_records_its_digest() {
+        // A chart that looks up the Secret it created (a generated password it keeps):
+        // after the install the lookup finds it, and the render is what was deployed.
+        let history = [meta(
+            1,
+            Status::Deployed,
+            &[(digest::LABEL, D), (LOOKUPS_LABEL, "nothing-found")],
+        )];
+        assert_eq!(
+            lookups(&history, D, Some("found"), false, 0),
+            Lookups::Repair {
+                stamp: Some("found".into())
+            }
+        );
+        // Once recorded, nothing more to do; a render that changes does upgrade.
+        let stamped = [meta(
+            1,
+            Status::Deployed,
+            &[(digest::LABEL, D), (LOOKUPS_LABEL, "found")],
+        )];
+        assert_eq!(
+            lookups(&stamped, D, Some("found"), false, 0),
+            Lookups::Repair { stamp: None }
+        );
+        assert!(matches!(
+            lookups(&stamped, D, Some("changed"), true, 0),
+            Lookups::Upgrade { attempt: 1, .. }
         ));
     }
 

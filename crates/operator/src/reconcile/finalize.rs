@@ -19,7 +19,7 @@ use super::ownership::Owner;
 use super::report::Step;
 use super::{Outcome, ReconcileError, Run};
 use crate::annotations::{self as ann, FINALIZER, LEGACY_FINALIZER};
-use crate::status as st;
+use crate::status::{self as st, Standing};
 
 /// How soon `uninstall-wait` looks again when no reconcile period is set.
 const UNINSTALL_WAIT_POLL: Duration = Duration::from_secs(10);
@@ -172,9 +172,13 @@ impl Run {
         opts.disable_hooks = a.bool_or(ann::UNINSTALL_DISABLE_HOOKS, false);
         opts.description = a.text(ann::UNINSTALL_DESCRIPTION);
         opts.record_owner = Some(self.owner_reference());
+        // What the uninstall deleted, for `uninstall-wait`'s first look: the status may
+        // hold no manifest (`--status-manifest=none`).
+        let mut uninstalled = None;
         match self.ctx.actions.uninstall(opts.clone()).await {
             Ok(rel) => {
                 self.log().uninstalled();
+                uninstalled = Some(rel.manifest.clone()).filter(|m| !m.is_empty());
                 self.status.remove(st::RELEASE_FAILED);
                 if !wait {
                     self.status
@@ -213,6 +217,15 @@ impl Run {
                 st::UNINSTALL_SUCCESSFUL,
                 st::WAITING_FOR_DELETION,
             );
+            self.status.stand(
+                Standing::Progressing,
+                st::UNINSTALLING,
+                st::WAITING_FOR_DELETION,
+            );
+        } else {
+            let message = format!("Uninstalled release {}", self.name);
+            self.status
+                .stand(Standing::Progressing, st::UNINSTALLING, message);
         }
         if !left_behind.is_empty() {
             let message = format!(
@@ -226,10 +239,10 @@ impl Run {
         self.write_status()
             .await
             .inspect_err(|_| self.log().cr_status_update_failed())?;
-        let manifest = if wait {
-            self.deployed_manifest().await?
-        } else {
-            None
+        let manifest = match (wait, uninstalled) {
+            (false, _) => None,
+            (true, Some(m)) => Some(m),
+            (true, None) => self.deployed_manifest().await?,
         };
         if let (true, Some(manifest)) = (wait, manifest) {
             self.log().uninstall_wait();

@@ -2,13 +2,22 @@
 //! cannot see. For them, a reconcile with unchanged inputs (the periodic one, or one
 //! a dependent object triggered) renders against the live cluster without writing
 //! anything and compares the digest of what the lookups returned with the one the
-//! deployed record carries (`rudder.dev/lookups-digest`): a looked-up object whose
-//! content changed upgrades the release once; otherwise the release is repaired as
-//! usual. Only the lookups' results count, never the rest of the render, so a chart
-//! that also generates random values does not upgrade in a loop; volatile metadata
-//! and `status` of looked-up objects are left out for the same reason. A record
-//! without the label gets it (rendered against the cluster as it was, so no upgrade),
-//! and a failed upgrade of the same inputs backs off like any other.
+//! deployed record carries (`rudder.dev/lookups-digest`). A looked-up object whose
+//! content changed upgrades the release once, but only when that render also differs
+//! from the deployed release (manifest, hooks or notes): a chart that looks up what
+//! it created itself (Bitnami's generated passwords, kept through `lookup` of their
+//! own Secret) renders the same after its install, and then the new lookups digest is
+//! only written onto the deployed record's labels (one write of that record, the one
+//! the repair makes anyway when a label is missing, and no new revision). Kept on the
+//! record rather than in memory, it survives restarts and other replicas read it, so
+//! the comparison is not made again. Otherwise the release is repaired as usual.
+//!
+//! Only the lookups' results count as a reason to compare, never the rest of the
+//! render, so a chart that also generates random values does not upgrade in a loop;
+//! volatile metadata and `status` of looked-up objects are left out for the same
+//! reason. A record without the label gets it (rendered against the cluster as it
+//! was, so no upgrade), and a failed upgrade of the same inputs backs off like any
+//! other.
 
 use chart::values::Values;
 use release::record::Release;
@@ -34,7 +43,9 @@ impl Run {
             Ok(d) => d,
             Err(source) => return Err(self.candidate_failed(source).await),
         };
-        match decide::lookups(history, digest, diff.lookups.as_deref(), unix_now()) {
+        let rendered_changed = diff.changed || diff.notes_changed;
+        let now_lookups = diff.lookups.as_deref();
+        match decide::lookups(history, digest, now_lookups, rendered_changed, unix_now()) {
             Lookups::Repair { stamp } => {
                 let mut labels = self.chart_labels();
                 if let Some(l) = stamp {

@@ -14,6 +14,11 @@
 //! objects, `readiness` holds `Deployed` back until the workloads are ready (opt-in),
 //! `progress` shows what an install or upgrade is waiting for while it waits, and
 //! `report` writes how each step ended into the status, an Event and the metrics.
+//!
+//! Status writes: work on a generation the status does not show yet begins with one
+//! (`Reconciling=True`, [`Run::begin`]), and every reconcile that acts ends with one
+//! (only when the status changed) that sets `observedGeneration`; a wait longer than
+//! a few seconds adds its progress lines. Nothing else writes the status.
 
 mod context;
 pub(crate) mod decide;
@@ -47,7 +52,7 @@ use release::record::Release;
 use crate::annotations::{self as ann, AnnotationError, Annotations};
 use crate::cr::CustomResource;
 use crate::drift::{self, ApplyStart, CrKey};
-use crate::status::{self as st, HelmAppStatus};
+use crate::status::{self as st, HelmAppStatus, Standing};
 use crate::watches::Watch;
 pub use context::{Context, DISCOVERY_TTL};
 use decide::{Decision, Deployed};
@@ -56,6 +61,7 @@ use labels::{ATTEMPT_LABEL, LOOKUPS_LABEL, REVISION_LABEL, ROLLBACK_OF_LABEL};
 use log::CrLog;
 use report::Step;
 use runtime::events::EventSink;
+pub use values::{release_values, ValuesError};
 
 /// One attempt at changing the release: the values, their inputs digest, and which
 /// consecutive attempt with them this is.
@@ -73,6 +79,16 @@ impl<'a> Attempt<'a> {
             number,
         }
     }
+}
+
+/// The work [`Run::begin`] announces.
+#[derive(Debug, Clone, Copy)]
+enum Work {
+    Install,
+    Upgrade,
+    /// A revision another tool deployed is compared with the spec (then stamped, or
+    /// upgraded).
+    Compare,
 }
 
 /// What the controller should do after a successful reconcile.
@@ -114,6 +130,7 @@ pub async fn reconcile(
         ctx,
         poll_soon: false,
         apply_start: None,
+        attempt: 1,
     };
     if run.cr.meta().deletion_timestamp.is_some() {
         run.ctx.drift.forget(&run.key());
@@ -153,6 +170,8 @@ struct Run {
     poll_soon: bool,
     /// When this reconcile's full apply of the release started, if it makes one.
     apply_start: Option<ApplyStart>,
+    /// Which consecutive attempt with these inputs the install or upgrade is.
+    attempt: u32,
 }
 
 impl Run {
@@ -165,6 +184,64 @@ impl Run {
     /// The CR as the drift tracker knows it.
     fn key(&self) -> CrKey {
         (self.namespace.clone(), self.name.clone())
+    }
+
+    /// The CR's `metadata.generation`.
+    fn generation(&self) -> Option<i64> {
+        self.cr.meta().generation
+    }
+
+    /// The status shows the end of a reconcile of the CR's current generation (always,
+    /// for a kind whose status cannot carry `observedGeneration`: see
+    /// `status::write_if_changed`).
+    fn generation_observed(&self) -> bool {
+        self.status.observed_generation == self.generation()
+            || self
+                .ctx
+                .status_on_main
+                .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// A reconcile of the CR's current generation ends: the status says which (not on
+    /// a kind whose status cannot carry it).
+    fn observe(&mut self) {
+        let on_main = self
+            .ctx
+            .status_on_main
+            .load(std::sync::atomic::Ordering::Relaxed);
+        self.status.observed_generation = if on_main { None } else { self.generation() };
+    }
+
+    /// Work on a generation the status does not show yet begins: says so at once
+    /// (`Reconciling=True`, with `Initialized`), so whoever waits on the CR sees it in
+    /// progress while the release changes. kstatus tells a new generation of a CR it
+    /// saw before by `observedGeneration` alone; a new CR looks current to it until
+    /// this write. A later attempt of the same generation writes nothing here.
+    async fn begin(&mut self, work: Work) {
+        if self.generation_observed() {
+            return;
+        }
+        let (name, generation) = (&self.name, self.generation().unwrap_or_default());
+        let (reason, message) = match work {
+            Work::Install => (
+                st::INSTALLING,
+                format!("Installing release {name} (generation {generation})"),
+            ),
+            Work::Upgrade => (
+                st::UPGRADING,
+                format!("Upgrading release {name} to generation {generation}"),
+            ),
+            Work::Compare => (
+                st::UPGRADING,
+                format!("Comparing release {name}, deployed by another tool, with generation {generation}"),
+            ),
+        };
+        self.status.stand(Standing::Progressing, reason, message);
+        // The reconcile's own end writes the status again; a missed start only shows
+        // later.
+        if let Err(e) = self.write_status().await {
+            tracing::warn!(cr = %self.cr_id, error = %e, "could not show the start of the work in the status");
+        }
     }
 
     fn uid(&self) -> &str {
@@ -188,6 +265,8 @@ impl Run {
     /// full reconcile of an unchanged release leaves it.
     fn status_current(&self) -> bool {
         self.status == self.original
+            && self.generation_observed()
+            && self.status.is_true(st::READY)
             && !self.awaiting_readiness()
             && self
                 .status
@@ -425,7 +504,13 @@ impl Run {
             ann::RECONCILE_PAUSED
         );
         self.status
-            .set(st::PAUSED, st::TRUE, st::RECONCILE_PAUSED, message);
+            .set(st::PAUSED, st::TRUE, st::RECONCILE_PAUSED, message.clone());
+        // A change waiting on the pause is not done (nor is work the pause stopped):
+        // kstatus keeps counting it in progress. A CR at rest stays as it was.
+        if !self.generation_observed() || self.status.is_true(st::RECONCILING) {
+            self.status
+                .stand(Standing::Progressing, st::RECONCILE_PAUSED, message);
+        }
         self.write_status().await?;
         Ok(Outcome::default())
     }
@@ -481,13 +566,16 @@ impl Run {
                     return Err(self.backing_off(attempts, retry_in).await);
                 }
                 Decision::Install { attempt } => {
+                    self.begin(Work::Install).await;
                     break self.install(Attempt::new(values, &digest, attempt)).await?;
                 }
                 Decision::Upgrade { attempt, deployed } => {
+                    self.begin(Work::Upgrade).await;
                     let attempt = Attempt::new(values, &digest, attempt);
                     break self.upgrade(attempt, &deployed).await?;
                 }
                 Decision::StampDigest { attempt, deployed } => {
+                    self.begin(Work::Compare).await;
                     let attempt = Attempt::new(values, &digest, attempt);
                     break self.compare_renders(attempt, &deployed).await?;
                 }
@@ -554,6 +642,7 @@ impl Run {
     }
 
     async fn install(&mut self, attempt: Attempt<'_>) -> Result<Release, ReconcileError> {
+        self.attempt = attempt.number;
         let mut opts = self.action_options(attempt.digest, attempt.number);
         let a = self.annotations();
         opts.disable_hooks = a.bool_or(ann::INSTALL_DISABLE_HOOKS, false);
@@ -606,6 +695,7 @@ impl Run {
         deployed: &Deployed,
     ) -> Result<Release, ReconcileError> {
         let (digest, number) = (attempt.digest, attempt.number);
+        self.attempt = number;
         let mut opts = self.action_options(digest, number);
         let a = self.annotations();
         opts.force = a.bool_or(ann::UPGRADE_FORCE, false);

@@ -6,7 +6,8 @@
 //! extension the readiness mode already uses for "deployed, waiting for workloads".
 //! Waits that end within their first report interval write nothing, and once the
 //! action returns `Deployed` is put back as it was, so the step's own report (success
-//! or failure) decides the final conditions exactly as without a wait.
+//! or failure) decides the final conditions exactly as without a wait. The same writes
+//! carry the line as `Reconciling`'s message.
 
 use std::future::Future;
 use std::time::{Duration, Instant};
@@ -15,7 +16,7 @@ use action::{ActionOptions, WaitReport};
 use tokio::sync::mpsc;
 
 use super::Run;
-use crate::status as st;
+use crate::status::{self as st, Standing};
 
 /// How long a wait goes unreported in the status: short waits (a hook Job the cluster
 /// completes at once) cost no status writes.
@@ -61,7 +62,13 @@ impl Run {
                     }
                     tracing::info!(cr = %self.cr_id, "{line}");
                     self.status
-                        .set(st::DEPLOYED, st::FALSE, st::AWAITING_READINESS, line);
+                        .set(st::DEPLOYED, st::FALSE, st::AWAITING_READINESS, line.clone());
+                    let reason = self
+                        .status
+                        .condition(st::RECONCILING)
+                        .filter(|c| c.status == st::TRUE)
+                        .map_or(st::AWAITING_READINESS.to_string(), |c| c.reason.clone());
+                    self.status.stand(Standing::Progressing, &reason, line);
                     shown = true;
                     // The step's own report retries the write; a missed progress line
                     // only shows later.

@@ -7,18 +7,19 @@
 //! `helm install` without `--wait`, so nothing is retried or rolled back because of it.
 //!
 //! The state lives in the status: waiting is `Deployed`'s reason being
-//! `AwaitingReadiness`, so a restart resumes the wait where it was.
+//! `AwaitingReadiness`, so a restart resumes the wait where it was. For kstatus the
+//! wait is `Reconciling=True/AwaitingReadiness`, and a timeout `Stalled`.
 
 use std::time::Duration;
 
 use release::record::Release;
 
 use super::decide::{self, Readiness};
-use super::report::{notes, reason_by_version, Step};
+use super::report::{notes, ready_message, reason_by_version, Step};
 use super::timing::READINESS_TIMEOUT;
 use super::Run;
 use crate::annotations::{self as ann, AnnotationError};
-use crate::status as st;
+use crate::status::{self as st, Standing};
 
 /// How many not-ready objects a message names.
 const NAMED: usize = 5;
@@ -69,8 +70,14 @@ impl Run {
             rel.name,
             go_duration(timeout)
         );
+        self.status.set(
+            st::DEPLOYED,
+            st::FALSE,
+            st::AWAITING_READINESS,
+            message.clone(),
+        );
         self.status
-            .set(st::DEPLOYED, st::FALSE, st::AWAITING_READINESS, message);
+            .stand(Standing::Progressing, st::AWAITING_READINESS, message);
         self.poll_soon = true;
     }
 
@@ -94,6 +101,9 @@ impl Run {
                 self.status.remove(st::RELEASE_FAILED);
                 self.status
                     .set(st::DEPLOYED, st::TRUE, reason_by_version(rel), notes(rel));
+                let message = format!("{}; its workloads are ready", ready_message(rel));
+                self.status
+                    .stand(Standing::Ready, reason_by_version(rel), message);
             }
             Readiness::Waiting => self.await_readiness(rel, not_ready),
             Readiness::TimedOut => {
@@ -111,10 +121,13 @@ impl Run {
                     named(not_ready)
                 );
                 tracing::error!(cr = %self.cr_id, release = %rel.name, error = %message, "release failed");
-                self.status.set(condition, st::TRUE, reason, message);
+                self.status
+                    .set(condition, st::TRUE, reason, message.clone());
                 // Still waiting, at the usual pace: it may become ready after all.
                 self.await_readiness(rel, not_ready);
                 self.poll_soon = false;
+                // A wait past its timeout is what kstatus calls stalled.
+                self.status.stand(Standing::Stalled, reason, message);
             }
         }
     }

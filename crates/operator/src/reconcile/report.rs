@@ -1,6 +1,8 @@
 //! How each step of a reconcile ends, told the way the Go helm-operator tells it: a
 //! status condition on the CR, an Event, a log line and the release-status metric.
-//! One place, so every step reports success and failure alike.
+//! One place, so every step reports success and failure alike. Each Go condition set
+//! here comes with where the reconcile stands for kstatus and Flux ([`Standing`]), and
+//! the status written at the end of a reconcile carries `observedGeneration`.
 
 use std::time::Duration;
 
@@ -9,8 +11,9 @@ use release::record::Release;
 
 use super::events;
 use super::log::FailedStep;
+use super::timing::STALLED_AFTER;
 use super::{Outcome, ReconcileError, Run};
-use crate::status::{self as st, DeployedRelease};
+use crate::status::{self as st, DeployedRelease, Standing};
 
 /// A reconcile step, as the status, Events and errors name it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,6 +65,32 @@ pub(super) fn notes(rel: &Release) -> String {
         .unwrap_or_default()
 }
 
+/// `Ready`'s message once `rel` is deployed.
+pub(super) fn ready_message(rel: &Release) -> String {
+    format!("Release {} revision {} is deployed", rel.name, rel.version)
+}
+
+/// Whether a failure of an install or upgrade will recur however often it is retried
+/// with the same inputs: they cannot be used (the spec, the render, objects refused
+/// before anything was applied). Other failures count as lasting from the
+/// [`STALLED_AFTER`]th attempt on.
+fn will_recur(err: &ReconcileError) -> bool {
+    match err {
+        ReconcileError::InvalidSpec { .. } => true,
+        ReconcileError::Action { source, .. } => matches!(
+            **source,
+            action::Error::Render { .. }
+                | action::Error::RenderAborted { .. }
+                | action::Error::InvalidDocument { .. }
+                | action::Error::UnknownKind { .. }
+                | action::Error::Transform { .. }
+                | action::Error::Conflict { .. }
+                | action::Error::InvalidReleaseName { .. }
+        ),
+        _ => false,
+    }
+}
+
 /// The `Deployed` reason of a release that was not changed now: as Go says it, by
 /// whether the deployed revision is the first.
 pub(super) fn reason_by_version(rel: &Release) -> &'static str {
@@ -79,8 +108,10 @@ impl Run {
         self.status.fit(room);
         // The next reconcile waits for the CR watch to bring this write back.
         self.ctx.drift.status_writing(&self.key());
+        let on_main = &self.ctx.status_on_main;
         let written =
-            st::write_if_changed(&self.api, &self.name, &self.original, &self.status).await;
+            st::write_if_changed(&self.api, &self.name, &self.original, &self.status, on_main)
+                .await;
         let version = match &written {
             Ok(st::Written::At(version)) => version.clone(),
             _ => None,
@@ -122,7 +153,8 @@ impl Run {
         self.record_failure(step, message, err).await
     }
 
-    /// Sets `step`'s failure condition, records a Warning Event and writes the status.
+    /// Sets `step`'s failure condition and where that leaves the CR, records a
+    /// Warning Event and writes the status: the end of this generation's reconcile.
     async fn record_failure(
         &mut self,
         step: Step,
@@ -132,6 +164,29 @@ impl Run {
         let (condition, reason) = step.failure();
         self.status
             .set(condition, st::TRUE, reason, message.clone());
+        // The notes do not change from one attempt to the next, so a retry that fails
+        // the same way writes nothing.
+        let attempt = self.attempt;
+        let (standing, note) = match step {
+            Step::Reconcile => (Standing::Stalled, message.clone()),
+            Step::Uninstall => (Standing::Retrying, message.clone()),
+            Step::Install | Step::Upgrade if attempt >= STALLED_AFTER => (
+                Standing::Stalled,
+                format!(
+                    "{message} (failed {STALLED_AFTER} times or more with these inputs; \
+                     retried with a backoff while they stay as they are)"
+                ),
+            ),
+            Step::Install | Step::Upgrade if will_recur(&err) => {
+                (Standing::Stalled, message.clone())
+            }
+            Step::Install | Step::Upgrade => (
+                Standing::Retrying,
+                format!("{message} (retrying with a backoff)"),
+            ),
+        };
+        self.status.stand(standing, reason, note);
+        self.observe();
         self.events.warning(reason, message).await;
         if let Err(e) = self.write_status().await {
             let after = match step {
@@ -193,6 +248,8 @@ impl Run {
         } else {
             self.status
                 .set(st::DEPLOYED, st::TRUE, step.success(), notes(rel));
+            self.status
+                .stand(Standing::Ready, step.success(), ready_message(rel));
         }
         self.events.normal(step.success(), note).await;
     }
@@ -214,6 +271,8 @@ impl Run {
         } else {
             self.status
                 .set(st::DEPLOYED, st::TRUE, reason_by_version(rel), notes(rel));
+            self.status
+                .stand(Standing::Ready, reason_by_version(rel), ready_message(rel));
         }
     }
 
@@ -242,6 +301,8 @@ impl Run {
         self.log().reconciled();
         self.status
             .set(st::DEPLOYED, st::TRUE, reason_by_version(rel), notes(rel));
+        self.status
+            .stand(Standing::Ready, reason_by_version(rel), ready_message(rel));
     }
 
     /// The last `attempts` with these inputs failed and their backoff has not passed:
@@ -251,11 +312,36 @@ impl Run {
         attempts: u32,
         retry_in: Duration,
     ) -> ReconcileError {
-        let last = self
-            .status
-            .condition(st::RELEASE_FAILED)
+        let failed = self.status.condition(st::RELEASE_FAILED).cloned();
+        let last = failed
+            .as_ref()
             .map(|c| c.message.clone())
             .unwrap_or_default();
+        // The last failure's report stands; a generation not seen yet (a spec changed
+        // back to inputs still backing off), a status without it, or one a pause
+        // left, gets one.
+        let paused_before = self
+            .status
+            .condition(st::RECONCILING)
+            .is_some_and(|c| c.reason == st::RECONCILE_PAUSED);
+        if !self.generation_observed() || !self.status.is_true(st::RELEASE_FAILED) || paused_before
+        {
+            let reason = match &failed {
+                Some(c) => c.reason.clone(),
+                None if self.status.deployed_release.is_some() => st::UPGRADE_ERROR.into(),
+                None => st::INSTALL_ERROR.into(),
+            };
+            let standing = if attempts >= STALLED_AFTER {
+                Standing::Stalled
+            } else {
+                Standing::Retrying
+            };
+            let message = format!(
+                "the last {attempts} attempt(s) with these inputs failed; retrying with a backoff: {last}"
+            );
+            self.status.stand(standing, &reason, message);
+            self.observe();
+        }
         if let Err(e) = self.write_status().await {
             return e;
         }
@@ -281,8 +367,10 @@ impl Run {
         }
         self.status.deployed_release = Some(DeployedRelease {
             name: rel.name.clone(),
-            manifest: rel.manifest.clone(),
+            manifest: self.ctx.status_manifest.shown(&rel.manifest),
         });
+        // The end of this generation's reconcile.
+        self.observe();
         self.write_status().await?;
         self.set_release_metric(Some(rel.status().as_str()));
         let dependents = if self.ctx.watch.watch_dependent_resources {

@@ -16,6 +16,12 @@ pub(crate) const RELEASE_BACKOFF: Backoff = Backoff {
     max: Duration::from_secs(600),
 };
 
+/// From which consecutive failed attempt with the same inputs an install or upgrade
+/// shows `Stalled` (kstatus: Failed) rather than `Reconciling` (retrying): about 30 s
+/// of retries (10 s, then 20 s of [`RELEASE_BACKOFF`]). The operator keeps retrying
+/// at the backoff's pace; the first success clears it.
+pub(crate) const STALLED_AFTER: u32 = 3;
+
 /// How soon to check again while a release's workloads become ready.
 pub(crate) const READINESS_POLL: Duration = Duration::from_secs(5);
 /// How long `install-wait`/`upgrade-wait` wait by default (Helm's `--timeout`).

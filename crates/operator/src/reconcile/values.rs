@@ -1,12 +1,35 @@
 //! The release values of a CR: its `.spec` (which must be an object) with the watch's
 //! `overrideValues` merged on top, as the Go helm-operator does (overrides win). The
 //! spec is parsed here, from the raw JSON the cache keeps, as deep as Go reads JSON.
+//! [`release_values`] is the same composition for `rudder values`.
 
 use chart::values::Values;
 use gocodec::depth::MAX_DEPTH;
 use serde_json::Value;
 
 use crate::cr::CustomResource;
+use crate::watches::{Watch, WatchesError};
+
+/// Why a CR's release values cannot be composed.
+#[derive(Debug, thiserror::Error)]
+pub enum ValuesError {
+    /// The watch's `overrideValues` do not parse.
+    #[error(transparent)]
+    Overrides(#[from] WatchesError),
+    /// The CR's `.spec` gives no values (the operator reports it as the CR's failure).
+    #[error("{0}")]
+    Spec(String),
+}
+
+/// The values a CR's release gets, composed exactly as the operator composes them
+/// (its `.spec` with `watch`'s `overrideValues` on top), and those overrides alone,
+/// so a caller can tell which values came from `watches.yaml`.
+pub fn release_values(watch: &Watch, cr: &CustomResource) -> Result<(Values, Values), ValuesError> {
+    let overrides = watch.override_values()?;
+    let mut values = spec_values(cr).map_err(|e| ValuesError::Spec(e.to_string()))?;
+    merge_overrides(&mut values, &overrides);
+    Ok((values, overrides))
+}
 
 /// Why a CR's `.spec` gives no values; the message says what to change.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

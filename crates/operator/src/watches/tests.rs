@@ -260,6 +260,26 @@ fn max_history_is_a_count_and_zero_keeps_all() {
 }
 
 #[test]
+fn status_manifest_is_full_redacted_or_none() {
+    assert_eq!(parse_ok(&one(""))[0].status_manifest, None);
+    for (text, mode) in [
+        ("full", StatusManifest::Full),
+        ("redacted", StatusManifest::Redacted),
+        ("none", StatusManifest::None),
+    ] {
+        let w = &parse_ok(&one(&format!("  statusManifest: {text}\n")))[0];
+        assert_eq!(w.status_manifest, Some(mode));
+    }
+    let e = parse_err(&one("  statusManifest: secret\n"));
+    assert!(
+        e.contains(
+            "statusManifest: \"secret\" is not a status manifest mode: use full, redacted or none"
+        ),
+        "{e}"
+    );
+}
+
+#[test]
 fn bad_selector_operator_is_named() {
     let e = parse_err(&one(
         "  selector:\n    matchExpressions:\n      - {key: env, operator: Equals, values: [a]}\n",

@@ -191,8 +191,9 @@ pub struct Namespace<'c> {
 }
 
 impl Namespace<'_> {
-    /// Runs `tool ARGS -n NS` with `HELM_DRIVER` = `driver` (Helm's default when `None`).
-    pub fn run(&self, tool: Tool, driver: Option<&str>, args: &[&str]) -> Output {
+    /// `tool ARGS -n NS` with `HELM_DRIVER` = `driver` (Helm's default when `None`),
+    /// not started: for a command a test runs in the background.
+    pub fn command(&self, tool: Tool, driver: Option<&str>, args: &[&str]) -> Command {
         let c = self.cluster;
         let program = match tool {
             Tool::Helm => c.helm.clone(),
@@ -203,7 +204,13 @@ impl Namespace<'_> {
         if tool == Tool::Rudder {
             cmd.arg("--kubeconfig").arg(&c.kubeconfig);
         }
-        cmd.output()
+        cmd
+    }
+
+    /// Runs `tool ARGS -n NS` with `HELM_DRIVER` = `driver` (Helm's default when `None`).
+    pub fn run(&self, tool: Tool, driver: Option<&str>, args: &[&str]) -> Output {
+        self.command(tool, driver, args)
+            .output()
             .unwrap_or_else(|e| panic!("{tool} does not run: {e}"))
     }
 

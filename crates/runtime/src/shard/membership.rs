@@ -128,7 +128,7 @@ impl Membership {
                 Ok(Err(e)) => tracing::debug!(
                     target: "rudder::shard",
                     "listing the shard Leases failed (keeping the last view): {}",
-                    crate::api_error::describe(&e)
+                    apierror::describe(&e)
                 ),
                 Err(_) => {
                     tracing::debug!(target: "rudder::shard", "listing the shard Leases timed out")
@@ -142,7 +142,7 @@ impl Membership {
     /// write (or a create) when we have none. The resourceVersion guards each write.
     async fn renew(&self, ours: Option<Lease>, ack: Option<&View>) -> Result<Lease, String> {
         let describe =
-            |op: &str, e: kube::Error| format!("{op} failed: {}", crate::api_error::describe(&e));
+            |op: &str, e: kube::Error| format!("{op} failed: {}", apierror::describe(&e));
         let current = match ours {
             Some(lease) => Some(lease),
             None => self
@@ -221,7 +221,7 @@ impl Membership {
             Err(e) => tracing::debug!(
                 target: "rudder::shard",
                 "could not remove the expired Lease {name}: {}",
-                crate::api_error::describe(&e)
+                apierror::describe(&e)
             ),
         }
     }
@@ -246,7 +246,7 @@ impl Membership {
         {
             Ok(_) => Ok(()),
             Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
-            Err(e) => Err(crate::api_error::describe(&e)),
+            Err(e) => Err(apierror::describe(&e)),
         }
     }
 }

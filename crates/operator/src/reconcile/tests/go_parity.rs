@@ -377,7 +377,9 @@ async fn a_changed_lookup_upgrades_and_an_unchanged_one_repairs() {
     run(actions.clone()).await.0.expect("repaired");
     assert_eq!(actions.calls(), ["history", "diff", "repair"]);
 
+    // A looked-up object changed, and with it the render: an upgrade.
     actions.lock().lookups = Some("l2".into());
+    actions.lock().diff_changed = true;
     run(actions.clone()).await.0.expect("upgraded");
     assert_eq!(
         actions.calls(),
@@ -390,8 +392,30 @@ async fn a_changed_lookup_upgrades_and_an_unchanged_one_repairs() {
         Some("l2")
     );
     // Now stable: no loop.
+    actions.lock().diff_changed = false;
     run(actions.clone()).await.0.expect("repaired");
     assert_eq!(actions.calls().last(), Some(&"repair"));
+
+    // A looked-up object changed but the release renders as deployed (a chart that
+    // looks up what it created): the new digest is recorded, no revision written.
+    actions.lock().lookups = Some("l3".into());
+    let revisions = actions.lock().history.len();
+    run(actions.clone()).await.0.expect("repaired");
+    assert_eq!(
+        &actions.calls()[actions.calls().len() - 3..],
+        ["history", "diff", "repair"]
+    );
+    let history = actions.lock().history.clone();
+    assert_eq!(history.len(), revisions, "no new revision");
+    assert_eq!(
+        history
+            .last()
+            .and_then(|m| m.labels.get(LOOKUPS_LABEL))
+            .map(String::as_str),
+        Some("l3")
+    );
+    run(actions.clone()).await.0.expect("repaired");
+    assert_eq!(actions.lock().history.len(), revisions, "and it stays");
 
     // A record from before lookups were tracked gets the digest, without an upgrade.
     let actions = FakeActions::with_history(vec![meta(

@@ -352,6 +352,8 @@ impl ActionClient for FakeActions {
 /// Events, and the ConfigMap list of the migration check.
 struct FakeApi {
     cr: Value,
+    /// The CRD has no status subresource: `/status` is not found.
+    no_status: bool,
     /// Every request: method, path and JSON body.
     requests: Mutex<Vec<(Method, String, Value)>>,
 }
@@ -360,6 +362,16 @@ impl FakeApi {
     fn new(cr: &DynamicObject) -> Arc<FakeApi> {
         Arc::new(FakeApi {
             cr: serde_json::to_value(cr).unwrap_or_default(),
+            no_status: false,
+            requests: Mutex::default(),
+        })
+    }
+
+    /// The API of a CRD without a status subresource.
+    fn without_status_subresource(cr: &DynamicObject) -> Arc<FakeApi> {
+        Arc::new(FakeApi {
+            cr: serde_json::to_value(cr).unwrap_or_default(),
+            no_status: true,
             requests: Mutex::default(),
         })
     }
@@ -370,6 +382,11 @@ impl FakeApi {
             (&Method::GET, p) if p.ends_with("/configmaps") => (StatusCode::OK, list),
             (&Method::POST, p) if p.ends_with("/events") => (StatusCode::CREATED, body.clone()),
             (&Method::PATCH, p) if p.contains("/events/") => (StatusCode::OK, body.clone()),
+            (&Method::PATCH, p) if self.no_status && p.ends_with("/status") => (
+                StatusCode::NOT_FOUND,
+                json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+                    "reason": "NotFound", "code": 404, "message": path}),
+            ),
             (&Method::PATCH, p) if p.contains("/demos/") => (StatusCode::OK, self.cr.clone()),
             _ => (
                 StatusCode::NOT_FOUND,
@@ -555,6 +572,7 @@ async fn reconcile_once(
 
 mod go_parity;
 mod history;
+mod kstatus;
 
 #[tokio::test]
 async fn a_new_cr_is_installed_with_its_digest() {

@@ -1,0 +1,137 @@
+//! The server's own `/metrics`, in the Prometheus text format and under
+//! kube-apiserver's names: `apiserver_request_total` (every request by verb,
+//! resource and code) and `apiserver_storage_objects` (stored objects per
+//! resource). Benchmarks read them to count what a client costs the server.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::sync::Mutex;
+
+/// What one request was, for counting: filled in as routing learns it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct RequestLabels {
+    /// kube-apiserver's verb spelling: GET, LIST, WATCH, POST, PUT, PATCH,
+    /// APPLY, DELETE, DELETECOLLECTION; empty for non-resource requests.
+    pub(crate) verb: &'static str,
+    pub(crate) group: String,
+    pub(crate) version: String,
+    pub(crate) resource: String,
+    pub(crate) subresource: String,
+}
+
+impl RequestLabels {
+    /// Labels of a resource request.
+    pub(crate) fn resource(
+        method: &axum::http::Method,
+        content_type: Option<&str>,
+        has_name: bool,
+        watch: bool,
+        rt: &apitypes::ResourceType,
+        sub: Option<&str>,
+    ) -> Self {
+        let verb = match (method.as_str(), has_name) {
+            ("GET", false) if watch => "WATCH",
+            ("GET", false) => "LIST",
+            ("GET", true) => "GET",
+            ("POST", _) => "POST",
+            ("PUT", _) => "PUT",
+            ("PATCH", _) if content_type == Some("application/apply-patch+yaml") => "APPLY",
+            ("PATCH", _) => "PATCH",
+            ("DELETE", true) => "DELETE",
+            ("DELETE", false) => "DELETECOLLECTION",
+            _ => "OTHER",
+        };
+        RequestLabels {
+            verb,
+            group: rt.group.clone(),
+            version: rt.version.clone(),
+            resource: rt.plural.clone(),
+            subresource: sub.unwrap_or_default().to_string(),
+        }
+    }
+}
+
+/// Request counters, by labels and status code.
+#[derive(Default)]
+pub(crate) struct Requests {
+    counts: Mutex<BTreeMap<(RequestLabels, u16), u64>>,
+}
+
+impl Requests {
+    pub(crate) fn record(&self, labels: RequestLabels, code: u16) {
+        let mut counts = match self.counts.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        };
+        *counts.entry((labels, code)).or_insert(0) += 1;
+    }
+
+    fn snapshot(&self) -> Vec<((RequestLabels, u16), u64)> {
+        let counts = match self.counts.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        };
+        counts.iter().map(|(k, v)| (k.clone(), *v)).collect()
+    }
+}
+
+/// The exposition text: request counters and per-resource object counts.
+pub(crate) fn render(requests: &Requests, objects: &BTreeMap<String, u64>) -> String {
+    let mut out = String::new();
+    out.push_str(
+        "# HELP apiserver_request_total Counter of apiserver requests broken out for each verb, \
+         group, version, resource, subresource and HTTP response code.\n\
+         # TYPE apiserver_request_total counter\n",
+    );
+    for ((l, code), n) in requests.snapshot() {
+        if l.verb.is_empty() {
+            continue;
+        }
+        let _ = writeln!(
+            out,
+            "apiserver_request_total{{code=\"{code}\",component=\"apiserver\",group=\"{}\",\
+             resource=\"{}\",subresource=\"{}\",verb=\"{}\",version=\"{}\"}} {n}",
+            l.group, l.resource, l.subresource, l.verb, l.version
+        );
+    }
+    out.push_str(
+        "# HELP apiserver_storage_objects Number of stored objects at the time of last check \
+         split by kind.\n# TYPE apiserver_storage_objects gauge\n",
+    );
+    for (resource, n) in objects {
+        let _ = writeln!(
+            out,
+            "apiserver_storage_objects{{resource=\"{resource}\"}} {n}"
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_render_under_kube_apiserver_names() {
+        let requests = Requests::default();
+        let labels = RequestLabels {
+            verb: "LIST",
+            group: String::new(),
+            version: "v1".into(),
+            resource: "secrets".into(),
+            subresource: String::new(),
+        };
+        requests.record(labels.clone(), 200);
+        requests.record(labels, 200);
+        requests.record(RequestLabels::default(), 200);
+        let objects = BTreeMap::from([("secrets".to_string(), 3)]);
+        let text = render(&requests, &objects);
+        assert!(text.contains(
+            "apiserver_request_total{code=\"200\",component=\"apiserver\",group=\"\",\
+             resource=\"secrets\",subresource=\"\",verb=\"LIST\",version=\"v1\"} 2\n"
+        ));
+        assert!(text.contains("apiserver_storage_objects{resource=\"secrets\"} 3\n"));
+        // Non-resource requests are not counted as resource verbs.
+        assert_eq!(text.matches("apiserver_request_total{").count(), 1);
+    }
+}

@@ -10,6 +10,7 @@
 //! runtime's [`Manager`](runtime::Manager), which [`crate::manager`] sets up.
 
 mod dependents;
+mod queue;
 mod records;
 
 use std::collections::HashMap;
@@ -67,7 +68,11 @@ struct WatchState {
     gvk: String,
     /// The controller-runtime controller name (`<kind>-controller`).
     controller: String,
+    /// Guards the concurrency kube-runtime's runner also bounds (so a reconcile
+    /// never starts past it, whatever the runner does).
     permits: Semaphore,
+    /// What is due and not started, for the workqueue metrics.
+    queue: queue::Queue,
     retries: RetryLimiter,
     dependents: Option<Arc<DependentWatches>>,
     /// With sharding: which CRs are this replica's, and when to look again at the rest.
@@ -305,6 +310,7 @@ pub(crate) async fn run_watch(run: WatchRun) {
         gvk: gvk_label.clone(),
         controller: controller_name.clone(),
         permits: Semaphore::new(concurrency),
+        queue: queue::Queue::new(metrics.clone(), controller_name.clone()),
         retries: RetryLimiter::reconcile(),
         dependents,
         // A CR skipped as someone else's is looked at again after this long, in case
@@ -329,17 +335,32 @@ pub(crate) async fn run_watch(run: WatchRun) {
         // Status-only writes (the reconciler's own) do not trigger a reconcile.
         // The cache keeps what reconciling reads (`CustomResource`, `status::slim`).
         let crs = watcher::watcher(api, config.clone()).modify(CustomResource::slim_for_cache);
+        let queued = Arc::clone(&run);
         let changes = reflector::reflector(writer, crs)
             .inspect(move |event| {
                 seen.observe(event);
                 status_delivered(&delivered, event);
             })
             .applied_objects()
-            .predicate_filter(cr_change, PredicateConfig::default());
+            .predicate_filter(cr_change, PredicateConfig::default())
+            .inspect(move |cr| {
+                if let Ok(cr) = cr {
+                    queued.queue.added((cr.namespace().unwrap_or_default(), cr.name_any()));
+                }
+            });
+        let queued = Arc::clone(&run);
+        let triggers = triggers.inspect(move |cr| {
+            queued
+                .queue
+                .added((cr.namespace.clone().unwrap_or_default(), cr.name.clone()))
+        });
         let controller = Controller::for_stream_with(changes, reader, resource.clone())
-            // The semaphore in `reconcile_one` bounds concurrency, so waiting work is
-            // visible as the queue depth.
-            .with_config(controller::Config::default().concurrency(0))
+            // At most `concurrency` reconciles run; what else is due waits in the
+            // scheduler (see `queue`), not as futures the runner polls on every wake.
+            .with_config(
+                controller::Config::default()
+                    .concurrency(u16::try_from(concurrency).unwrap_or(u16::MAX)),
+            )
             .reconcile_on(triggers)
             .graceful_shutdown_on(stop.clone())
             .run(reconcile_one, error_policy, Arc::clone(&run));
@@ -579,6 +600,7 @@ fn report(run: &WatchState, result: ControllerResult) {
         Err(controller::Error::ObjectNotFound(obj)) => {
             // The CR is gone (or no longer selected): forget its backoff.
             let key = (obj.namespace.clone().unwrap_or_default(), obj.name.clone());
+            run.queue.dropped(&key);
             run.retries.forget(&key);
             run.ctx().drift().forget(&key);
             tracing::debug!(kind = %run.gvk, cr = %obj, "trigger for a custom resource that is gone or not selected");
@@ -597,21 +619,17 @@ fn report(run: &WatchState, result: ControllerResult) {
 async fn reconcile_one(cr: Arc<CustomResource>, run: Arc<WatchState>) -> Result<Action, RunError> {
     let metrics = &run.metrics;
     let (namespace, name) = (cr.namespace().unwrap_or_default(), cr.name_any());
+    let key = (namespace.clone(), name.clone());
     if let Some((shards, again)) = &run.shards {
         if !shards.owns(&run.gvk, &namespace, &name) {
+            run.queue.dropped(&key);
             return Ok(Action::requeue(*again));
         }
     }
-    metrics.queue_add(&run.controller);
-    let queued = Instant::now();
-    // The CR as this process last wrote its status, not older (see `drift`); waited
-    // for before taking a worker.
-    let key = (namespace.clone(), name.clone());
-    run.ctx().drift().status_delivered(&key, STATUS_WAIT).await;
     let permit = run.permits.acquire().await;
     // Shutting down: don't start work that was only waiting for a worker.
     if permit.is_err() || run.stop.peek().is_some() {
-        metrics.queue_dropped(&run.controller);
+        run.queue.dropped(&key);
         return Ok(Action::await_change());
     }
     // Ours still (the share may have changed while waiting), and held as in flight
@@ -621,12 +639,15 @@ async fn reconcile_one(cr: Arc<CustomResource>, run: Arc<WatchState>) -> Result<
         Some((shards, again)) => match shards.claim(&run.gvk, &namespace, &name) {
             Some(claim) => Some(claim),
             None => {
-                metrics.queue_dropped(&run.controller);
+                run.queue.dropped(&key);
                 return Ok(Action::requeue(*again));
             }
         },
     };
-    metrics.queue_get(&run.controller, queued.elapsed());
+    run.queue.started(&key);
+    // The CR as this process last wrote its status, not older (see `drift`): the
+    // watch delivers it within milliseconds of the write.
+    run.ctx().drift().status_delivered(&key, STATUS_WAIT).await;
     let ctx = run.ctx();
     let Some(cr) = run.latest(&cr, ctx.resource()) else {
         return Ok(Action::await_change());

@@ -3,7 +3,6 @@
 //! with Helm's usage line, `--dry-run` spellings, comma-separated list flags,
 //! `--show-only` globs (Go's `filepath.Match`) and warnings on stderr.
 
-
 /// How many positional arguments a Helm command takes (`pkg/cmd/require`).
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Arity {

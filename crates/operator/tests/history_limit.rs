@@ -5,10 +5,7 @@
 
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::Secret;
-use kube::api::{Api, ListParams, PostParams};
-use kube::{Client, ResourceExt};
-use operator::reconcile;
+use kube::api::PostParams;
 use operator::Watch;
 use serde_json::json;
 
@@ -16,42 +13,12 @@ mod common;
 
 use common::*;
 
-/// The release's records as (revision, status), oldest first.
-async fn revisions(client: &Client, name: &str) -> Vec<(i64, String)> {
-    let secrets: Api<Secret> = Api::default_namespaced(client.clone());
-    let list = secrets
-        .list(&ListParams::default().labels(&format!("owner=helm,name={name}")))
-        .await
-        .expect("list records");
-    let mut out: Vec<(i64, String)> = list
-        .items
-        .iter()
-        .map(|s| {
-            let l = s.labels();
-            let version = l.get("version").and_then(|v| v.parse().ok());
-            (
-                version.unwrap_or(0),
-                l.get("status").cloned().unwrap_or_default(),
-            )
-        })
-        .collect();
-    out.sort();
-    out
-}
-
-async fn reconcile_cr(ctx: &Arc<operator::Context>, name: &str) {
-    let cr = get_cr(ctx.client(), name).await;
-    reconcile(Arc::new(cr.into()), ctx.clone())
-        .await
-        .unwrap_or_else(|e| panic!("reconcile {name}: {e}"));
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fifty_upgrades_keep_ten_records_and_a_lower_limit_trims_them() {
     let (_ns, client) = start();
     let ctx = context(&client, watch());
     create_cr(&client, "app", json!({"greeting": "v0"})).await;
-    reconcile_cr(&ctx, "app").await;
+    run_ok(&ctx, "app").await;
     for i in 1..=50 {
         let api = crs(&client);
         let mut cr = api.get("app").await.expect("get CR");
@@ -59,7 +26,7 @@ async fn fifty_upgrades_keep_ten_records_and_a_lower_limit_trims_them() {
         api.replace("app", &PostParams::default(), &cr)
             .await
             .expect("replace CR");
-        reconcile_cr(&ctx, "app").await;
+        run_ok(&ctx, "app").await;
         let records = revisions(&client, "app").await;
         assert!(records.len() <= 10, "after upgrade {i}: {records:?}");
         assert_eq!(
@@ -84,9 +51,15 @@ async fn fifty_upgrades_keep_ten_records_and_a_lower_limit_trims_them() {
             ..watch()
         },
     );
-    reconcile_cr(&lower, "app").await;
+    run_ok(&lower, "app").await;
     assert_eq!(
         revisions(&client, "app").await,
         [(50, "superseded".to_string()), (51, "deployed".to_string())]
     );
+}
+
+async fn run_ok(ctx: &Arc<operator::Context>, name: &str) {
+    run(ctx, name)
+        .await
+        .unwrap_or_else(|e| panic!("reconcile {name}: {e}"));
 }

@@ -15,20 +15,12 @@ use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::ByteString;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
-use operator::{reconcile, Context, ReconcileError};
+use operator::{Context, ReconcileError};
 use serde_json::{json, Value};
 
 mod common;
 
 use common::*;
-
-async fn run(ctx: &Arc<Context>, name: &str) -> Result<operator::Outcome, ReconcileError> {
-    reconcile(
-        Arc::new(get_cr(ctx.client(), name).await.into()),
-        ctx.clone(),
-    )
-    .await
-}
 
 /// Puts our finalizer on the CR, as a reconcile (this operator's, an older one's, or
 /// the Go operator's) that got further would have left it.

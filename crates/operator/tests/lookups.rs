@@ -11,13 +11,13 @@
 mod common;
 
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::watch_run::WatchRun;
-use common::{create_cr, get_cr, start};
+use common::{counting_client, create_cr, get_cr, revisions, start, Seen};
 use k8s_openapi::api::core::v1::Secret;
-use kube::api::{Api, ListParams};
+use kube::api::Api;
 use kube::Client;
 use serde_json::json;
 use testkit::eventually;
@@ -25,51 +25,6 @@ use testkit::eventually;
 /// How often the running operator reconciles each CR.
 const PERIOD: Duration = Duration::from_secs(1);
 const WAIT: Duration = Duration::from_secs(120);
-
-type Seen = Arc<Mutex<Vec<(String, String)>>>;
-
-/// `inner`, with every request's method and path (query included) noted in `seen`.
-fn counting_client(inner: Client, seen: Seen) -> Client {
-    let namespace = inner.default_namespace().to_string();
-    let svc = tower::service_fn(move |req: http::Request<kube::client::Body>| {
-        let inner = inner.clone();
-        let seen = seen.clone();
-        async move {
-            let uri = req.uri();
-            let path = match uri.query() {
-                Some(q) => format!("{}?{q}", uri.path()),
-                None => uri.path().to_string(),
-            };
-            seen.lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .push((req.method().to_string(), path));
-            inner.send(req).await
-        }
-    });
-    Client::new(svc, namespace)
-}
-
-/// The release's records as (revision, status), oldest first.
-async fn revisions(client: &Client, release: &str) -> Vec<(i64, String)> {
-    let secrets: Api<Secret> = Api::default_namespaced(client.clone());
-    let list = secrets
-        .list(&ListParams::default().labels(&format!("owner=helm,name={release}")))
-        .await
-        .expect("list records");
-    let mut out: Vec<(i64, String)> = list
-        .items
-        .iter()
-        .filter_map(|s| {
-            let labels = s.metadata.labels.as_ref()?;
-            Some((
-                labels.get("version")?.parse().ok()?,
-                labels.get("status")?.clone(),
-            ))
-        })
-        .collect();
-    out.sort();
-    out
-}
 
 async fn secret_data(client: &Client, name: &str) -> Option<Vec<(String, Vec<u8>)>> {
     let secret = Api::<Secret>::default_namespaced(client.clone())

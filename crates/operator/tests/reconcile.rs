@@ -8,9 +8,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
-use operator::{reconcile, Context, Outcome, ReconcileError};
+use operator::{reconcile, Context, ReconcileError};
 use serde_json::{json, Value};
 
 mod common;
@@ -25,32 +25,6 @@ async fn set_spec(client: &Client, name: &str, spec: Value) {
     api.replace(name, &PostParams::default(), &cr)
         .await
         .expect("replace CR");
-}
-
-async fn run(ctx: &Arc<Context>, name: &str) -> Result<Outcome, ReconcileError> {
-    let cr = get_cr(ctx.client(), name).await;
-    reconcile(Arc::new(cr.into()), ctx.clone()).await
-}
-
-async fn revisions(client: &Client, name: &str) -> Vec<(i64, String)> {
-    let secrets: Api<Secret> = Api::default_namespaced(client.clone());
-    let list = secrets
-        .list(&ListParams::default().labels(&format!("owner=helm,name={name}")))
-        .await
-        .expect("list records");
-    let mut out: Vec<(i64, String)> = list
-        .items
-        .iter()
-        .map(|s| {
-            let l = s.labels();
-            (
-                l.get("version").and_then(|v| v.parse().ok()).unwrap_or(0),
-                l.get("status").cloned().unwrap_or_default(),
-            )
-        })
-        .collect();
-    out.sort();
-    out
 }
 
 fn condition<'a>(cr: &'a DynamicObject, type_: &str) -> Option<&'a Value> {

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use kube::api::{Api, DynamicObject, PostParams};
 use operator::Watch;
-use operator::{reconcile, Context, Options, Outcome, ReconcileError};
+use operator::{Context, Options};
 use serde_json::{json, Value};
 use testkit::Cluster;
 
@@ -35,11 +35,6 @@ metadata:
   name: {{ .Release.Name }}-metrics
 {{- end }}
 "#;
-
-async fn run(ctx: &Arc<Context>, name: &str) -> Result<Outcome, ReconcileError> {
-    let cr = get_cr(ctx.client(), name).await;
-    reconcile(Arc::new(cr.into()), ctx.clone()).await
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unavailable_api_fails_only_the_crs_that_need_it() {

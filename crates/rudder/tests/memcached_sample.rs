@@ -16,10 +16,10 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{json, Value};
-use testkit::{free_port, Process};
+use testkit::{free_port, wait_for, Process};
 
 /// Upper bound for anything to happen; it only stops a hung test.
 const SETTLE: Duration = Duration::from_secs(120);
@@ -38,18 +38,6 @@ fn have(program: &str, arg: &str) -> bool {
         .stderr(Stdio::null())
         .status()
         .is_ok_and(|s| s.success())
-}
-
-/// Polls `probe` every 250 ms until it answers, or panics naming `what`.
-fn eventually<T>(what: &str, mut probe: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + SETTLE;
-    loop {
-        if let Some(v) = probe() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(250));
-    }
 }
 
 /// Where the test runs: a kubeconfig (the embedded server's, or the one given).
@@ -96,7 +84,7 @@ impl Cluster {
             );
         }
         let server = Process::spawn_one_log("apiserver", dir, &mut cmd);
-        eventually("the API server to listen", || {
+        wait_for("the API server to listen", SETTLE, || {
             server
                 .stdout()
                 .contains("apiserver listening on")
@@ -385,7 +373,7 @@ fn operator_sdk_memcached_sample_runs_unchanged() {
         .collect::<Vec<_>>()
         .join("\n---\n");
     cluster.apply(&manifest);
-    eventually("the Memcached CRD to be served", || {
+    wait_for("the Memcached CRD to be served", SETTLE, || {
         cluster
             .kubectl(&["get", "memcacheds", "-A"])
             .0
@@ -410,7 +398,7 @@ fn operator_sdk_memcached_sample_runs_unchanged() {
         start_manager(&args, &operator_kubeconfig, &sample, "operator", &dir);
 
     // The Go operator's startup lines, zap JSON.
-    let watching = eventually("\"Watching resource\" in the logs", || {
+    let watching = wait_for("\"Watching resource\" in the logs", SETTLE, || {
         logged(&op, "Watching resource")
     });
     assert_eq!(watching["logger"], "helm.controller", "{watching}");
@@ -421,7 +409,7 @@ fn operator_sdk_memcached_sample_runs_unchanged() {
         watching["ts"].as_str().is_some_and(|t| t.ends_with('Z')),
         "{watching}"
     );
-    eventually("leadership", || {
+    wait_for("leadership", SETTLE, || {
         logged(
             &op,
             "successfully acquired lease memcached-operator-system/memcached-operator",
@@ -434,7 +422,7 @@ fn operator_sdk_memcached_sample_runs_unchanged() {
     let cr_file = sample.join("config/samples/cache_v1alpha1_memcached.yaml");
     cluster.must(&["apply", "-n", &ns, "-f", cr_file.to_str().expect("path")]);
 
-    let cr = eventually("Deployed=True", || {
+    let cr = wait_for("Deployed=True", SETTLE, || {
         let cr = cluster.json(&["get", "memcached", CR, "-n", &ns])?;
         (condition(&cr, "Deployed")?["status"] == "True").then_some(cr)
     });
@@ -449,12 +437,14 @@ fn operator_sdk_memcached_sample_runs_unchanged() {
         .expect("release name")
         .to_string();
     assert_eq!(release, CR);
-    let sts = eventually("the StatefulSet", || {
+    let sts = wait_for("the StatefulSet", SETTLE, || {
         cluster.json(&["get", "statefulset", &release, "-n", &ns])
     });
     assert_eq!(sts["spec"]["replicas"], 3);
     assert_eq!(sts["metadata"]["ownerReferences"][0]["kind"], "Memcached");
-    let installed = eventually("\"Installed release\"", || logged(&op, "Installed release"));
+    let installed = wait_for("\"Installed release\"", SETTLE, || {
+        logged(&op, "Installed release")
+    });
     for (k, v) in [
         ("level", "info"),
         ("logger", "helm.controller"),
@@ -478,19 +468,21 @@ fn operator_sdk_memcached_sample_runs_unchanged() {
         "-p",
         r#"{"spec":{"replicaCount":2}}"#,
     ]);
-    eventually("the StatefulSet scaled to 2", || {
+    wait_for("the StatefulSet scaled to 2", SETTLE, || {
         let sts = cluster.json(&["get", "statefulset", &release, "-n", &ns])?;
         (sts["spec"]["replicas"] == 2).then_some(())
     });
-    let upgraded = eventually("\"Upgraded release\"", || logged(&op, "Upgraded release"));
+    let upgraded = wait_for("\"Upgraded release\"", SETTLE, || {
+        logged(&op, "Upgraded release")
+    });
     assert_eq!(upgraded["force"], false, "{upgraded}");
-    eventually("UpgradeSuccessful", || {
+    wait_for("UpgradeSuccessful", SETTLE, || {
         let cr = cluster.json(&["get", "memcached", CR, "-n", &ns])?;
         (condition(&cr, "Deployed")?["reason"] == "UpgradeSuccessful").then_some(())
     });
 
     // Repair: a deleted dependent comes back, a drifted one is set back.
-    let service = eventually("the release's Service", || {
+    let service = wait_for("the release's Service", SETTLE, || {
         let list = cluster.json(&[
             "get",
             "service",
@@ -505,8 +497,9 @@ fn operator_sdk_memcached_sample_runs_unchanged() {
     });
     cluster.must(&["delete", "service", &service, "-n", &ns, "--wait=false"]);
     cluster.must(&["scale", "statefulset", &release, "-n", &ns, "--replicas=5"]);
-    eventually(
+    wait_for(
         "the Service re-created and the StatefulSet back at 2",
+        SETTLE,
         || {
             let svc = cluster.json(&["get", "service", &service, "-n", &ns])?;
             let sts = cluster.json(&["get", "statefulset", &release, "-n", &ns])?;
@@ -514,7 +507,7 @@ fn operator_sdk_memcached_sample_runs_unchanged() {
                 .then_some(())
         },
     );
-    eventually("\"Reconciled release\"", || {
+    wait_for("\"Reconciled release\"", SETTLE, || {
         logged(&op, "Reconciled release")
     });
 
@@ -550,7 +543,7 @@ fn operator_sdk_memcached_sample_runs_unchanged() {
                 None
             };
         let token = reader.as_ref().map(|(t, _)| t.as_str());
-        let (code, body) = eventually("a 200 from /metrics", || {
+        let (code, body) = wait_for("a 200 from /metrics", SETTLE, || {
             let got = scrape(metrics_port, token);
             (got.0 == 200).then_some(got)
         });
@@ -577,19 +570,19 @@ fn operator_sdk_memcached_sample_runs_unchanged() {
 
     // Uninstall: deleting the CR removes the release and lets the CR go.
     cluster.must(&["delete", "memcached", CR, "-n", &ns, "--wait=false"]);
-    eventually("the CR to be gone", || {
+    wait_for("the CR to be gone", SETTLE, || {
         (!cluster.kubectl(&["get", "memcached", CR, "-n", &ns]).0).then_some(())
     });
-    eventually("the StatefulSet to be gone", || {
+    wait_for("the StatefulSet to be gone", SETTLE, || {
         (!cluster
             .kubectl(&["get", "statefulset", &release, "-n", &ns])
             .0)
             .then_some(())
     });
-    eventually("\"Uninstalled release\"", || {
+    wait_for("\"Uninstalled release\"", SETTLE, || {
         logged(&op, "Uninstalled release")
     });
-    eventually("\"Removing finalizer\"", || {
+    wait_for("\"Removing finalizer\"", SETTLE, || {
         logged(&op, "Removing finalizer")
     });
     let records = cluster
@@ -624,7 +617,7 @@ fn operator_sdk_memcached_sample_runs_unchanged() {
         "exit after SIGTERM: {stopped}\n{}",
         op.logs()
     );
-    eventually("\"released the leader lease\"", || {
+    wait_for("\"released the leader lease\"", SETTLE, || {
         logged(&op, "released the leader lease")
     });
     drop(op);
@@ -650,21 +643,21 @@ fn operator_sdk_memcached_sample_runs_unchanged() {
         "legacy-operator",
         &dir,
     );
-    eventually("leadership after the hand-over", || {
+    wait_for("leadership after the hand-over", SETTLE, || {
         logged(
             &op,
             "successfully acquired lease memcached-operator-system/memcached-operator",
         )
     });
     cluster.must(&["apply", "-n", &ns, "-f", cr_file.to_str().expect("path")]);
-    eventually("Deployed=True under the legacy arguments", || {
+    wait_for("Deployed=True under the legacy arguments", SETTLE, || {
         let cr = cluster.json(&["get", "memcached", CR, "-n", &ns])?;
         let deployed = condition(&cr, "Deployed")?;
         (deployed["status"] == "True" && deployed["reason"] == "InstallSuccessful").then_some(())
     });
     if curl {
         let url = format!("http://127.0.0.1:{metrics_port}/metrics");
-        let (_, body) = eventually("a 200 from the plain-HTTP /metrics", || {
+        let (_, body) = wait_for("a 200 from the plain-HTTP /metrics", SETTLE, || {
             let got = fetch(&url, None);
             let counted = series_value(
                 &got.1,
@@ -685,15 +678,17 @@ fn operator_sdk_memcached_sample_runs_unchanged() {
         );
         for probe in ["healthz", "readyz"] {
             let url = format!("http://127.0.0.1:{health_port}/{probe}");
-            eventually(&format!("200 from /{probe}"), || {
+            wait_for(&format!("200 from /{probe}"), SETTLE, || {
                 (fetch(&url, None).0 == 200).then_some(())
             });
         }
     }
     cluster.must(&["delete", "memcached", CR, "-n", &ns, "--wait=false"]);
-    eventually("the CR to be gone under the legacy arguments", || {
-        (!cluster.kubectl(&["get", "memcached", CR, "-n", &ns]).0).then_some(())
-    });
+    wait_for(
+        "the CR to be gone under the legacy arguments",
+        SETTLE,
+        || (!cluster.kubectl(&["get", "memcached", CR, "-n", &ns]).0).then_some(()),
+    );
     drop(op);
 
     cluster.kubectl(&["delete", "namespace", &ns, "--wait=false"]);

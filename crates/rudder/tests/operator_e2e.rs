@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use testkit::Process;
+use testkit::{wait_for, Process};
 
 /// Generous upper bounds for things to happen; they only stop a hung test, they never
 /// measure anything.
@@ -50,21 +50,6 @@ fn scratch(name: &str) -> PathBuf {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("scratch dir");
     dir
-}
-
-/// Polls `probe` until it returns `Some`, panicking with `what` (and the last state
-/// `probe` reported through `last`) when `limit` passes.
-fn wait_for<T>(what: &str, limit: Duration, mut probe: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + limit;
-    loop {
-        if let Some(v) = probe() {
-            return v;
-        }
-        if Instant::now() > deadline {
-            panic!("timed out after {limit:?} waiting for {what}");
-        }
-        std::thread::sleep(Duration::from_millis(250));
-    }
 }
 
 /// A namespace of the test's own on the test cluster, and kubectl defaulting to it.

@@ -18,21 +18,10 @@ use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use serde_json::{json, Value};
-use testkit::{Kubectl, Process, TestNamespace};
+use testkit::{wait_for, Kubectl, Process, TestNamespace};
 
 const SETTLE: Duration = Duration::from_secs(120);
 const GROUP: &str = "status.e2e.rudder.dev";
-
-fn wait_for<T>(what: &str, mut probe: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + SETTLE;
-    loop {
-        if let Some(v) = probe() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(250));
-    }
-}
 
 fn rudder() -> Command {
     Command::new(env!("CARGO_BIN_EXE_rudder"))
@@ -201,7 +190,7 @@ fn secret_values_stay_out_of_status_events_and_logs() {
     }
     let before = k.get(&["secret", "masked-creds"]).expect("the Secret");
     k.ok(&["delete", "secret", "masked-creds"]);
-    wait_for("the deleted Secret to be repaired", || {
+    wait_for("the deleted Secret to be repaired", SETTLE, || {
         let now = k.get(&["secret", "masked-creds"])?;
         (now["metadata"]["uid"] != before["metadata"]["uid"]).then_some(())
     });

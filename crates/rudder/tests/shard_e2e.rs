@@ -9,10 +9,10 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{json, Value};
-use testkit::{free_port, Process};
+use testkit::{free_port, wait_for, Process};
 
 /// Upper bounds that only stop a hung test; nothing is timed.
 const SETTLE: Duration = Duration::from_secs(240);
@@ -21,17 +21,6 @@ const GROUP: &str = "shard-e2e";
 
 fn examples() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/operator")
-}
-
-fn wait_for<T>(what: &str, limit: Duration, mut probe: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + limit;
-    loop {
-        if let Some(v) = probe() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(500));
-    }
 }
 
 /// One `rudder run` replica; killed when dropped.

@@ -97,6 +97,32 @@ where
     }
 }
 
+/// [`eventually_blocking`] with what it waits for said in words: the panic names
+/// `what` as well as where it waited. For suites that watch child processes and
+/// kubectl, where a label reads better than a line number.
+#[track_caller]
+pub fn wait_for<S, F>(what: &str, timeout: Duration, mut check: F) -> S::Output
+where
+    S: Settled,
+    F: FnMut() -> S,
+{
+    let at = Location::caller();
+    let _waiting = deadline::waiting_for(&deadline::current_test(), || format!("{what} (at {at})"));
+    let start = Instant::now();
+    loop {
+        match check().settled() {
+            Ok(v) => return v,
+            Err(last) if start.elapsed() >= timeout => {
+                let seen = last
+                    .map(|l| format!("; last seen: {l}"))
+                    .unwrap_or_default();
+                panic!("timed out after {timeout:?} waiting at {at} for {what}{seen}")
+            }
+            Err(_) => std::thread::sleep(PERIOD * 2),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,7 +10,7 @@
 //! | a CRD, served | [`crd::open_crd`], [`Cluster::install_crd`] |
 //! | a chart on disk | [`ChartDir::new`], [`write_chart`] |
 //! | kubectl, helm, the oracle, `../shared` | [`tools`] (each `None` with a skip message), [`Kubectl`] |
-//! | waiting | [`eventually`], [`eventually_blocking`] |
+//! | waiting | [`eventually`], [`eventually_blocking`], [`wait_for`] |
 //! | a child process (`rudder run`, a replica) with logs | [`Process`], [`free_port`] |
 //! | ready workloads without a kubelet | automatic: see [`readiness`](crate#readiness) |
 //! | render a corpus case as the oracle does | [`oracle`] |
@@ -53,7 +53,7 @@ pub use apiserver;
 pub use charts::{write_chart, ChartDir};
 pub use cluster::{Cluster, ClusterBuilder, KUBECONFIG_ENV, KUBELET_ENV};
 pub use error::Error;
-pub use eventually::{eventually, eventually_blocking, Settled};
+pub use eventually::{eventually, eventually_blocking, wait_for, Settled};
 pub use kubectl::{unique, Kubectl};
 pub use namespace::{TestNamespace, CREATED_BY, OPERATOR_FINALIZERS};
 pub use process::{free_port, Process};

@@ -19,27 +19,13 @@ pub(crate) fn now_rfc3339() -> String {
 pub(crate) fn format_rfc3339(secs: u64) -> String {
     let days = (secs / 86400) as i64;
     let rem = secs % 86400;
-    let (y, m, d) = civil_from_days(days);
+    let (y, m, d) = gostd::time::civil_from_days(days);
     format!(
         "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
         rem / 3600,
         (rem % 3600) / 60,
         rem % 60
     )
-}
-
-// Howard Hinnant's days-to-civil conversion.
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (if m <= 2 { y + 1 } else { y }, m, d)
 }
 
 static RNG: AtomicU64 = AtomicU64::new(0);

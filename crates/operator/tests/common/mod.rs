@@ -10,10 +10,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, PostParams};
-use kube::Client;
-use operator::Context;
-use operator::Watch;
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, PostParams};
+use kube::{Client, ResourceExt};
+use operator::{reconcile, Context, Outcome, ReconcileError, Watch};
 use serde_json::{json, Value};
 use testkit::{Cluster, TestNamespace};
 
@@ -116,4 +116,56 @@ pub async fn event_reasons(client: &Client, name: &str) -> Vec<(String, String, 
             )
         })
         .collect()
+}
+
+/// One reconcile of CR `name` as it is now in the cluster.
+pub async fn run(ctx: &Arc<Context>, name: &str) -> Result<Outcome, ReconcileError> {
+    let cr = get_cr(ctx.client(), name).await;
+    reconcile(Arc::new(cr.into()), ctx.clone()).await
+}
+
+/// The release's records as (revision, status), oldest first, read from their labels.
+pub async fn revisions(client: &Client, release: &str) -> Vec<(i64, String)> {
+    let secrets: Api<Secret> = Api::default_namespaced(client.clone());
+    let list = secrets
+        .list(&ListParams::default().labels(&format!("owner=helm,name={release}")))
+        .await
+        .expect("list records");
+    let mut out: Vec<(i64, String)> = list
+        .items
+        .iter()
+        .map(|s| {
+            let l = s.labels();
+            (
+                l.get("version").and_then(|v| v.parse().ok()).unwrap_or(0),
+                l.get("status").cloned().unwrap_or_default(),
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// The requests a counting client saw: (method, path with its query).
+pub type Seen = Arc<std::sync::Mutex<Vec<(String, String)>>>;
+
+/// `inner`, with every request's method and path (query included) noted in `seen`.
+pub fn counting_client(inner: Client, seen: Seen) -> Client {
+    let namespace = inner.default_namespace().to_string();
+    let svc = tower::service_fn(move |req: http::Request<kube::client::Body>| {
+        let inner = inner.clone();
+        let seen = seen.clone();
+        async move {
+            let uri = req.uri();
+            let path = match uri.query() {
+                Some(q) => format!("{}?{q}", uri.path()),
+                None => uri.path().to_string(),
+            };
+            seen.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push((req.method().to_string(), path));
+            inner.send(req).await
+        }
+    });
+    Client::new(svc, namespace)
 }

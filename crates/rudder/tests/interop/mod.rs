@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 use testkit::{unique, Process, KUBECONFIG_ENV};
@@ -73,20 +73,7 @@ pub fn path_str(p: &Path) -> String {
     p.to_str().expect("utf-8 path").to_string()
 }
 
-/// Polls `probe` until it returns `Some`, panicking with `what` after `limit`.
-pub fn wait_for<T>(what: &str, limit: Duration, mut probe: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + limit;
-    loop {
-        if let Some(v) = probe() {
-            return v;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "timed out after {limit:?} waiting for {what}"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
-}
+pub use testkit::wait_for;
 
 /// The cluster the tools act on.
 pub struct Cluster {

@@ -55,7 +55,11 @@ impl App {
             .store
             .entries("apiextensions.k8s.io/customresourcedefinitions/")
         {
-            if let Err(e) = app.registry.install_crd(&crd.value()) {
+            let crd = crd.value();
+            if !object::admission::crd_established(&crd) {
+                continue;
+            }
+            if let Err(e) = app.registry.install_crd(&crd) {
                 tracing::warn!("persisted CRD not served: {e}");
             }
         }

@@ -5,7 +5,7 @@
 mod support;
 
 use serde_json::{json, Value};
-use support::{apply, eventually, json as req, refused, send, start};
+use support::{apply, create_crd, eventually, json as req, refused, send, start};
 
 const CRDS: &str = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
 const WIDGETS: &str = "/apis/example.com/v1/namespaces/default/widgets";
@@ -42,7 +42,7 @@ fn widget(name: &str, spec: Value) -> Value {
 #[tokio::test]
 async fn structural_validation_and_pruning() {
     let server = start().await;
-    assert_eq!(req(&server, "POST", CRDS, &crd()).await.code, 201);
+    create_crd(&server, &crd()).await;
     let r = req(&server, "POST", WIDGETS, &widget("w", json!("big"))).await;
     refused(&r, 422, "Invalid", "Widget.example.com \"w\" is invalid: spec: Invalid value: \"string\": spec in body must be of type object: \"string\"");
     let r = req(&server, "POST", WIDGETS, &widget("w", json!({"size": "3"}))).await;
@@ -147,7 +147,7 @@ async fn status_without_a_subresource_bumps_the_generation() {
         .as_object_mut()
         .expect("a version")
         .remove("subresources");
-    assert_eq!(req(&server, "POST", CRDS, &plain).await.code, 201);
+    create_crd(&server, &plain).await;
     eventually("the Widget kind is served", || async {
         req(&server, "GET", WIDGETS, &Value::Null).await.code == 200
     })
@@ -177,7 +177,7 @@ async fn status_without_a_subresource_bumps_the_generation() {
 #[tokio::test]
 async fn apply_uses_the_crd_list_types() {
     let server = start().await;
-    assert_eq!(req(&server, "POST", CRDS, &crd()).await.code, 201);
+    create_crd(&server, &crd()).await;
     let url = format!("{WIDGETS}/w");
     let a = widget(
         "w",
@@ -202,8 +202,7 @@ async fn apply_uses_the_crd_list_types() {
 #[tokio::test]
 async fn crd_deletion_waits_for_custom_resource_finalizers() {
     let server = start().await;
-    let r = req(&server, "POST", CRDS, &crd()).await;
-    assert_eq!(r.code, 201);
+    let r = create_crd(&server, &crd()).await;
     assert_eq!(
         r.body["metadata"]["finalizers"],
         json!(["customresourcecleanup.apiextensions.k8s.io"])
@@ -254,4 +253,26 @@ async fn crd_deletion_waits_for_custom_resource_finalizers() {
     .await;
     assert_eq!(req(&server, "GET", &url, &Value::Null).await.code, 404);
     server.stop().await;
+}
+
+/// A spec declared as an object that keeps unknown fields (the operator-sdk
+/// scaffold's CRD) is still an object: a replace with a string is refused, as
+/// kube-apiserver refuses it.
+#[tokio::test]
+async fn an_open_object_spec_is_still_an_object() {
+    let server = start().await;
+    let mut open = crd();
+    open["metadata"]["name"] = json!("gadgets.example.com");
+    open["spec"]["names"] = json!({"plural": "gadgets", "kind": "Gadget"});
+    open["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"] =
+        json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true});
+    create_crd(&server, &open).await;
+    let gadgets = "/apis/example.com/v1/namespaces/default/gadgets";
+    let gadget = |spec: Value| json!({"apiVersion": "example.com/v1", "kind": "Gadget", "metadata": {"name": "g"}, "spec": spec});
+    let created = req(&server, "POST", gadgets, &gadget(json!({"any": 1}))).await;
+    assert_eq!(created.code, 201, "{}", created.body);
+    let mut replaced = created.body.clone();
+    replaced["spec"] = json!("just a string");
+    let r = req(&server, "PUT", &format!("{gadgets}/g"), &replaced).await;
+    refused(&r, 422, "Invalid", "Gadget.example.com \"g\" is invalid: spec: Invalid value: \"string\": spec in body must be of type object: \"string\"");
 }

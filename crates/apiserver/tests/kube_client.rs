@@ -484,10 +484,35 @@ async fn custom_resources() {
     let conds = crd.status.unwrap().conditions.unwrap();
     assert!(conds
         .iter()
-        .any(|c| c.type_ == "Established" && c.status == "True"));
-    assert!(conds
-        .iter()
         .any(|c| c.type_ == "NamesAccepted" && c.status == "True"));
+    // Established a moment later, as kube-apiserver's establishing controller does;
+    // its kinds are not served before.
+    let ar = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("example.com", "v1", "Widget"),
+        "widgets",
+    );
+    let early: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &ar);
+    if !conds
+        .iter()
+        .any(|c| c.type_ == "Established" && c.status == "True")
+    {
+        let refused = early.list(&Default::default()).await.expect_err("not served yet");
+        assert!(
+            matches!(&refused, kube::Error::Api(e) if e.code == 404),
+            "{refused:?}"
+        );
+    }
+    eventually("the CRD to be established", || async {
+        crds.get("widgets.example.com")
+            .await
+            .unwrap()
+            .status
+            .and_then(|s| s.conditions)
+            .unwrap_or_default()
+            .iter()
+            .any(|c| c.type_ == "Established" && c.status == "True")
+    })
+    .await;
 
     let gvk = GroupVersionKind::gvk("example.com", "v1", "Widget");
     let ar = ApiResource::from_gvk_with_plural(&gvk, "widgets");

@@ -4,7 +4,7 @@
 mod support;
 
 use serde_json::{json, Value};
-use support::{apply, json as req, refused, send, start};
+use support::{apply, create_crd, json as req, refused, send, start};
 
 const CMS: &str = "/api/v1/namespaces/default/configmaps";
 const DEPLOYS: &str = "/apis/apps/v1/namespaces/default/deployments";
@@ -343,17 +343,7 @@ async fn malformed_requests() {
             "versions": [{"name": "v1", "served": true, "storage": true,
                 "schema": {"openAPIV3Schema": {"type": "object", "properties": {
                     "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}}}]}});
-    assert_eq!(
-        req(
-            &server,
-            "POST",
-            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
-            &crd
-        )
-        .await
-        .code,
-        201
-    );
+    create_crd(&server, &crd).await;
     let cr = json!({"apiVersion": "example.com/v1", "kind": "Deep", "metadata": {"name": "d"}, "spec": deep});
     let r = req(
         &server,
@@ -403,14 +393,7 @@ async fn objects_as_deep_as_kube_apiserver_stores_them() {
             "versions": [{"name": "v1", "served": true, "storage": true,
                 "schema": {"openAPIV3Schema": {"type": "object", "properties": {
                     "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}}}]}});
-    let r = req(
-        &server,
-        "POST",
-        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
-        &crd,
-    )
-    .await;
-    assert_eq!(r.code, 201, "{}", r.message());
+    create_crd(&server, &crd).await;
     const DEEPS: &str = "/apis/example.com/v1/namespaces/default/deeps";
     // Go's decoders stop at 10,000 levels; the object's own two (the object and
     // `spec`) count too.

@@ -16,11 +16,11 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::watch_run::WatchRun;
-use common::{create_cr, crs, get_cr, start, watch};
+use common::{counting_client, create_cr, crs, get_cr, start, watch, Seen};
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
 use kube::Client;
@@ -28,29 +28,6 @@ use operator::{reconcile, Context};
 use release::cache::{RecordCache, RecordCaches};
 use serde_json::json;
 use testkit::eventually;
-
-type Seen = Arc<Mutex<Vec<(String, String)>>>;
-
-/// `inner`, with every request's method and path (query included) noted in `seen`.
-fn counting_client(inner: Client, seen: Seen) -> Client {
-    let namespace = inner.default_namespace().to_string();
-    let svc = tower::service_fn(move |req: http::Request<kube::client::Body>| {
-        let inner = inner.clone();
-        let seen = seen.clone();
-        async move {
-            let uri = req.uri();
-            let path = match uri.query() {
-                Some(q) => format!("{}?{q}", uri.path()),
-                None => uri.path().to_string(),
-            };
-            seen.lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .push((req.method().to_string(), path));
-            inner.send(req).await
-        }
-    });
-    Client::new(svc, namespace)
-}
 
 /// kube-apiserver's verb and resource (`secrets`, `demos/status`) of a request, or
 /// `discovery`; release records are `secrets (records)`.

@@ -2,9 +2,10 @@
 //! manager's): garbage collection and namespace cleanup ([`gc`]), the
 //! ServiceAccount token controller ([`tokens`]), and with
 //! `simulate_readiness` the simulated status of workloads ([`readiness`])
-//! and the Deployment → ReplicaSet → Pod controllers ([`workloads`]); and
+//! and the Deployment → ReplicaSet → Pod controllers ([`workloads`]);
 //! kube-aggregator's availability controller of APIServices
-//! ([`apiservices`]).
+//! ([`apiservices`]); and kube-apiserver's establishing controller of CRDs
+//! ([`crds`]).
 //!
 //! Like kube-controller-manager's, they are clients of the API, not part
 //! of its write path: each follows the store's change stream ([`Changes`],
@@ -14,6 +15,7 @@
 //! milliseconds of the write that causes them.
 
 mod apiservices;
+mod crds;
 mod gc;
 mod readiness;
 mod tokens;
@@ -46,6 +48,7 @@ pub(crate) fn start(app: &Arc<App>) -> Controllers {
     set.spawn(gc::run(app.clone(), Changes::new(app)));
     set.spawn(tokens::run(app.clone(), Changes::new(app)));
     set.spawn(apiservices::run(app.clone(), Changes::new(app)));
+    set.spawn(crds::run(app.clone(), Changes::new(app)));
     if app.simulate_readiness {
         set.spawn(readiness::run(app.clone(), Changes::new(app)));
         set.spawn(workloads::run(app.clone(), Changes::new(app)));

@@ -1,7 +1,10 @@
 //! The server's own `/metrics`, in the Prometheus text format and under
 //! kube-apiserver's names: `apiserver_request_total` (every request by verb,
-//! resource and code) and `apiserver_storage_objects` (stored objects per
-//! resource). Benchmarks read them to count what a client costs the server.
+//! resource and code), `apiserver_storage_objects` (stored objects per
+//! resource) and `apiserver_storage_list_*` (what LISTs read: a label- or
+//! field-selected LIST reads every object under its prefix and filters them, as
+//! kube-apiserver's storage does, so its cost is the namespace's size, not the
+//! answer's). Benchmarks read them to count what a client costs the server.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -51,10 +54,25 @@ impl RequestLabels {
     }
 }
 
-/// Request counters, by labels and status code.
+/// Request counters, by labels and status code, and what LISTs read, by resource.
 #[derive(Default)]
 pub(crate) struct Requests {
     counts: Mutex<BTreeMap<(RequestLabels, u16), u64>>,
+    lists: Mutex<BTreeMap<String, ListReads>>,
+}
+
+/// What the LISTs of one resource read, under kube-apiserver's counter names.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct ListReads {
+    /// `apiserver_storage_list_total`: LISTs served from storage.
+    pub(crate) lists: u64,
+    /// `apiserver_storage_list_fetched_objects_total`: objects read from storage.
+    pub(crate) fetched: u64,
+    /// `apiserver_storage_list_evaluated_objects_total`: objects tested against the
+    /// selectors.
+    pub(crate) evaluated: u64,
+    /// `apiserver_storage_list_returned_objects_total`: objects in the answers.
+    pub(crate) returned: u64,
 }
 
 impl Requests {
@@ -64,6 +82,26 @@ impl Requests {
             Err(p) => p.into_inner(),
         };
         *counts.entry((labels, code)).or_insert(0) += 1;
+    }
+
+    /// One LIST of `resource` read `read` objects and answered with `returned`.
+    pub(crate) fn list_read(&self, resource: &str, read: usize, returned: usize) {
+        let mut lists = match self.lists.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        };
+        let reads = lists.entry(resource.to_string()).or_default();
+        reads.lists += 1;
+        reads.fetched += read as u64;
+        reads.evaluated += read as u64;
+        reads.returned += returned as u64;
+    }
+
+    fn list_snapshot(&self) -> BTreeMap<String, ListReads> {
+        match self.lists.lock() {
+            Ok(g) => g.clone(),
+            Err(p) => p.into_inner().clone(),
+        }
     }
 
     fn snapshot(&self) -> Vec<((RequestLabels, u16), u64)> {
@@ -104,6 +142,35 @@ pub(crate) fn render(requests: &Requests, objects: &BTreeMap<String, u64>) -> St
             "apiserver_storage_objects{{resource=\"{resource}\"}} {n}"
         );
     }
+    let lists = requests.list_snapshot();
+    let counters: [(&str, &str, fn(&ListReads) -> u64); 4] = [
+        (
+            "apiserver_storage_list_total",
+            "Number of LIST requests served from storage",
+            |r| r.lists,
+        ),
+        (
+            "apiserver_storage_list_fetched_objects_total",
+            "Number of objects read from storage in the course of serving a LIST request",
+            |r| r.fetched,
+        ),
+        (
+            "apiserver_storage_list_evaluated_objects_total",
+            "Number of objects tested in the course of serving a LIST request from storage",
+            |r| r.evaluated,
+        ),
+        (
+            "apiserver_storage_list_returned_objects_total",
+            "Number of objects returned for a LIST request from storage",
+            |r| r.returned,
+        ),
+    ];
+    for (name, help, value) in counters {
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter");
+        for (resource, reads) in &lists {
+            let _ = writeln!(out, "{name}{{resource=\"{resource}\"}} {}", value(reads));
+        }
+    }
     out
 }
 
@@ -133,5 +200,21 @@ mod tests {
         assert!(text.contains("apiserver_storage_objects{resource=\"secrets\"} 3\n"));
         // Non-resource requests are not counted as resource verbs.
         assert_eq!(text.matches("apiserver_request_total{").count(), 1);
+    }
+
+    #[test]
+    fn a_selected_list_counts_everything_it_read() {
+        let requests = Requests::default();
+        requests.list_read("secrets", 40, 3);
+        requests.list_read("secrets", 40, 0);
+        let text = render(&requests, &BTreeMap::new());
+        for line in [
+            "apiserver_storage_list_total{resource=\"secrets\"} 2\n",
+            "apiserver_storage_list_fetched_objects_total{resource=\"secrets\"} 80\n",
+            "apiserver_storage_list_evaluated_objects_total{resource=\"secrets\"} 80\n",
+            "apiserver_storage_list_returned_objects_total{resource=\"secrets\"} 3\n",
+        ] {
+            assert!(text.contains(line), "{line:?} missing from\n{text}");
+        }
     }
 }

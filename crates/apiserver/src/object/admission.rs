@@ -410,8 +410,20 @@ fn default_fields(app: &App, rt: &ResourceType, obj: &mut Value, old: Option<&Va
     }
 }
 
+/// The status kube-apiserver's naming controller keeps on a CRD: accepted names,
+/// stored versions, `NamesAccepted`. `Established` is the establishing controller's
+/// (`controllers::crds`), written a moment after the create as on a real server, and
+/// kept from then on; until then the CRD's kinds are not served (404).
 pub(crate) fn crd_status(obj: &mut Value) {
     let now = meta::now_rfc3339();
+    let established = obj
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .and_then(|cs| {
+            cs.iter()
+                .find(|c| c["type"] == "Established" && c["status"] == "True")
+                .cloned()
+        });
     let names = obj.pointer("/spec/names").cloned().unwrap_or(json!({}));
     let mut accepted = names.clone();
     if accepted.get("singular").is_none() {
@@ -434,16 +446,45 @@ pub(crate) fn crd_status(obj: &mut Value) {
                 .collect()
         })
         .unwrap_or_default();
+    let mut conditions = vec![json!(
+        {"type": "NamesAccepted", "status": "True", "lastTransitionTime": now,
+         "reason": "NoConflicts", "message": "no conflicts found"}
+    )];
+    conditions.extend(established);
     obj["status"] = json!({
         "acceptedNames": accepted,
         "storedVersions": storage,
-        "conditions": [
-            {"type": "NamesAccepted", "status": "True", "lastTransitionTime": now,
-             "reason": "NoConflicts", "message": "no conflicts found"},
-            {"type": "Established", "status": "True", "lastTransitionTime": now,
-             "reason": "InitialNamesAccepted", "message": "the initial names have been accepted"}
-        ]
+        "conditions": conditions,
     });
+}
+
+/// Whether a stored CRD is `Established` (its kinds are served).
+pub(crate) fn crd_established(obj: &Value) -> bool {
+    obj.pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .is_some_and(|cs| {
+            cs.iter()
+                .any(|c| c["type"] == "Established" && c["status"] == "True")
+        })
+}
+
+/// Marks a CRD `Established`, as the establishing controller does.
+pub(crate) fn establish_crd(obj: &mut Value) {
+    if crd_established(obj) {
+        return;
+    }
+    let now = meta::now_rfc3339();
+    let condition = json!(
+        {"type": "Established", "status": "True", "lastTransitionTime": now,
+         "reason": "InitialNamesAccepted", "message": "the initial names have been accepted"}
+    );
+    match obj
+        .pointer_mut("/status/conditions")
+        .and_then(Value::as_array_mut)
+    {
+        Some(cs) => cs.push(condition),
+        None => obj["status"]["conditions"] = json!([condition]),
+    }
 }
 
 /// The finalizer through which a deleted CRD removes its custom resources.

@@ -217,9 +217,13 @@ pub(crate) fn create(
 }
 
 /// What a stored CRD changes at once, before the write is answered: the
-/// kinds it serves (clients create custom resources right after).
+/// kinds it serves, once it is `Established` (clients that waited for that create
+/// custom resources right after).
 fn after_write(app: &App, rt: &ResourceType, obj: &Value) {
-    if rt.group == "apiextensions.k8s.io" && rt.kind == "CustomResourceDefinition" {
+    if rt.group == "apiextensions.k8s.io"
+        && rt.kind == "CustomResourceDefinition"
+        && admission::crd_established(obj)
+    {
         if let Err(e) = app.registry.install_crd(obj) {
             tracing::warn!("stored CRD could not be served: {e}");
         }

@@ -174,3 +174,22 @@ pub fn names(list: &Value) -> Vec<String> {
         .filter_map(|e| e["name"].as_str().map(str::to_string))
         .collect()
 }
+
+/// Creates `crd` and waits until it is `Established`, as a client must before
+/// creating its custom resources (kube-apiserver serves them only from then on).
+pub async fn create_crd(server: &Server, crd: &Value) -> Reply {
+    const CRDS: &str = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+    let created = json(server, "POST", CRDS, crd).await;
+    assert_eq!(created.code, 201, "{}", created.message());
+    let url = format!("{CRDS}/{}", crd["metadata"]["name"].as_str().unwrap_or(""));
+    eventually("the CRD to be established", || async {
+        let r = json(server, "GET", &url, &Value::Null).await;
+        r.body["status"]["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|c| c["type"] == "Established" && c["status"] == "True")
+    })
+    .await;
+    created
+}

@@ -85,7 +85,14 @@ fn compile_node(node: &Value, name: &str, objs: &mut Vec<Obj>, is_root: bool) ->
     let embedded = flag(node, "x-kubernetes-embedded-resource");
     let preserve = flag(node, "x-kubernetes-preserve-unknown-fields");
     match ty {
-        "object" | "" if node.get("properties").is_some() || embedded || is_root => {
+        // An object that keeps unknown fields is still an object: the type is checked
+        // (`spec: "x"` is refused) and what it holds is deduced.
+        "object" | ""
+            if node.get("properties").is_some()
+                || embedded
+                || is_root
+                || (preserve && ty == "object") =>
+        {
             let idx = objs.len();
             objs.push(Obj::default());
             let mut o = Obj {
@@ -271,7 +278,10 @@ mod tests {
             s.field_ty(&spec, "labels").unwrap().0,
             Ty::Map { .. }
         ));
-        assert_eq!(s.field_ty(&spec, "free").unwrap().0, Ty::Deduced);
+        // An object keeping unknown fields: checked as an object, its fields deduced.
+        let (free, _) = s.field_ty(&spec, "free").unwrap();
+        assert!(matches!(free, Ty::Obj(_)), "{free:?}");
+        assert_eq!(s.field_ty(&free, "anything").unwrap(), (Ty::Deduced, false));
         assert_eq!(
             s.field_ty(&spec, "port").unwrap().0,
             Ty::Scalar(Scalar::IntOrString)

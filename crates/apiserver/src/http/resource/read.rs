@@ -103,6 +103,7 @@ fn list_objects(
         None => (None, None),
     };
     let (all, rv) = app.store.list(&prefix, after.as_deref());
+    let read = all.len();
     let rv = token_rv.unwrap_or(rv);
     let mut items = Vec::new();
     let mut last_key = None;
@@ -119,6 +120,8 @@ fn list_objects(
         last_key = Some(rt.key(if rt.namespaced { ons } else { "" }, obj.name()));
         items.push(present(rt, obj.value()));
     }
+    // Selectors filter what was read; they do not narrow the read.
+    app.requests.list_read(&rt.plural, read, items.len());
     let mut md = json!({"resourceVersion": rv.to_string()});
     if remaining > 0 {
         if let Some(k) = last_key {

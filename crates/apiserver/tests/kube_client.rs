@@ -496,7 +496,10 @@ async fn custom_resources() {
         .iter()
         .any(|c| c.type_ == "Established" && c.status == "True")
     {
-        let refused = early.list(&Default::default()).await.expect_err("not served yet");
+        let refused = early
+            .list(&Default::default())
+            .await
+            .expect_err("not served yet");
         assert!(
             matches!(&refused, kube::Error::Api(e) if e.code == 404),
             "{refused:?}"
@@ -682,4 +685,47 @@ async fn durable_state_survives_restart() {
     );
     server.stop().await;
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// What a DELETE answers, as kube-apiserver's registry does: a `Status` naming the
+/// object when it is gone at once, the object marked for deletion while finalizers
+/// hold it (clients such as kube-rs tell the two apart by the answer's kind).
+#[tokio::test]
+async fn delete_answers_a_status_when_the_object_is_gone() {
+    let (server, client) = start().await;
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), "default");
+    let secret: Secret = serde_json::from_value(json!({"metadata": {"name": "plain"}})).unwrap();
+    let created = secrets
+        .create(&PostParams::default(), &secret)
+        .await
+        .unwrap();
+    let answer = secrets
+        .delete("plain", &DeleteParams::default())
+        .await
+        .unwrap();
+    let details = answer
+        .right()
+        .expect("a Status, not the deleted Secret")
+        .details
+        .expect("details");
+    assert_eq!(
+        (details.name.as_str(), details.kind.as_str(), details.uid),
+        (
+            "plain",
+            "secrets",
+            created.metadata.uid.clone().unwrap_or_default()
+        )
+    );
+    let held: Secret = serde_json::from_value(
+        json!({"metadata": {"name": "held", "finalizers": ["example.com/keep"]}}),
+    )
+    .unwrap();
+    secrets.create(&PostParams::default(), &held).await.unwrap();
+    let answer = secrets
+        .delete("held", &DeleteParams::default())
+        .await
+        .unwrap();
+    let marked = answer.left().expect("the Secret, held by its finalizer");
+    assert!(marked.metadata.deletion_timestamp.is_some());
+    server.stop().await;
 }

@@ -200,7 +200,9 @@ async fn bad_specs_are_reported_and_leave_the_release_alone() {
         }
         other => panic!("a string spec was not refused: {other:?}"),
     }
-    run(&ctx, "bad").await.expect("the stored spec is still good");
+    run(&ctx, "bad")
+        .await
+        .expect("the stored spec is still good");
     assert_eq!(revisions(&client, "bad").await, [(1, "deployed".into())]);
 
     // A template `fail`.

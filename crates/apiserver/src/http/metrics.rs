@@ -10,6 +10,8 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::Mutex;
 
+use crate::storage::Stock;
+
 /// What one request was, for counting: filled in as routing learns it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) struct RequestLabels {
@@ -114,7 +116,7 @@ impl Requests {
 }
 
 /// The exposition text: request counters and per-resource object counts.
-pub(crate) fn render(requests: &Requests, objects: &BTreeMap<String, u64>) -> String {
+pub(crate) fn render(requests: &Requests, objects: &BTreeMap<String, Stock>) -> String {
     let mut out = String::new();
     out.push_str(
         "# HELP apiserver_request_total Counter of apiserver requests broken out for each verb, \
@@ -136,10 +138,24 @@ pub(crate) fn render(requests: &Requests, objects: &BTreeMap<String, u64>) -> St
         "# HELP apiserver_storage_objects Number of stored objects at the time of last check \
          split by kind.\n# TYPE apiserver_storage_objects gauge\n",
     );
-    for (resource, n) in objects {
+    for (resource, stock) in objects {
         let _ = writeln!(
             out,
-            "apiserver_storage_objects{{resource=\"{resource}\"}} {n}"
+            "apiserver_storage_objects{{resource=\"{resource}\"}} {}",
+            stock.objects
+        );
+    }
+    out.push_str(
+        "# HELP apiserver_resource_size_estimate_bytes Estimated size of stored objects in \
+         database. Estimate is based on sum of last observed sizes of serialized objects.\n\
+         # TYPE apiserver_resource_size_estimate_bytes gauge\n",
+    );
+    for (resource, stock) in objects {
+        let (plural, group) = resource.split_once('.').unwrap_or((resource, ""));
+        let _ = writeln!(
+            out,
+            "apiserver_resource_size_estimate_bytes{{group=\"{group}\",resource=\"{plural}\"}} {}",
+            stock.json_bytes
         );
     }
     let lists = requests.list_snapshot();
@@ -191,13 +207,22 @@ mod tests {
         requests.record(labels.clone(), 200);
         requests.record(labels, 200);
         requests.record(RequestLabels::default(), 200);
-        let objects = BTreeMap::from([("secrets".to_string(), 3)]);
+        let objects = BTreeMap::from([(
+            "secrets".to_string(),
+            Stock {
+                objects: 3,
+                json_bytes: 1200,
+            },
+        )]);
         let text = render(&requests, &objects);
         assert!(text.contains(
             "apiserver_request_total{code=\"200\",component=\"apiserver\",group=\"\",\
              resource=\"secrets\",subresource=\"\",verb=\"LIST\",version=\"v1\"} 2\n"
         ));
         assert!(text.contains("apiserver_storage_objects{resource=\"secrets\"} 3\n"));
+        assert!(text.contains(
+            "apiserver_resource_size_estimate_bytes{group=\"\",resource=\"secrets\"} 1200\n"
+        ));
         // Non-resource requests are not counted as resource verbs.
         assert_eq!(text.matches("apiserver_request_total{").count(), 1);
     }

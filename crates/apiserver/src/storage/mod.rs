@@ -8,6 +8,6 @@ mod store;
 mod stored;
 
 pub(crate) use store::{
-    Backend, Event, EventType, Keyed, MemoryBackend, Mutation, RedbBackend, Store, LOG_CAP,
+    Backend, Event, EventType, Keyed, MemoryBackend, Mutation, RedbBackend, Stock, Store, LOG_CAP,
 };
 pub(crate) use stored::Stored;

@@ -216,6 +216,14 @@ pub(crate) const LOG_CAP: usize = 20_000;
 /// and the events themselves); the largest resource log gives way first.
 pub(crate) const LOG_BYTES: usize = 256 * 1024 * 1024;
 
+/// What the store holds of one resource.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Stock {
+    pub(crate) objects: u64,
+    /// The objects' JSON, the size etcd would store (without its own overhead).
+    pub(crate) json_bytes: u64,
+}
+
 /// Objects with their storage keys, in key order.
 pub(crate) type Keyed = Vec<(String, Arc<Stored>)>;
 
@@ -269,12 +277,12 @@ impl Store {
         (items, g.rv)
     }
 
-    /// How many objects each resource holds, as `plural` or `plural.group`
-    /// (keys are `group/plural/namespace/name`).
-    pub(crate) fn object_counts(&self) -> BTreeMap<String, u64> {
+    /// How many objects each resource holds and their JSON's size, as `plural` or
+    /// `plural.group` (keys are `group/plural/namespace/name`).
+    pub(crate) fn object_counts(&self) -> BTreeMap<String, Stock> {
         let g = self.lock();
-        let mut counts = BTreeMap::new();
-        for key in g.objects.keys() {
+        let mut counts: BTreeMap<String, Stock> = BTreeMap::new();
+        for (key, obj) in g.objects.iter() {
             let mut parts = key.splitn(3, '/');
             let (Some(group), Some(plural)) = (parts.next(), parts.next()) else {
                 continue;
@@ -284,7 +292,9 @@ impl Store {
             } else {
                 format!("{plural}.{group}")
             };
-            *counts.entry(resource).or_insert(0) += 1;
+            let stock = counts.entry(resource).or_default();
+            stock.objects += 1;
+            stock.json_bytes += obj.json().len() as u64;
         }
         counts
     }

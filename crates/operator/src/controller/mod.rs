@@ -345,7 +345,9 @@ pub(crate) async fn run_watch(run: WatchRun) {
             .predicate_filter(cr_change, PredicateConfig::default())
             .inspect(move |cr| {
                 if let Ok(cr) = cr {
-                    queued.queue.added((cr.namespace().unwrap_or_default(), cr.name_any()));
+                    queued
+                        .queue
+                        .added((cr.namespace().unwrap_or_default(), cr.name_any()));
                 }
             });
         let queued = Arc::clone(&run);

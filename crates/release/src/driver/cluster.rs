@@ -366,7 +366,11 @@ impl<K: RecordKind> ObjectBackend for KindBackend<K> {
         self.write(name, None, || async {
             match self.api.delete(name, &DeleteParams::default()).await {
                 // Held by a finalizer: it stays, marked for deletion.
-                Ok(either::Either::Left(o)) => Ok(stored(&o)),
+                Ok(either::Either::Left(o)) if o.meta().deletion_timestamp.is_some() => {
+                    Ok(stored(&o))
+                }
+                // A server that answers with the deleted object itself.
+                Ok(either::Either::Left(_)) => Ok(Written::Gone),
                 Ok(either::Either::Right(_)) => Ok(Written::Gone),
                 Err(e) => Err(self.err("delete", name, e)),
             }

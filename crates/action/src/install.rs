@@ -15,12 +15,12 @@ use chart::values::Values;
 use release::record::{Release, Status};
 use release::Storage;
 
-use crate::adopt::{self, Adoption, LiveObjects};
 use crate::config::ActionConfig;
 use crate::error::{Error, Result};
 use crate::kube::{wait, KubeClient, Object};
 use crate::lock::Held;
 use crate::options::ActionOptions;
+use crate::ownership::{self, Adoption, LiveObjects};
 use crate::plan::{self, Known, Plan};
 use crate::record::{
     hook_record, new_release, processed_chart_record, record_labels, record_lookups, sort_by_kind,
@@ -187,7 +187,8 @@ impl<'a> Install<'a> {
         let (live, read) = match adoption {
             Adoption::Off => (LiveObjects::default(), None),
             Adoption::IfLive | Adoption::Only => {
-                let (live, read) = adopt::live_objects(&kube, &opts.owner(), &plan.objects).await?;
+                let (live, read) =
+                    ownership::live_objects(&kube, &opts.owner(), &plan.objects).await?;
                 (live, Some(read))
             }
         };
@@ -197,7 +198,7 @@ impl<'a> Install<'a> {
         let adopting = !live.owned.is_empty();
         let adopt_opts;
         let run_opts = if adopting {
-            adopt_opts = adopt::adoption_options(opts, &live);
+            adopt_opts = ownership::adoption_options(opts, &live);
             &adopt_opts
         } else {
             opts
@@ -237,7 +238,7 @@ impl<'a> Install<'a> {
                 adopted: adopting.then_some(live.owned.len()),
             })),
             (Err(err), false) => Err(err),
-            (Err(err), true) => Err(adopt::failed(opts, &live, err)),
+            (Err(err), true) => Err(ownership::failed(opts, &live, err)),
         }
     }
 }

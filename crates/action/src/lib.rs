@@ -36,6 +36,7 @@ mod list;
 mod lock;
 mod name;
 mod options;
+mod ownership;
 mod plan;
 mod record;
 mod recover;
@@ -47,6 +48,7 @@ mod store;
 mod test;
 #[cfg(test)]
 mod testing;
+mod transition;
 mod uninstall;
 mod upgrade;
 
@@ -68,7 +70,7 @@ pub use self::kube::{
     ObjectRef, FIELD_MANAGER, MANAGED_BY_LABEL, RELEASE_NAMESPACE_ANNOTATION,
     RELEASE_NAME_ANNOTATION,
 };
-pub use adopt::{Adopt, LiveObjects};
+pub use adopt::Adopt;
 pub use config::ActionConfig;
 pub use diff::{same_manifest, UpgradeDiff};
 pub use error::{Error, Result};
@@ -79,6 +81,7 @@ pub use list::{List, Namespaces, StateFilter};
 pub use lock::hostname;
 pub use name::{validate_release_name, MAX_RELEASE_NAME_LEN};
 pub use options::{ActionOptions, Transform, TransformFn, UninstallOptions};
+pub use ownership::LiveObjects;
 pub use record::{chart_metadata, chart_record, manifest_kinds, APPLY_METHOD_SSA};
 pub use recover::Recover;
 pub use render::{render, renders, Revision};

@@ -13,7 +13,7 @@ use crate::options::ActionOptions;
 use crate::plan;
 use crate::record::{install_ordered_documents, record_labels, APPLY_METHOD_SSA};
 use crate::store;
-use crate::upgrade::{Change, Steps};
+use crate::transition::{Change, Steps};
 
 /// The `rollback` verb.
 pub struct Rollback<'a> {

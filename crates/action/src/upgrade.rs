@@ -16,14 +16,15 @@ use release::Storage;
 use crate::config::ActionConfig;
 use crate::error::{Error, Result};
 use crate::install::{dry_run_record, DryRun};
-use crate::kube::{wait, KubeClient, Object};
+use crate::kube::KubeClient;
 use crate::lock::Held;
 use crate::options::ActionOptions;
-use crate::plan::{self, Plan};
+use crate::plan;
 use crate::record::{new_release, processed_chart_record, record_labels, record_lookups, Draft};
 use crate::render::{self, Revision};
 use crate::rollback;
 use crate::store;
+use crate::transition::{Change, Steps};
 use crate::UpgradeDiff;
 
 /// Which values an upgrade uses besides the given ones (Helm's `reuseValues`).
@@ -284,51 +285,6 @@ impl<'a> Upgrade<'a> {
                 undo: Box::new(undo),
             }),
         }
-    }
-}
-
-/// The hook events around a change of the release's objects.
-#[derive(Clone, Copy)]
-pub(crate) struct Steps {
-    pub(crate) pre: &'static str,
-    pub(crate) post: &'static str,
-}
-
-impl Steps {
-    pub(crate) const UPGRADE: Steps = Steps {
-        pre: "pre-upgrade",
-        post: "post-upgrade",
-    };
-    pub(crate) const ROLLBACK: Steps = Steps {
-        pre: "pre-rollback",
-        post: "post-rollback",
-    };
-}
-
-/// The cluster changes of upgrade and rollback: from the `old` objects to the plan's.
-pub(crate) struct Change<'c> {
-    pub(crate) kube: &'c KubeClient,
-    pub(crate) opts: &'c ActionOptions,
-    pub(crate) plan: &'c Plan,
-    pub(crate) old: &'c [Object],
-    pub(crate) steps: Steps,
-}
-
-impl Change<'_> {
-    pub(crate) async fn run(&self, rel: &mut Release, held: &Held) -> Result<()> {
-        let (kube, opts, plan) = (self.kube, self.opts, self.plan);
-        let owner = opts.owner();
-        let (t, no_hooks) = (opts.timeout, opts.disable_hooks);
-        plan::install_crds(kube, &owner, &plan.crds, t).await?;
-        plan::run_hooks(kube, &owner, rel, &plan.hooks, self.steps.pre, no_hooks, t).await?;
-        let known = plan::Known::Release(self.old);
-        plan::apply_all(kube, opts, &plan.objects, &mut Vec::new(), known).await?;
-        plan::delete_stale(kube, &owner, self.old, &plan.objects).await?;
-        if opts.waits() {
-            wait::wait_ready(kube, &owner, &plan.objects, opts.wait_for_jobs, t).await?;
-        }
-        plan::run_hooks(kube, &owner, rel, &plan.hooks, self.steps.post, no_hooks, t).await?;
-        held.check()
     }
 }
 

@@ -13,6 +13,7 @@ use common::*;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::Client;
 use serde_json::{json, Map};
 use testkit::TestNamespace;
 
@@ -59,20 +60,30 @@ spec:
           image: registry.invalid/never:1
 "#;
 
-fn owner() -> OwnerReference {
+/// A controller owner of the records that exists (the cluster's garbage collector
+/// deletes what a missing owner owned, as kube-controller-manager's does): a
+/// ConfigMap standing in for the operator's custom resource.
+async fn owner(client: &Client) -> OwnerReference {
+    let cms: Api<ConfigMap> = Api::default_namespaced(client.clone());
+    let cm: ConfigMap =
+        serde_json::from_value(json!({"metadata": {"name": "lk-owner"}})).expect("configmap");
+    let cm = cms
+        .create(&PostParams::default(), &cm)
+        .await
+        .expect("the owner");
     OwnerReference {
-        api_version: "test.rudder.dev/v1".into(),
-        kind: "Demo".into(),
-        name: "lk".into(),
-        uid: "8d1c7c2e-0000-4000-8000-000000000001".into(),
+        api_version: "v1".into(),
+        kind: "ConfigMap".into(),
+        name: "lk-owner".into(),
+        uid: cm.metadata.uid.expect("a uid"),
         controller: Some(true),
         block_owner_deletion: Some(true),
     }
 }
 
-fn operator_opts(ns: &TestNamespace, name: &str) -> ActionOptions {
+fn operator_opts(ns: &TestNamespace, name: &str, owner: &OwnerReference) -> ActionOptions {
     let mut o = opts(ns, name);
-    o.record_owner = Some(owner());
+    o.record_owner = Some(owner.clone());
     o.lookups_label = Some(LOOKUPS.into());
     o
 }
@@ -99,18 +110,19 @@ async fn records_carry_the_owner_and_what_lookup_returned() {
             .expect("configmap");
     cms.create(&PostParams::default(), &src).await.expect("src");
 
+    let owner = owner(&client).await;
     let cfg = cfg(&client);
-    Install::new(&cfg, operator_opts(&ns, "lk"))
+    Install::new(&cfg, operator_opts(&ns, "lk", &owner))
         .run(&chart, Map::new())
         .await
         .expect("install");
     let record = record_secret(&client, "lk", 1).await.expect("record");
-    assert_eq!(record.metadata.owner_references, Some(vec![owner()]));
+    assert_eq!(record.metadata.owner_references, Some(vec![owner.clone()]));
     let first = record.metadata.labels.unwrap_or_default()[LOOKUPS].clone();
     assert_eq!(first.len(), 32);
 
     // Same cluster: the diff's lookups match (though the random value differs).
-    let diff = Upgrade::new(&cfg, operator_opts(&ns, "lk"))
+    let diff = Upgrade::new(&cfg, operator_opts(&ns, "lk", &owner))
         .diff(&chart, Map::new())
         .await
         .expect("diff");
@@ -132,7 +144,7 @@ async fn records_carry_the_owner_and_what_lookup_returned() {
     )
     .await
     .expect("touch src back");
-    let again = Upgrade::new(&cfg, operator_opts(&ns, "lk"))
+    let again = Upgrade::new(&cfg, operator_opts(&ns, "lk", &owner))
         .diff(&chart, Map::new())
         .await
         .expect("diff");
@@ -144,12 +156,12 @@ async fn records_carry_the_owner_and_what_lookup_returned() {
     )
     .await
     .expect("change src");
-    let changed = Upgrade::new(&cfg, operator_opts(&ns, "lk"))
+    let changed = Upgrade::new(&cfg, operator_opts(&ns, "lk", &owner))
         .diff(&chart, Map::new())
         .await
         .expect("diff");
     assert!(changed.lookups.is_some() && changed.lookups.as_deref() != Some(first.as_str()));
-    Upgrade::new(&cfg, operator_opts(&ns, "lk"))
+    Upgrade::new(&cfg, operator_opts(&ns, "lk", &owner))
         .run(&chart, Map::new())
         .await
         .expect("upgrade");
@@ -160,11 +172,11 @@ async fn records_carry_the_owner_and_what_lookup_returned() {
     );
     // The superseded record keeps its owner reference.
     let old = record_secret(&client, "lk", 1).await.expect("record");
-    assert_eq!(old.metadata.owner_references, Some(vec![owner()]));
+    assert_eq!(old.metadata.owner_references, Some(vec![owner.clone()]));
 
     // A chart without lookups records no digest (and the CLI's options none at all).
     let plain = chart::loader::load(write_chart(ns.dir())).expect("chart");
-    Install::new(&cfg, operator_opts(&ns, "plain"))
+    Install::new(&cfg, operator_opts(&ns, "plain", &owner))
         .run(&plain, Map::new())
         .await
         .expect("install");

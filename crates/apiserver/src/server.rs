@@ -168,7 +168,7 @@ pub struct Server {
     task: tokio::task::JoinHandle<()>,
     controllers: controllers::Controllers,
     /// A temporary directory we created for the kubeconfig, removed on stop.
-    temp_dir: Option<PathBuf>,
+    temp_dir: Option<TempDir>,
     /// The CA clients must trust (PEM, DER) when serving HTTPS.
     ca: Option<(String, Vec<u8>)>,
     /// Last, so it ends after everything that runs on it.
@@ -231,15 +231,15 @@ impl Server {
             source,
         })?;
         let temp_dir = config.kubeconfig_out.is_none().then(|| {
-            std::env::temp_dir().join(format!(
+            TempDir(std::env::temp_dir().join(format!(
                 "rudder-apiserver-{}-{}",
                 std::process::id(),
                 addr.port()
-            ))
+            )))
         });
         let kubeconfig_path = match (&config.kubeconfig_out, &temp_dir) {
             (Some(p), _) => p.clone(),
-            (None, Some(d)) => d.join("kubeconfig"),
+            (None, Some(d)) => d.0.join("kubeconfig"),
             (None, None) => std::env::temp_dir().join("kubeconfig"),
         };
         let ca = tls.as_ref().map(|t| (t.ca_pem.clone(), t.ca_der.clone()));
@@ -385,9 +385,7 @@ impl Server {
         let _ = self.shutdown_tx.send(true);
         let _ = self.task.await;
         self.controllers.join().await;
-        if let Some(d) = &self.temp_dir {
-            let _ = std::fs::remove_dir_all(d);
-        }
+        drop(self.temp_dir);
         // Stored objects may nest 10,000 levels: they are dropped on a serving
         // thread's deep stack, never on the caller's.
         let app = self.app;
@@ -451,4 +449,14 @@ fn write_kubeconfig(path: &Path, yaml: &str) -> Result<(), ServerError> {
         std::fs::create_dir_all(parent).map_err(err)?;
     }
     std::fs::write(path, yaml).map_err(err)
+}
+
+/// The server's own directory for its kubeconfig, removed when the server is
+/// stopped or dropped (a test that panics leaves nothing behind either).
+struct TempDir(PathBuf);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }

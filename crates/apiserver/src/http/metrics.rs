@@ -115,6 +115,9 @@ impl Requests {
     }
 }
 
+/// One `apiserver_storage_list_*` counter: name, help, and its value.
+type ListCounter = (&'static str, &'static str, fn(&ListReads) -> u64);
+
 /// The exposition text: request counters and per-resource object counts.
 pub(crate) fn render(requests: &Requests, objects: &BTreeMap<String, Stock>) -> String {
     let mut out = String::new();
@@ -159,7 +162,7 @@ pub(crate) fn render(requests: &Requests, objects: &BTreeMap<String, Stock>) -> 
         );
     }
     let lists = requests.list_snapshot();
-    let counters: [(&str, &str, fn(&ListReads) -> u64); 4] = [
+    let counters: [ListCounter; 4] = [
         (
             "apiserver_storage_list_total",
             "Number of LIST requests served from storage",

@@ -124,8 +124,14 @@ struct Scope {
     namespace: Option<Box<str>>,
     phase: Phase,
     /// Inside a (re)list: what it listed so far, and the epoch it started in.
-    relist: Option<(u64, Vec<(Box<str>, Entry)>)>,
+    relist: Option<(u64, Listed)>,
 }
+
+/// Records a (re)list delivered so far, with their namespaces.
+type Listed = Vec<(Box<str>, Entry)>;
+
+/// An object's namespace and name.
+type ObjectKey = (Box<str>, Box<str>);
 
 impl Scope {
     fn covers(&self, ns: &str) -> bool {
@@ -793,7 +799,7 @@ fn diff(
     changes: &mut Vec<RecordChange>,
 ) {
     let versions = |m: &HashMap<Box<str>, Namespace>| {
-        let mut out: HashMap<(Box<str>, Box<str>), (Box<str>, Box<str>)> = HashMap::new();
+        let mut out: HashMap<ObjectKey, (Box<str>, Box<str>)> = HashMap::new();
         for (ns, n) in m {
             for e in n.releases.values().flatten() {
                 out.insert(

@@ -3,7 +3,8 @@
 //! as separate processes. For each CR count it creates the CRs in bulk over several
 //! namespaces and prints
 //! - the time until every CR is `Deployed`, and the throughput along the way;
-//! - the operator's peak RSS and CPU seconds (from /proc), and the API server's RSS;
+//! - the operator's peak RSS and CPU seconds (from /proc), and the API server's RSS,
+//!   also against the JSON it stores (`apiserver_resource_size_estimate_bytes`);
 //! - the API requests per install (the API server's `apiserver_request_total`, all
 //!   of them divided by the CRs), by verb and resource, LISTs per install, and the
 //!   objects the server read to answer LISTs (`apiserver_storage_list_*`, which
@@ -267,6 +268,19 @@ async fn single(n: usize) {
         server_after_install.cpu_secs,
         server_after_install.cpu_secs * 1000.0 / per_cr
     );
+    // What the server stores, as etcd would hold it, against the memory it takes.
+    let stored = sum_metric(
+        &server_install_scrape,
+        "apiserver_resource_size_estimate_bytes",
+        &[],
+    );
+    if stored > 0.0 {
+        println!(
+            "  apiserver: stores {:.1} MiB of JSON; RSS is {:.1}x that",
+            stored / (1024.0 * 1024.0),
+            server_after_install.rss_kib as f64 * 1024.0 / stored
+        );
+    }
 
     // Idle: nothing changes; only periodic reconciles run. The reconciles that the
     // last installs' own writes trigger settle first.

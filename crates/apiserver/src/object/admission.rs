@@ -416,14 +416,7 @@ fn default_fields(app: &App, rt: &ResourceType, obj: &mut Value, old: Option<&Va
 /// kept from then on; until then the CRD's kinds are not served (404).
 pub(crate) fn crd_status(obj: &mut Value) {
     let now = meta::now_rfc3339();
-    let established = obj
-        .pointer("/status/conditions")
-        .and_then(Value::as_array)
-        .and_then(|cs| {
-            cs.iter()
-                .find(|c| c["type"] == "Established" && c["status"] == "True")
-                .cloned()
-        });
+    let established = established_condition(obj).cloned();
     let names = obj.pointer("/spec/names").cloned().unwrap_or(json!({}));
     let mut accepted = names.clone();
     if accepted.get("singular").is_none() {
@@ -460,12 +453,15 @@ pub(crate) fn crd_status(obj: &mut Value) {
 
 /// Whether a stored CRD is `Established` (its kinds are served).
 pub(crate) fn crd_established(obj: &Value) -> bool {
-    obj.pointer("/status/conditions")
-        .and_then(Value::as_array)
-        .is_some_and(|cs| {
-            cs.iter()
-                .any(|c| c["type"] == "Established" && c["status"] == "True")
-        })
+    established_condition(obj).is_some()
+}
+
+/// A CRD's `Established=True` condition, if it has one.
+fn established_condition(obj: &Value) -> Option<&Value> {
+    obj.pointer("/status/conditions")?
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == "Established" && c["status"] == "True")
 }
 
 /// Marks a CRD `Established`, as the establishing controller does.

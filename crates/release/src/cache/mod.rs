@@ -106,7 +106,7 @@ struct State {
     scopes: Vec<Scope>,
     namespaces: HashMap<Box<str>, Namespace>,
     /// Our writes not yet seen come back, by (namespace, object name).
-    pending: HashMap<(Box<str>, Box<str>), Pending>,
+    pending: HashMap<ObjectKey, Pending>,
     /// Bumped at the start of every (re)list, to tell writes made before it.
     epoch: u64,
 }
@@ -257,7 +257,7 @@ pub enum Written {
 /// A write announced to the cache; ends as [`Written::Failed`] if dropped unfinished.
 pub struct WriteGuard<'a> {
     cache: &'a RecordCache,
-    key: Option<(Box<str>, Box<str>)>,
+    key: Option<ObjectKey>,
 }
 
 impl WriteGuard<'_> {
@@ -531,7 +531,7 @@ impl RecordCache {
         }
     }
 
-    fn write_done(&self, key: (Box<str>, Box<str>), outcome: Written) {
+    fn write_done(&self, key: ObjectKey, outcome: Written) {
         let mut foreign = Vec::new();
         {
             let mut st = lock(&self.state);
@@ -711,7 +711,7 @@ enum Check {
 /// newer state of the object than the event (a write of ours not delivered yet), so
 /// the event must not replace it.
 fn own_event(st: &mut State, ns: &str, name: &str, version: Option<Box<str>>) -> (bool, bool) {
-    let key: (Box<str>, Box<str>) = (ns.into(), name.into());
+    let key: ObjectKey = (ns.into(), name.into());
     let Some(p) = st.pending.get_mut(&key) else {
         return (false, false);
     };

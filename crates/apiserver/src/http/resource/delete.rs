@@ -4,7 +4,7 @@
 use crate::error::ApiError;
 use crate::http::params::{list_prefix, Params};
 use crate::http::response::{ok, present};
-use crate::object::{self, DeleteOpts, Propagation};
+use crate::object::{self, meta, DeleteOpts, Propagation};
 use crate::App;
 use apitypes::ResourceType;
 use axum::http::HeaderMap;
@@ -25,15 +25,12 @@ pub(super) fn one(
     let key = rt.key(ns, name);
     let res = object::delete(app, rt, &key, name, &dopts)?;
     // Held by finalizers (or a dry run): the object, marked for deletion. Gone at
-    // once: kube-apiserver's registry answers a `Status` naming what it deleted,
-    // except for the kinds whose storage returns the deleted object (Pods).
-    let uid = res.pointer("/metadata/uid").cloned().unwrap_or(Value::Null);
-    let gone = !dopts.dry_run
-        && app
-            .store
-            .get(&key)
-            .is_none_or(|now| now.pointer("/metadata/uid") != Some(&uid));
+    // once (answered unmarked: a held object always carries its deletion
+    // timestamp): kube-apiserver's registry answers a `Status` naming what it
+    // deleted, except for the kinds whose storage returns the deleted object (Pods).
+    let gone = !dopts.dry_run && !meta::is_deleting(&res);
     if gone && !(rt.group.is_empty() && rt.plural == "pods") {
+        let uid = res.pointer("/metadata/uid").cloned().unwrap_or(Value::Null);
         return Ok(ok(&json!({
             "kind": "Status",
             "apiVersion": "v1",

@@ -1,9 +1,11 @@
 //! The errors of release actions; every message names the release and, where one is
-//! involved, the object (`Kind namespace/name`) and the cause.
+//! involved, the object (`Kind namespace/name`). The cause is not in the message: it
+//! comes from `source()`, and [`release::api_error::chain`] words the whole chain for a
+//! user (`release "web": cannot apply Service ns/web: Service "web" is invalid: …`).
 
 use std::time::Duration;
 
-use release::api_error::describe;
+use release::api_error::chain;
 
 use crate::kube::ObjectRef;
 
@@ -32,7 +34,7 @@ pub enum Error {
     },
     /// The cluster does not serve the object's kind (missing CRD or API group), or the
     /// API that serves it is unavailable (an aggregated API whose service is down).
-    #[error("release {release:?}: {object}: {source}")]
+    #[error("release {release:?}: {object}")]
     UnknownKind {
         release: String,
         object: Box<ObjectRef>,
@@ -50,7 +52,7 @@ pub enum Error {
         owner: String,
     },
     /// A Kubernetes API call on an object failed.
-    #[error("release {release:?}: cannot {action} {object}: {}", describe(source))]
+    #[error("release {release:?}: cannot {action} {object}")]
     Api {
         release: String,
         action: &'static str,
@@ -76,7 +78,7 @@ pub enum Error {
     },
     /// The cluster's `.Capabilities` (version, served APIs) could not be discovered;
     /// set `kube_version`/`api_versions` explicitly to render without asking it.
-    #[error("release {release:?}: cannot discover the cluster's capabilities: {source}")]
+    #[error("release {release:?}: cannot discover the cluster's capabilities")]
     Discovery {
         release: String,
         #[source]
@@ -84,7 +86,7 @@ pub enum Error {
     },
     /// The chart could not be rendered; `source` keeps the template, line and Go's
     /// message.
-    #[error("release {release:?}: cannot render chart: {source}")]
+    #[error("release {release:?}: cannot render chart")]
     Render {
         release: String,
         #[source]
@@ -94,7 +96,7 @@ pub enum Error {
     #[error("release {release:?}: cannot render chart: render task failed: {message}")]
     RenderAborted { release: String, message: String },
     /// Reading or writing the release records failed.
-    #[error("release {release:?}: release storage: {source}")]
+    #[error("release {release:?}: release storage")]
     Storage {
         release: String,
         #[source]
@@ -130,7 +132,7 @@ pub enum Error {
         retry_after: String,
     },
     /// The release's lock could not be read, taken or kept.
-    #[error("release {release:?}: lock: {source}")]
+    #[error("release {release:?}: lock")]
     Lock {
         release: String,
         #[source]
@@ -156,7 +158,7 @@ pub enum Error {
     /// them failed (for example because one of them belongs to another release).
     /// Nothing was deleted.
     #[error(
-        "release {namespace}/{release}: found {found} existing object(s) of this release (e.g. {example}) but could not record a release over them; nothing was deleted: {source}"
+        "release {namespace}/{release}: found {found} existing object(s) of this release (e.g. {example}) but could not record a release over them; nothing was deleted"
     )]
     Adopt {
         release: String,
@@ -167,7 +169,7 @@ pub enum Error {
         source: Box<Error>,
     },
     /// The action failed and `rollback_on_failure` undid it (`outcome` says how).
-    #[error("release {release:?}: {action} failed and {outcome} (rollback_on_failure): {cause}")]
+    #[error("release {release:?}: {action} failed and {outcome} (rollback_on_failure)")]
     RolledBack {
         release: String,
         action: &'static str,
@@ -176,7 +178,10 @@ pub enum Error {
         cause: Box<Error>,
     },
     /// The action failed and undoing it with `rollback_on_failure` failed too.
-    #[error("release {release:?}: {action} failed: {cause}; undoing it failed too: {undo}")]
+    ///
+    /// Two failures, and a chain has one next link: both are details of this error
+    /// (neither is its `source()`), so its message words each in full.
+    #[error("release {release:?}: {action} failed: {}; undoing it failed too: {}", chain(&**cause), chain(&**undo))]
     RollbackFailed {
         release: String,
         action: &'static str,
@@ -245,6 +250,70 @@ mod tests {
         assert_eq!(
             e.to_string(),
             "release \"web\": Widget apps/w did not complete within 5s"
+        );
+    }
+
+    fn refused() -> kube::Error {
+        kube::Error::Api(
+            kube::core::Status::failure("secrets \"x\" is forbidden: exceeded quota", "Forbidden")
+                .with_code(403)
+                .boxed(),
+        )
+    }
+
+    /// An action error whose cause is the release store's error, whose cause is the
+    /// server's answer: each said once, the server in its own words.
+    #[test]
+    fn a_cause_from_the_release_store_reads_once() {
+        let e = Error::RolledBack {
+            release: "web".into(),
+            action: "upgrade",
+            outcome: "was rolled back to revision 1".into(),
+            cause: Box::new(Error::storage(
+                "web",
+                release::Error::Api {
+                    context: "create Secret apps/sh.helm.release.v1.web.v2".into(),
+                    source: Box::new(refused()),
+                },
+            )),
+        };
+        assert_eq!(
+            e.to_string(),
+            "release \"web\": upgrade failed and was rolled back to revision 1 (rollback_on_failure)"
+        );
+        assert_eq!(
+            chain(&e),
+            "release \"web\": upgrade failed and was rolled back to revision 1 (rollback_on_failure): \
+             release \"web\": release storage: create Secret apps/sh.helm.release.v1.web.v2: \
+             secrets \"x\" is forbidden: exceeded quota"
+        );
+    }
+
+    #[test]
+    fn a_failed_undo_words_both_failures_in_full() {
+        let object = ObjectRef {
+            api_version: "v1".into(),
+            kind: "ConfigMap".into(),
+            namespace: Some("apps".into()),
+            name: "c".into(),
+        };
+        let e = Error::RollbackFailed {
+            release: "web".into(),
+            action: "install",
+            cause: Box::new(Error::api("web", "apply", &object, refused())),
+            undo: Box::new(Error::storage(
+                "web",
+                release::Error::Api {
+                    context: "delete Secret apps/s".into(),
+                    source: Box::new(refused()),
+                },
+            )),
+        };
+        assert_eq!(
+            chain(&e),
+            "release \"web\": install failed: release \"web\": cannot apply ConfigMap apps/c: \
+             secrets \"x\" is forbidden: exceeded quota; undoing it failed too: release \"web\": \
+             release storage: delete Secret apps/s: secrets \"x\" is forbidden: exceeded quota"
         );
     }
 }

@@ -304,7 +304,10 @@ impl Steps<'_> {
     /// Marks the record failed and, with `rollback_on_failure`, uninstalls.
     async fn failed(&self, rel: &mut Release, err: Error, created: &[Object]) -> Error {
         let name = &self.opts.name;
-        let description = format!("Release {name:?} failed: {err}");
+        let description = format!(
+            "Release {name:?} failed: {}",
+            release::api_error::Chain(&err)
+        );
         let err = store::fail(self.store, rel, description, err).await;
         if !self.opts.rollback_on_failure {
             return err;

@@ -239,7 +239,7 @@ impl ReleaseLock {
             .clone();
         let release = handle.release.clone();
         if let Err(e) = self.locks.release_written(handle, self.cell.newest()).await {
-            tracing::warn!(%release, error = %e, "cannot give the release lock back; it expires on its own");
+            tracing::warn!(%release, error = %release::api_error::Chain(&e), "cannot give the release lock back; it expires on its own");
         }
         with_live(|l| l.remove(&self.identity));
     }
@@ -383,7 +383,7 @@ async fn renew_loop(
             // A transient API error or a lost race: the next tick retries well before
             // the lock lapses.
             Err(e) => {
-                tracing::warn!(release = %current.release, error = %e, "cannot renew the release lock")
+                tracing::warn!(release = %current.release, error = %release::api_error::Chain(&e), "cannot renew the release lock")
             }
         }
     }

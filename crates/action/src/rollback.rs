@@ -118,7 +118,10 @@ pub(crate) async fn rollback_steps(
     match result {
         Ok(()) => Ok(rel),
         Err(err) => {
-            let description = format!("Rollback {name:?} failed: {err}");
+            let description = format!(
+                "Rollback {name:?} failed: {}",
+                release::api_error::Chain(&err)
+            );
             Err(store::fail(store, &mut rel, description, err).await)
         }
     }

@@ -24,7 +24,7 @@ pub(crate) async fn fail(
 ) -> Error {
     rel.set_status(Status::Failed, description);
     if let Err(e) = save(store, rel).await {
-        tracing::warn!(release = %rel.name, error = %e, "cannot record the failed release; the next action recovers it");
+        tracing::warn!(release = %rel.name, error = %release::api_error::Chain(&e), "cannot record the failed release; the next action recovers it");
     }
     err
 }
@@ -153,7 +153,7 @@ pub(crate) async fn finish_deployed(
     held.release_with_next_write();
     save(store, rel).await?;
     if let Err(e) = supersede_others(store, &rel.name, rel.version, known).await {
-        tracing::warn!(release = %rel.name, error = %e, "cannot mark older revisions superseded; the newest deployed revision wins");
+        tracing::warn!(release = %rel.name, error = %release::api_error::Chain(&e), "cannot mark older revisions superseded; the newest deployed revision wins");
     }
     Ok(())
 }

@@ -128,7 +128,10 @@ impl<'a> Uninstall<'a> {
             .cluster_changes(&kube, &owner, &mut rel, &hook_objects, &held)
             .await;
         if let Err(err) = result {
-            let description = format!("uninstallation completed with 1 error(s): {err}");
+            let description = format!(
+                "uninstallation completed with 1 error(s): {}",
+                release::api_error::Chain(&err)
+            );
             return Err(store::fail(&store, &mut rel, description, err).await);
         }
         let description = opts

@@ -249,7 +249,10 @@ impl<'a> Upgrade<'a> {
         let Err(err) = result else {
             return Ok(rel);
         };
-        let description = format!("Upgrade {name:?} failed: {err}");
+        let description = format!(
+            "Upgrade {name:?} failed: {}",
+            release::api_error::Chain(&err)
+        );
         let err = store::fail(&store, &mut rel, description, err).await;
         if !opts.rollback_on_failure {
             return Err(err);

@@ -191,7 +191,7 @@ async fn refuses_objects_of_another_release() {
     let err = install(&client, &load(), Map::new(), &opts(&ns, "demo"))
         .await
         .expect_err("conflict");
-    let msg = err.to_string();
+    let msg = release::api_error::chain(&err);
     assert!(matches!(err, Error::Conflict { .. }), "{msg}");
     assert!(
         msg.contains(&format!("ConfigMap {}/demo-cfg", ns.name())),
@@ -359,7 +359,7 @@ async fn unknown_kind_fails_the_release() {
     let err = install(&client, &chart, Map::new(), &opts(&ns, "bad"))
         .await
         .expect_err("unknown kind");
-    let msg = err.to_string();
+    let msg = release::api_error::chain(&err);
     assert!(matches!(err, Error::UnknownKind { .. }), "{msg}");
     assert!(
         msg.contains("Gadget g:") && msg.contains("\"bad\""),

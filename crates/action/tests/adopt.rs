@@ -164,7 +164,7 @@ async fn objects_of_another_release_stop_adoption_without_deleting() {
         .await
         .expect_err("conflict surfaces");
     assert!(matches!(err, Error::Adopt { found: 2, .. }), "{err:?}");
-    let msg = err.to_string();
+    let msg = release::api_error::chain(&err);
     assert!(
         msg.contains(&format!("ConfigMap {}/web-cfg", ns.name())),
         "{msg}"

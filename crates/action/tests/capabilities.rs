@@ -212,7 +212,7 @@ async fn chart_kube_version_constraint_is_checked_against_the_cluster() {
     let want = format!(
         "chart requires kubeVersion: >=99.0.0 which is incompatible with Kubernetes {server_version}"
     );
-    assert!(err.to_string().contains(&want), "{err}");
+    assert!(release::api_error::chain(&err).contains(&want), "{err}");
     assert!(record_secret(&client, "future", 1).await.is_none());
 
     // A constraint the cluster satisfies installs.
@@ -241,7 +241,7 @@ async fn discovery_failures() {
         .expect_err("discovery fails");
     assert!(matches!(err, Error::Discovery { .. }), "{err}");
     assert!(
-        err.to_string().contains("could not get server version"),
+        release::api_error::chain(&err).contains("could not get server version"),
         "{err}"
     );
     assert!(record_secret(&client, "down", 1).await.is_none());

@@ -79,7 +79,7 @@ async fn lookup_sees_the_live_cluster() {
         .await
         .expect_err("unserved group");
     assert!(
-        err.to_string().contains("unable to get apiresource"),
+        release::api_error::chain(&err).contains("unable to get apiresource"),
         "{err}"
     );
 }

@@ -95,7 +95,7 @@ async fn transform_changes_objects_and_refusal_writes_nothing() {
     let err = install(&client, &load(), Map::new(), &o)
         .await
         .expect_err("refused");
-    let msg = err.to_string();
+    let msg = release::api_error::chain(&err);
     assert!(matches!(err, Error::Transform { .. }), "{msg}");
     assert!(
         msg.contains(&format!("Deployment {}/t-web", ns.name()))
@@ -183,7 +183,7 @@ async fn wait_for_ready_objects_and_jobs() {
     let err = upgrade(&client, &load(), v, &o)
         .await
         .expect_err("times out");
-    let msg = err.to_string();
+    let msg = release::api_error::chain(&err);
     assert!(matches!(err, Error::NotReady { .. }), "{msg}");
     assert!(
         msg.contains(&format!(
@@ -221,7 +221,7 @@ async fn rollback_on_failure_undoes_upgrade_and_install() {
     let err = upgrade(&client, &load(), v, &o)
         .await
         .expect_err("rolled back");
-    let msg = err.to_string();
+    let msg = release::api_error::chain(&err);
     assert!(matches!(err, Error::RolledBack { .. }), "{msg}");
     assert!(msg.contains("rolled back to revision 1"), "{msg}");
     assert_eq!(
@@ -259,7 +259,7 @@ async fn rollback_on_failure_undoes_upgrade_and_install() {
     let err = install(&client, &load(), values(json!({"pvc": true})), &o)
         .await
         .expect_err("uninstalled");
-    let msg = err.to_string();
+    let msg = release::api_error::chain(&err);
     assert!(matches!(err, Error::RolledBack { .. }), "{msg}");
     assert!(msg.contains("was uninstalled"), "{msg}");
     assert!(cms.get_opt("b-cfg").await.expect("read").is_some());
@@ -299,7 +299,10 @@ async fn force_replaces_objects_that_cannot_change() {
     let err = upgrade(&faulty, &load(), Map::new(), &opts(&ns, "f"))
         .await
         .expect_err("immutable without force");
-    assert!(err.to_string().contains("field is immutable"), "{err}");
+    assert!(
+        release::api_error::chain(&err).contains("field is immutable"),
+        "{err}"
+    );
     assert_eq!(
         record_status(&client, "f", 2).await.as_deref(),
         Some("failed")
@@ -350,7 +353,10 @@ async fn api_failures_mid_action_leave_no_pending_record() {
     let err = upgrade(&faulty, &load(), v.clone(), &opts(&ns, "m"))
         .await
         .expect_err("upgrade fails");
-    assert!(err.to_string().contains("etcd is unhappy"), "{err}");
+    assert!(
+        release::api_error::chain(&err).contains("etcd is unhappy"),
+        "{err}"
+    );
     assert_eq!(
         record_status(&client, "m", 2).await.as_deref(),
         Some("failed")
@@ -367,7 +373,10 @@ async fn api_failures_mid_action_leave_no_pending_record() {
     let err = rollback(&faulty, 1, &opts(&ns, "m"))
         .await
         .expect_err("rollback fails");
-    assert!(err.to_string().contains("etcd is unhappy"), "{err}");
+    assert!(
+        release::api_error::chain(&err).contains("etcd is unhappy"),
+        "{err}"
+    );
     assert_eq!(
         record_status(&client, "m", 3).await.as_deref(),
         Some("failed")
@@ -382,7 +391,10 @@ async fn api_failures_mid_action_leave_no_pending_record() {
     let err = uninstall(&faulty_delete, &UninstallOptions::new("m", ns.name()))
         .await
         .expect_err("uninstall fails");
-    assert!(err.to_string().contains("etcd is unhappy"), "{err}");
+    assert!(
+        release::api_error::chain(&err).contains("etcd is unhappy"),
+        "{err}"
+    );
     assert_eq!(
         record_status(&client, "m", 3).await.as_deref(),
         Some("failed")

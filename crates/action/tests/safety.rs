@@ -80,7 +80,7 @@ async fn locks_refuse_live_holders_and_take_over_dead_ones() {
     let err = upgrade(&client, &load(), Map::new(), &opts(&ns, "l"))
         .await
         .expect_err("locked");
-    let msg = err.to_string();
+    let msg = release::api_error::chain(&err);
     assert!(matches!(err, Error::Locked { .. }), "{msg}");
     assert!(
         msg.contains("another operation (holder other-host/42/abcd, since")

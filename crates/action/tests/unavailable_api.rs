@@ -108,7 +108,7 @@ metadata:
         .run(&chart(&ns, "looked", lookup), Map::new())
         .await
         .expect_err("lookup of an unavailable kind");
-    let text = err.to_string();
+    let text = release::api_error::chain(&err);
     assert!(
         text.contains("unable to get apiresource from unstructured"),
         "{text}"
@@ -134,7 +134,7 @@ metadata:
         }
         other => panic!("expected UnknownKind, got {other}"),
     }
-    let text = err.to_string();
+    let text = release::api_error::chain(&err);
     assert!(text.contains(GV), "{text}");
     assert!(text.contains("v1beta1.custom.metrics.k8s.io"), "{text}");
     assert!(common::record_secret(&ns.client(), "metric", 1)
@@ -189,7 +189,7 @@ async fn a_real_unavailable_apiservice_is_skipped_at_once() {
         }
         other => panic!("expected UnknownKind, got {other}"),
     }
-    let text = err.to_string();
+    let text = release::api_error::chain(&err);
     assert!(text.contains(&gv), "{text}");
     assert!(text.contains(&format!("APIService {apiservice}")), "{text}");
     assert!(common::record_secret(&ns.client(), "metric", 1)

@@ -139,12 +139,12 @@ impl IntoResponse for ApiError {
 /// Errors from starting or running the server itself (not per-request).
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {
-    #[error("cannot bind {addr}: {source}")]
+    #[error("cannot bind {addr}")]
     Bind {
         addr: String,
         source: std::io::Error,
     },
-    #[error("cannot write kubeconfig to {path}: {source}")]
+    #[error("cannot write kubeconfig to {path}")]
     Kubeconfig {
         path: String,
         source: std::io::Error,

@@ -97,7 +97,7 @@ fn render_case(dir: &std::path::Path, case: &serde_json::Value) -> Result<String
             std::fs::write(&p, content.as_str().unwrap_or_default()).map_err(|e| e.to_string())?;
         }
     }
-    let chart = chart::loader::load(dir).map_err(|e| e.to_string())?;
+    let chart = chart::loader::load(dir).map_err(|e| apierror::chain(&e))?;
     let user = match case.get("values") {
         Some(serde_json::Value::Object(m)) => m.clone(),
         _ => Default::default(),

@@ -8,7 +8,7 @@ use runtime::ManagerError;
 /// An error that stops the operator.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("cannot load the watches file {}: {source}", path.display())]
+    #[error("cannot load the watches file {}", path.display())]
     Watches {
         path: PathBuf,
         #[source]
@@ -21,7 +21,7 @@ pub enum Error {
     #[error("nothing to watch: give the operator at least one watch (a kind and its chart)")]
     NothingToWatch,
 
-    #[error("cannot load chart {} for {gvk}: {source}", path.display())]
+    #[error("cannot load chart {} for {gvk}", path.display())]
     Chart {
         gvk: String,
         path: PathBuf,
@@ -29,7 +29,7 @@ pub enum Error {
         source: chart::loader::LoadError,
     },
 
-    #[error("invalid value of {flag}: {source}")]
+    #[error("invalid value of {flag}")]
     BindAddress {
         flag: &'static str,
         #[source]

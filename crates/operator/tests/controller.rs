@@ -428,7 +428,10 @@ async fn startup_errors_name_the_problem() {
     let err = operator::run_with_shutdown(client.clone(), options, async {})
         .await
         .expect_err("a missing chart stops the operator");
-    assert!(err.to_string().contains("no-such-chart"), "{err}");
+    assert!(
+        release::api_error::chain(&err).contains("no-such-chart"),
+        "{err}"
+    );
 
     let options = Options {
         watches_file: watches_file(&ns),
@@ -442,7 +445,10 @@ async fn startup_errors_name_the_problem() {
         let err = operator::run_with_shutdown(client, options, async {})
             .await
             .expect_err("--leader-elect without a lease name is refused");
-        assert!(err.to_string().contains("--leader-election-id"), "{err}");
+        assert!(
+            release::api_error::chain(&err).contains("--leader-election-id"),
+            "{err}"
+        );
     }
 }
 

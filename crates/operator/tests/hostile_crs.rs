@@ -167,8 +167,7 @@ async fn a_cr_whose_chart_fails_to_render_is_still_uninstalled() {
         .expect("spec that fails to render");
     let err = run(&ctx, "unrendered").await.expect_err("render fails");
     assert!(
-        err.to_string()
-            .contains("the spec asked this chart to fail"),
+        release::api_error::chain(&err).contains("the spec asked this chart to fail"),
         "{err}"
     );
 

@@ -298,7 +298,7 @@ async fn conflicting_secret_stops_migration_and_deletes_nothing() {
         matches!(err, MigrateError::Conflict { revision: 2, .. }),
         "{err:?}"
     );
-    let msg = err.to_string();
+    let msg = release::api_error::chain(&err);
     assert!(
         msg.contains(&format!("Secret {}/sh.helm.release.v1.web.v2", ns.name()))
             && msg.contains(&format!(
@@ -542,7 +542,7 @@ async fn status_release_conflicting_with_a_secret_is_kept() {
     let err = operator::migrate(&client, &(&cr).into(), &ar, "example-web", ns.name())
         .await
         .expect_err("conflict");
-    let msg = err.to_string();
+    let msg = release::api_error::chain(&err);
     assert!(
         msg.contains(&format!(
             "Secret {}/sh.helm.release.v1.example-web.v1",

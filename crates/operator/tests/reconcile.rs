@@ -209,8 +209,7 @@ async fn bad_specs_are_reported_and_leave_the_release_alone() {
     set_spec(&client, "bad", json!({"fail": true})).await;
     let err = run(&ctx, "bad").await.expect_err("template fail");
     assert!(
-        err.to_string()
-            .contains("the spec asked this chart to fail"),
+        release::api_error::chain(&err).contains("the spec asked this chart to fail"),
         "{err}"
     );
     // As in Go, an upgrade whose candidate cannot be rendered is irreconcilable, and
@@ -236,7 +235,10 @@ async fn bad_specs_are_reported_and_leave_the_release_alone() {
     // A values.schema.json violation.
     set_spec(&client, "bad", json!({"greeting": 5})).await;
     let err = run(&ctx, "bad").await.expect_err("schema violation");
-    assert!(err.to_string().contains("greeting"), "{err}");
+    assert!(
+        release::api_error::chain(&err).contains("greeting"),
+        "{err}"
+    );
     let cr = get_cr(&client, "bad").await;
     assert_condition(&cr, "Irreconcilable", "True", "ReconcileError");
     let msg = condition(&cr, "Irreconcilable").unwrap()["message"]
@@ -288,7 +290,10 @@ async fn objects_outside_the_namespace_are_refused_unless_allowed() {
     let ctx = context(&client, watch());
     create_cr(&client, "esc", json!({"otherNamespace": elsewhere})).await;
     let err = run(&ctx, "esc").await.expect_err("refused");
-    assert!(err.to_string().contains("allowedNamespaces"), "{err}");
+    assert!(
+        release::api_error::chain(&err).contains("allowedNamespaces"),
+        "{err}"
+    );
     let cr = get_cr(&client, "esc").await;
     assert_condition(&cr, "ReleaseFailed", "True", "InstallError");
     let msg = condition(&cr, "ReleaseFailed").unwrap()["message"]
@@ -309,7 +314,7 @@ async fn objects_outside_the_namespace_are_refused_unless_allowed() {
     create_cr(&client, "role", json!({"clusterRole": true})).await;
     let err = run(&ctx, "role").await.expect_err("refused");
     assert!(
-        err.to_string().contains("allowClusterScoped: true"),
+        release::api_error::chain(&err).contains("allowClusterScoped: true"),
         "{err}"
     );
     assert!(configmap(&client, ns.name(), "role-cfg").await.is_none());
@@ -376,7 +381,7 @@ async fn failed_install_is_kept_and_does_not_loop() {
     create_cr(&client, "unknown", json!({"unknownKind": true})).await;
     for _ in 0..3 {
         let err = run(&ctx, "unknown").await.expect_err("install fails");
-        assert!(err.to_string().contains("Widget"), "{err}");
+        assert!(release::api_error::chain(&err).contains("Widget"), "{err}");
     }
     assert!(revisions(&client, "unknown").await.is_empty());
     let cr = get_cr(&client, "unknown").await;

@@ -84,7 +84,7 @@ async fn an_unavailable_api_fails_only_the_crs_that_need_it() {
     let err = run(&ctx, "needs-metrics")
         .await
         .expect_err("needs the unavailable API");
-    assert!(err.to_string().contains(GV), "{err}");
+    assert!(release::api_error::chain(&err).contains(GV), "{err}");
     let cr: DynamicObject = get_cr(&admin, "needs-metrics").await;
     let (status, reason, message) =
         condition_in(&cr.data["status"], "ReleaseFailed").expect("ReleaseFailed");

@@ -1,5 +1,7 @@
 //! Errors of the release store, typed so callers can tell a missing record from a
-//! conflict, a damaged record or a failing API server.
+//! conflict, a damaged record or a failing API server. Each says its own context; its
+//! cause (a codec or Kubernetes API error) comes from `source()`, and
+//! [`crate::api_error::chain`] words the whole for a user.
 
 use crate::codec::CodecError;
 
@@ -22,7 +24,7 @@ pub enum Error {
     #[error("release record {key:?} is locked by {holder:?}: another operation is in progress on the release")]
     Locked { key: String, holder: String },
     /// The stored object exists but its data cannot be decoded.
-    #[error("cannot decode release record {key:?}: {source}")]
+    #[error("cannot decode release record {key:?}")]
     Decode {
         key: String,
         #[source]
@@ -32,7 +34,7 @@ pub enum Error {
     #[error("chunked release record {key:?} is damaged: {reason}")]
     Chunk { key: String, reason: String },
     /// The release could not be serialized.
-    #[error("cannot encode release {name:?}: {source}")]
+    #[error("cannot encode release {name:?}")]
     Encode {
         name: String,
         #[source]
@@ -49,7 +51,7 @@ pub enum Error {
     #[error("unknown driver {0:?} (HELM_DRIVER: use secret, configmap or memory)")]
     UnknownDriver(String),
     /// The Kubernetes API call failed.
-    #[error("{context}: {}", crate::api_error::describe(source))]
+    #[error("{context}")]
     Api {
         context: String,
         #[source]

@@ -58,7 +58,7 @@ pub enum LockError {
     #[error("lock for release {0:?} is no longer held by us")]
     Lost(String),
     /// Reading or writing the record failed.
-    #[error("lock for release {release:?}: {source}")]
+    #[error("lock for release {release:?}")]
     Storage {
         release: String,
         #[source]

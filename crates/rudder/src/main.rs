@@ -12,7 +12,6 @@ use clap::{Parser, Subcommand};
 
 #[allow(unsafe_code)] // mimalloc's options, set before `main`
 mod allocator;
-mod error_text;
 mod helm_cli;
 mod release_cmds;
 mod run;
@@ -125,7 +124,7 @@ async fn server_wait(server: apiserver::Server) {
 fn main() {
     // Errors are printed as one readable chain, never as a backtrace.
     if let Err(e) = run() {
-        eprintln!("Error: {}", error_text::chain(&e));
+        eprintln!("Error: {}", apierror::chain(&*e));
         std::process::exit(1);
     }
 }

@@ -320,7 +320,6 @@ fn start_error(
     listen: SocketAddr,
     data_dir: Option<&Path>,
 ) -> anyhow::Error {
-    let text = e.to_string();
     if let apiserver::ServerError::Bind { source, .. } = &e {
         if source.kind() == std::io::ErrorKind::AddrInUse {
             return anyhow!(
@@ -330,11 +329,13 @@ fn start_error(
         }
     }
     match data_dir {
-        Some(dir) => anyhow!(e).context(format!(
-            "could not start the API server with --data-dir {} ({text}); \
+        // The cause is quoted in the sentence, so it is not the chain's next link too.
+        Some(dir) => anyhow!(
+            "could not start the API server with --data-dir {} ({}); \
              another rudder may be using that directory",
-            dir.display()
-        )),
+            dir.display(),
+            apierror::chain(&e)
+        ),
         None => anyhow!(e).context("could not start the embedded API server"),
     }
 }

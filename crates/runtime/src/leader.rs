@@ -43,10 +43,7 @@ pub fn default_identity() -> String {
 pub enum LeaderError {
     #[error("invalid leader election settings: {0}")]
     Config(String),
-    #[error(
-        "leader election Lease {namespace}/{name}: {op} failed: {}",
-        apierror::describe(source)
-    )]
+    #[error("leader election Lease {namespace}/{name}: {op} failed")]
     Api {
         namespace: String,
         name: String,
@@ -266,7 +263,7 @@ impl LeaderElection {
         let current = match self.api.get_opt(&self.name).await {
             Ok(c) => c,
             Err(e) => {
-                tracing::debug!(error = %self.api_err("get", e), "leader election");
+                tracing::debug!(error = %apierror::Chain(&self.api_err("get", e)), "leader election");
                 return Attempt::Retry;
             }
         };
@@ -292,7 +289,7 @@ impl LeaderElection {
                     Attempt::Held
                 }
                 Err(e) => {
-                    tracing::debug!(error = %self.api_err("create", e), "leader election");
+                    tracing::debug!(error = %apierror::Chain(&self.api_err("create", e)), "leader election");
                     Attempt::Retry
                 }
             };
@@ -324,7 +321,7 @@ impl LeaderElection {
                 Attempt::Held
             }
             Err(e) => {
-                tracing::debug!(error = %self.api_err("update", e), "leader election");
+                tracing::debug!(error = %apierror::Chain(&self.api_err("update", e)), "leader election");
                 Attempt::Retry
             }
         }

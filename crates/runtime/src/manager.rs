@@ -60,7 +60,7 @@ pub struct LeaseLocation {
 /// Why the manager stopped, or could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum ManagerError {
-    #[error("cannot serve {what} on {addr}: {source}")]
+    #[error("cannot serve {what} on {addr}")]
     Serve {
         what: &'static str,
         addr: SocketAddr,
@@ -71,16 +71,16 @@ pub enum ManagerError {
     #[error(transparent)]
     MetricsTls(#[from] TlsError),
 
-    #[error("the metrics or health server stopped: {0}")]
+    #[error("the metrics or health server stopped")]
     ServerFailed(#[source] std::io::Error),
 
     #[error("the metrics or health server stopped")]
     ServerStopped,
 
-    #[error("the metrics or health server crashed: {0}")]
+    #[error("the metrics or health server crashed")]
     ServerCrashed(#[source] JoinError),
 
-    #[error("leader election failed: {0}")]
+    #[error("leader election failed")]
     LeaderElection(#[source] LeaderError),
 
     #[error("leader election lost: another replica holds lease {namespace}/{name}; exiting")]
@@ -92,7 +92,7 @@ pub enum ManagerError {
     #[error("a controller stopped unexpectedly")]
     ControllerStopped,
 
-    #[error("a controller crashed: {0}")]
+    #[error("a controller crashed")]
     ControllerCrashed(#[source] JoinError),
 }
 
@@ -321,7 +321,9 @@ impl Parts {
                         "released the leader lease"
                     ),
                     // The lease then expires on its own after its duration.
-                    Err(e) => tracing::warn!("cannot release the leader lease: {e}"),
+                    Err(e) => {
+                        tracing::warn!("cannot release the leader lease: {}", apierror::Chain(&e))
+                    }
                 }
             }
         }

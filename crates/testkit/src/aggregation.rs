@@ -67,7 +67,10 @@ impl TestNamespace {
     pub fn unavailable_api(&self, group_version: &str) -> UnavailableApi {
         match UnavailableApi::start(self, group_version) {
             Ok(u) => u,
-            Err(e) => panic!("cannot start the unavailable API proxy: {e}"),
+            Err(e) => panic!(
+                "cannot start the unavailable API proxy: {}",
+                apierror::Chain(&e)
+            ),
         }
     }
 }
@@ -81,7 +84,10 @@ impl TestNamespace {
     pub fn unavailable_apiservice(&self, group_version: &str) -> String {
         match self.try_unavailable_apiservice(group_version) {
             Ok(name) => name,
-            Err(e) => panic!("cannot register an unavailable APIService: {e}"),
+            Err(e) => panic!(
+                "cannot register an unavailable APIService: {}",
+                apierror::Chain(&e)
+            ),
         }
     }
 

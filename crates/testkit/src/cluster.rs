@@ -94,7 +94,7 @@ impl ClusterBuilder {
     pub fn start(self) -> Cluster {
         match self.try_start() {
             Ok(c) => c,
-            Err(e) => panic!("cannot start the test cluster: {e}"),
+            Err(e) => panic!("cannot start the test cluster: {}", apierror::Chain(&e)),
         }
     }
 
@@ -123,7 +123,7 @@ impl ClusterBuilder {
                 };
                 let server = worker
                     .run(async move { apiserver::Server::start(config).await })
-                    .map_err(|e| Error::Server(e.to_string()))?;
+                    .map_err(|e| Error::Server(apierror::chain(&e)))?;
                 (
                     Backend::Embedded(Some(Box::new(server))),
                     kubeconfig,
@@ -310,7 +310,7 @@ impl Cluster {
     pub fn namespace(&self, prefix: &str) -> TestNamespace {
         match TestNamespace::create(self, prefix) {
             Ok(ns) => ns,
-            Err(e) => panic!("cannot create a test namespace: {e}"),
+            Err(e) => panic!("cannot create a test namespace: {}", apierror::Chain(&e)),
         }
     }
 

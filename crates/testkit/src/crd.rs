@@ -113,7 +113,7 @@ impl Cluster {
             .run(async move { install(client, crd).await })
         {
             Ok(r) => r,
-            Err(e) => panic!("cannot install the test CRD: {e}"),
+            Err(e) => panic!("cannot install the test CRD: {}", apierror::Chain(&e)),
         }
     }
 }
@@ -122,7 +122,7 @@ impl Cluster {
 pub async fn install_crd(client: &kube::Client, crd: &Value) -> ApiResource {
     match install(client.clone(), crd.clone()).await {
         Ok(r) => r,
-        Err(e) => panic!("cannot install the test CRD: {e}"),
+        Err(e) => panic!("cannot install the test CRD: {}", apierror::Chain(&e)),
     }
 }
 
@@ -282,7 +282,7 @@ pub(crate) async fn release_used(client: &kube::Client) {
 async fn release_all(client: &kube::Client, names: BTreeSet<String>) {
     for name in names {
         if let Err(e) = release(client, &name).await {
-            eprintln!("testkit: {e}");
+            eprintln!("testkit: {}", apierror::Chain(&e));
         }
     }
 }

@@ -212,7 +212,7 @@ async fn clean_up(namespaces: Vec<Leftover>) {
         let teardown = crate::namespace::delete_all(client.clone(), quick, name.clone(), objects);
         match tokio::time::timeout(CLEANUP, teardown).await {
             Ok(Ok(())) => eprintln!("testkit: deleted namespace {name}"),
-            Ok(Err(e)) => eprintln!("testkit: {e}"),
+            Ok(Err(e)) => eprintln!("testkit: {}", apierror::Chain(&e)),
             Err(_) => eprintln!("testkit: namespace {name} was still there after {CLEANUP:?}"),
         }
         last = Some(client);

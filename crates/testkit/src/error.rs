@@ -25,7 +25,7 @@ pub enum Error {
         message: String,
     },
     /// A local file or process operation failed.
-    #[error("cannot {what}: {source}")]
+    #[error("cannot {what}")]
     Io {
         /// What the kit was doing.
         what: String,

@@ -196,7 +196,7 @@ impl Drop for TestNamespace {
         if let Err(e) = outcome {
             // Not a panic: the test's own outcome is what matters, and a panic while
             // unwinding would abort the whole run.
-            eprintln!("testkit: {e}");
+            eprintln!("testkit: {}", apierror::Chain(&e));
         }
     }
 }

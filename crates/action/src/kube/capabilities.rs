@@ -46,12 +46,9 @@ pub struct Capabilities {
 /// Why the cluster's capabilities could not be discovered.
 #[derive(Debug, thiserror::Error)]
 pub enum DiscoveryError {
-    #[error("could not get server version from Kubernetes: {}", describe(.0))]
+    #[error("could not get server version from Kubernetes")]
     Version(#[source] kube::Error),
-    #[error(
-        "could not get apiVersions from Kubernetes ({what}): {}",
-        describe(source)
-    )]
+    #[error("could not get apiVersions from Kubernetes ({what})")]
     ApiVersions {
         what: &'static str,
         #[source]

@@ -26,7 +26,7 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 #[derive(Debug, thiserror::Error)]
 pub enum TlsError {
-    #[error("cannot {action} {path}: {source}")]
+    #[error("cannot {action} {path}")]
     Io {
         action: &'static str,
         path: String,
@@ -38,9 +38,9 @@ pub enum TlsError {
         what: &'static str,
         message: String,
     },
-    #[error("cannot generate certificates: {0}")]
+    #[error("cannot generate certificates")]
     Generate(#[from] rcgen::Error),
-    #[error("cannot configure TLS: {0}")]
+    #[error("cannot configure TLS")]
     Config(#[from] rustls::Error),
 }
 

@@ -57,13 +57,15 @@ pub enum LoadError {
     Values(String),
     #[error("{0}")]
     Archive(String),
-    #[error("error unpacking subchart {name} in {parent}: {source}")]
+    /// A subchart did not load; why is its `source()` (Helm's words, on one line with
+    /// the cause once a caller words the chain).
+    #[error("error unpacking subchart {name} in {parent}")]
     Subchart {
         name: String,
         parent: String,
         source: Box<LoadError>,
     },
-    #[error("{0}")]
+    #[error(transparent)]
     Ignore(#[from] ignore::IgnoreError),
     /// `Chart.yaml` names an API version other than v1 and v2. Helm v4
     /// loads v3 charts (experimental) but refuses to render or install
@@ -614,8 +616,9 @@ mod tests {
             bf("charts/sub/values.yaml", "a: 1"),
         ])
         .unwrap_err();
+        assert_eq!(e.to_string(), "error unpacking subchart sub in x");
         assert_eq!(
-            e.to_string(),
+            apierror::chain(&e),
             "error unpacking subchart sub in x: Chart.yaml file is missing"
         );
     }

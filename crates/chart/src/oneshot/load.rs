@@ -541,7 +541,8 @@ mod tests {
             ("charts/sub/Chart.yaml", "apiVersion: v2\nname: [\n"),
         ]);
         let plain = load_with(d.path(), &budget).unwrap_err();
-        assert!(plain.to_string().contains("values.yaml"), "{plain}");
+        let text = apierror::chain(&plain);
+        assert!(text.contains("values.yaml"), "{text}");
         let aside = load(d.path(), &budget)
             .and_then(Loading::finish)
             .unwrap_err();

@@ -26,6 +26,7 @@ use kube::runtime::events::Reporter;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{watcher, PredicateConfig, WatchStreamExt};
 use kube::{Client, ResourceExt};
+use release::api_error::Chain;
 use runtime::metrics::{Metrics, Outcome, ResourceId};
 use runtime::shard::{follow, Shards};
 use runtime::{RetryLimiter, Stop};
@@ -246,7 +247,7 @@ pub(crate) async fn run_watch(run: WatchRun) {
         Ok(ctx) => ctx,
         // Checked before the controllers start; a watch that gets here is not run.
         Err(e) => {
-            tracing::error!(kind = %gvk_label, "cannot run the controller: {e}");
+            tracing::error!(kind = %gvk_label, "cannot run the controller: {}", Chain(&e));
             return;
         }
     };
@@ -533,7 +534,7 @@ async fn reload_chart(
         let chart = match loaded {
             Ok(chart) => Arc::new(chart),
             Err(e) => {
-                tracing::error!(target: "helm.controller", chart = %path.display(), error = %e,
+                tracing::error!(target: "helm.controller", chart = %path.display(), error = %Chain(&e),
                     "Failed to reload chart; reconciling with the chart loaded before");
                 continue;
             }
@@ -547,7 +548,7 @@ async fn reload_chart(
         match settings.build(chart) {
             Ok(ctx) => run.set_ctx(ctx),
             Err(e) => {
-                tracing::error!(target: "helm.controller", chart = %path.display(), error = %e,
+                tracing::error!(target: "helm.controller", chart = %path.display(), error = %Chain(&e),
                     "Failed to reload chart; reconciling with the chart loaded before");
                 continue;
             }
@@ -732,7 +733,7 @@ fn error_policy(cr: Arc<CustomResource>, error: &RunError, run: Arc<WatchState>)
             namespace = %namespace,
             name = %name,
             "reconcileID" = %gostd::uuid::new_v4(),
-            error = %error,
+            error = %Chain(error),
         },
         "Reconciler error"
     );

@@ -133,7 +133,7 @@ pub enum MigrateError {
         reason: String,
     },
     /// Reading or writing records failed.
-    #[error("release {namespace}/{release}: {action}: {source}")]
+    #[error("release {namespace}/{release}: {action}")]
     Storage {
         release: String,
         namespace: String,
@@ -142,10 +142,7 @@ pub enum MigrateError {
         source: release::Error,
     },
     /// Patching the CR's status failed.
-    #[error(
-        "{cr}: cannot remove the migrated release from its status: {}",
-        release::api_error::describe(source)
-    )]
+    #[error("{cr}: cannot remove the migrated release from its status")]
     Status {
         cr: String,
         #[source]
@@ -295,7 +292,7 @@ async fn copy_records(
             // Deleted meanwhile (another migrating process): nothing to copy.
             Err(release::Error::NotFound(_)) => continue,
             Err(e @ (release::Error::Decode { .. } | release::Error::Chunk { .. })) => {
-                tracing::warn!(release, namespace, configmap = %meta.key, error = %e,
+                tracing::warn!(release, namespace, configmap = %meta.key, error = %release::api_error::Chain(&e),
                     "ConfigMap release record cannot be decoded; leaving it in place");
                 out.undecodable.push(meta.key.clone());
                 continue;
@@ -350,7 +347,7 @@ async fn put_verified(
         revision: record.version,
         secret: key.to_string(),
         source_desc: source_desc.to_string(),
-        reason: e.to_string(),
+        reason: release::api_error::chain(e),
     };
     let read = |what: &'static str, e: release::Error| {
         storage_err(

@@ -10,6 +10,7 @@
 use action::UninstallOptions;
 use kube::api::{Patch, PatchParams};
 use kube::Resource;
+use release::api_error::Chain;
 use serde_json::json;
 
 use std::time::Duration;
@@ -145,7 +146,8 @@ impl Run {
             // Deleting never waits on a migration: the uninstall reads the records
             // that are Secrets already.
             left_behind.push(format!(
-                "the release's old records were not moved to Secrets and stay as they are ({e})"
+                "the release's old records were not moved to Secrets and stay as they are ({})",
+                Chain(&e)
             ));
         }
         let history = self
@@ -157,7 +159,7 @@ impl Run {
         if let Owner::Theirs(err) = self.release_owner(&history).await? {
             // Never this CR's release: nothing to uninstall, and the other release
             // stays exactly as it is.
-            tracing::info!(cr = %self.cr_id, reason = %err, "the release is another chart's; removing the finalizer without uninstalling it");
+            tracing::info!(cr = %self.cr_id, reason = %Chain(&err), "the release is another chart's; removing the finalizer without uninstalling it");
             let message = format!(
                 "Removed the finalizer without uninstalling release {}, which is left as it is: {}",
                 self.name,
@@ -206,7 +208,7 @@ impl Run {
                 self.status.deployed_release = None;
             }
             Err(source) => {
-                let msg = format!("failed to uninstall release: {source}");
+                let msg = format!("failed to uninstall release: {}", Chain(&source));
                 return Err(self.action_failed(Step::Uninstall, source, None, msg).await);
             }
         }
@@ -248,7 +250,7 @@ impl Run {
             self.log().uninstall_wait();
             match self.ctx.actions.leftovers(opts, &manifest).await {
                 Err(source) => {
-                    let msg = source.to_string();
+                    let msg = Chain(&source).to_string();
                     return Err(self.action_failed(Step::Uninstall, source, None, msg).await);
                 }
                 Ok(left) if !left.is_empty() => {
@@ -276,9 +278,11 @@ impl Run {
     /// manifest kept in `status.deployedRelease` instead, and says what stays.
     async fn uninstall_from_status(&self, opts: UninstallOptions, cause: &action::Error) -> String {
         let records = format!(
-            "its records, which cannot be read ({cause}): delete them with \
+            "its records, which cannot be read ({}): delete them with \
              `kubectl delete secret -n {} -l owner=helm,name={}`",
-            self.namespace, self.name
+            Chain(cause),
+            self.namespace,
+            self.name
         );
         let manifest = self
             .status
@@ -303,7 +307,8 @@ impl Run {
             }
             Err(e) => format!(
                 "{records}; and the objects of its last deployed manifest, which could not be \
-                 deleted ({e})"
+                 deleted ({})",
+                Chain(&e)
             ),
         }
     }

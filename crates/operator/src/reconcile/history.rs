@@ -43,7 +43,7 @@ impl Run {
             Err(action::Error::Locked { .. }) => history,
             Err(e) => {
                 tracing::warn!(cr = %self.cr_id, release = %self.name, max_history = max,
-                    "cannot prune the release history: {e}");
+                    "cannot prune the release history: {}", release::api_error::Chain(&e));
                 history
             }
         }

@@ -159,18 +159,22 @@ impl<'a> CrLog<'a> {
         cr_line!(error, self, "Failed to uninstall release", error = %error);
     }
 
-    pub(crate) fn rollback_failed(&self, error: &dyn Display) {
-        cr_line!(error, self, "Error rolling back release", error = %error);
+    pub(crate) fn rollback_failed(&self, error: &(dyn std::error::Error + 'static)) {
+        cr_line!(error, self, "Error rolling back release", error = %release::api_error::Chain(error));
     }
 
-    pub(crate) fn status_update_failed(&self, after: FailedStep, error: &dyn Display) {
+    pub(crate) fn status_update_failed(
+        &self,
+        after: FailedStep,
+        error: &(dyn std::error::Error + 'static),
+    ) {
         let msg = match after {
             FailedStep::Install => "Failed to update status after install release failure",
             FailedStep::Sync => "Failed to update status after sync release failure",
             FailedStep::Reconcile => "Failed to update status after reconcile release failure",
             FailedStep::Uninstall => "Failed to update status after uninstall release failure",
         };
-        cr_line!(error, self, msg, error = %error);
+        cr_line!(error, self, msg, error = %release::api_error::Chain(error));
     }
 
     pub(crate) fn cr_status_update_failed(&self) {

@@ -47,6 +47,7 @@ use chart::values::Values;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{Api, ApiResource, GroupVersionKind};
 use kube::{Resource, ResourceExt};
+use release::api_error::{chain, Chain};
 use release::record::Release;
 
 use crate::annotations::{self as ann, AnnotationError, Annotations};
@@ -240,7 +241,7 @@ impl Run {
         // The reconcile's own end writes the status again; a missed start only shows
         // later.
         if let Err(e) = self.write_status().await {
-            tracing::warn!(cr = %self.cr_id, error = %e, "could not show the start of the work in the status");
+            tracing::warn!(cr = %self.cr_id, error = %Chain(&e), "could not show the start of the work in the status");
         }
     }
 
@@ -434,29 +435,29 @@ impl Run {
     /// are not, reported as `Irreconcilable`.
     async fn prepare(&mut self) -> Result<(Values, Option<Duration>), ReconcileError> {
         // First, as Helm checks it before anything else: no later step can succeed.
-        if let Err(source) = action::validate_release_name(&self.name) {
+        if let Err(problem) = action::validate_release_name(&self.name) {
             let err = ReconcileError::InvalidName {
                 cr: self.cr_id.clone(),
-                source: Box::new(source),
+                problem: Box::new(problem),
             };
             let msg = err_message(&err);
             return Err(self.irreconcilable(msg, err).await);
         }
         let requeue_after = match self.requeue_after() {
             Ok(p) => p,
-            Err(source) => {
+            Err(problem) => {
                 let err = ReconcileError::Annotation {
                     cr: self.cr_id.clone(),
-                    source,
+                    problem,
                 };
                 let msg = err_message(&err);
                 return Err(self.irreconcilable(msg, err).await);
             }
         };
-        if let Err(source) = self.readiness_timeout() {
+        if let Err(problem) = self.readiness_timeout() {
             let err = ReconcileError::Annotation {
                 cr: self.cr_id.clone(),
-                source,
+                problem,
             };
             let msg = err_message(&err);
             return Err(self.irreconcilable(msg, err).await);
@@ -488,7 +489,7 @@ impl Run {
         let migrated = self.ctx.drift.known(&self.key(), self.uid());
         if !migrated {
             if let Err(err) = self.migrate().await {
-                let msg = err.to_string();
+                let msg = chain(&err);
                 return Err(self.irreconcilable(msg, err).await);
             }
         }
@@ -636,7 +637,7 @@ impl Run {
     /// The upgrade's candidate release could not be built (Go's `Sync`): the inputs
     /// are `Irreconcilable`, the deployed release and its `Deployed` stay as they are.
     async fn candidate_failed(&mut self, source: action::Error) -> ReconcileError {
-        let msg = format!("failed to get candidate release: {source}");
+        let msg = format!("failed to get candidate release: {}", Chain(&source));
         let err = self.action_error("upgrade", source, None);
         self.irreconcilable(msg, err).await
     }
@@ -675,11 +676,11 @@ impl Run {
                     cr: self.cr_id.clone(),
                     source: Box::new(source),
                 };
-                let msg = err.to_string();
+                let msg = chain(&err);
                 Err(self.fail(Step::Install, msg, err).await)
             }
             Err(source) => {
-                let msg = format!("failed to install release: {source}");
+                let msg = format!("failed to install release: {}", Chain(&source));
                 let retry_in = timing::action_retry(attempt.number, !changed_nothing(&source));
                 Err(self
                     .marked_failed()
@@ -719,7 +720,7 @@ impl Run {
             Err(e) if candidate_error(&e) => return Err(self.candidate_failed(e).await),
             Err(e) => e,
         };
-        let mut msg = format!("failed to upgrade release: {source}");
+        let mut msg = format!("failed to upgrade release: {}", Chain(&source));
         // Roll back only when the failed upgrade wrote a revision (it may have changed
         // objects); a render error or a refusal changed nothing.
         let wrote = match self.ctx.actions.history(&self.namespace, &self.name).await {
@@ -746,7 +747,11 @@ impl Run {
             }
             ropts.labels.extend(self.chart_labels());
             if let Err(rollback) = self.rollback(deployed.version, ropts).await {
-                msg = format!("failed upgrade ({source}) and failed rollback: {rollback}");
+                msg = format!(
+                    "failed upgrade ({}) and failed rollback: {}",
+                    Chain(&source),
+                    Chain(&rollback)
+                );
                 self.events
                     .warning(events::ROLLBACK_ERROR, msg.clone())
                     .await;
@@ -796,7 +801,7 @@ impl Run {
                 Ok(rel)
             }
             Err(source) => {
-                let msg = format!("failed to reconcile release: {source}");
+                let msg = format!("failed to reconcile release: {}", Chain(&source));
                 Err(self.action_failed(Step::Reconcile, source, None, msg).await)
             }
         }
@@ -816,12 +821,12 @@ fn watch_name(w: &Watch) -> String {
 fn err_message(err: &ReconcileError) -> String {
     match err {
         ReconcileError::InvalidSpec { message, .. } => message.clone(),
-        ReconcileError::InvalidName { source, .. } => source.to_string(),
+        ReconcileError::InvalidName { problem, .. } => chain(&**problem),
         ReconcileError::DuplicateName { release, chart, .. } => {
             error::duplicate_message(release, chart)
         }
         ReconcileError::NoChartMetadata { release, .. } => error::no_chart_message(release),
-        other => other.to_string(),
+        other => chain(other),
     }
 }
 

@@ -60,7 +60,7 @@ impl Run {
         match self.release_owner(history).await? {
             Owner::Ours => Ok(()),
             Owner::Theirs(err) => {
-                tracing::error!(cr = %self.cr_id, error = %err, "Failed to get release manager");
+                tracing::error!(cr = %self.cr_id, error = %release::api_error::Chain(&err), "Failed to get release manager");
                 let msg = super::err_message(&err);
                 Err(self.irreconcilable(msg, err).await)
             }

@@ -73,7 +73,7 @@ impl Run {
                     // The step's own report retries the write; a missed progress line
                     // only shows later.
                     if let Err(e) = self.write_status().await {
-                        tracing::warn!(cr = %self.cr_id, error = %e, "could not show wait progress in the status");
+                        tracing::warn!(cr = %self.cr_id, error = %release::api_error::Chain(&e), "could not show wait progress in the status");
                     }
                 }
             }

@@ -97,7 +97,7 @@ pub enum DryRunOption {
 /// A `watches.yaml` that cannot be used; the message says which file and entry.
 #[derive(Debug, thiserror::Error)]
 pub enum WatchesError {
-    #[error("could not read watches file {}: {source}", path.display())]
+    #[error("could not read watches file {}", path.display())]
     Read {
         path: PathBuf,
         source: std::io::Error,
@@ -402,8 +402,13 @@ fn parse_entry(
         ));
     }
     w.chart = resolve_chart(&chart, base_dir).map_err(fail)?;
-    chart::loader::load(&w.chart)
-        .map_err(|e| fail(format!("chart {} cannot be loaded: {e}", w.chart.display())))?;
+    chart::loader::load(&w.chart).map_err(|e| {
+        fail(format!(
+            "chart {} cannot be loaded: {}",
+            w.chart.display(),
+            release::api_error::Chain(&e)
+        ))
+    })?;
 
     if let Some(v) = get("watchDependentResources") {
         w.watch_dependent_resources = v.as_bool().ok_or_else(|| {

@@ -78,11 +78,13 @@ async fn shown_labels(
     if revision.is_some_and(|r| r > 0) {
         return Ok(rel.labels.clone());
     }
-    let metas = cfg
-        .storage(ns)
-        .history_meta(&rel.name)
-        .await
-        .map_err(|e| anyhow::anyhow!("reading the records of release {}: {e}", rel.name))?;
+    let metas = cfg.storage(ns).history_meta(&rel.name).await.map_err(|e| {
+        anyhow::anyhow!(
+            "reading the records of release {}: {}",
+            rel.name,
+            apierror::Chain(&e)
+        )
+    })?;
     Ok(metas
         .into_iter()
         .find(|m| m.version == rel.version)

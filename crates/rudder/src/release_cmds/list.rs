@@ -386,7 +386,7 @@ async fn records(
         cfg.driver()
             .namespaces(cfg.client())
             .await
-            .map_err(|e| anyhow::anyhow!("listing releases: {e}"))?
+            .map_err(|e| anyhow::anyhow!("listing releases: {}", apierror::Chain(&e)))?
     } else {
         vec![ns.to_string()]
     };
@@ -396,7 +396,7 @@ async fn records(
             .storage(ns)
             .list_releases()
             .await
-            .map_err(|e| anyhow::anyhow!("listing releases: {e}"))?;
+            .map_err(|e| anyhow::anyhow!("listing releases: {}", apierror::Chain(&e)))?;
         all.extend(records);
     }
     Ok(all)

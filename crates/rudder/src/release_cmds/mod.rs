@@ -637,12 +637,12 @@ fn load_chart(path: &str, size: &ChartSizeArgs) -> anyhow::Result<chart::loader:
         return Err(helm_err(format!("path {path:?} not found")));
     }
     chart::loader::load_with(Path::new(path), &size.budget())
-        .map_err(|e| helm_err(format!("loading chart {path}: {e}")))
+        .map_err(|e| helm_err(format!("loading chart {path}: {}", apierror::chain(&e))))
 }
 
 /// Prefixes an error with Helm's action word (`INSTALLATION FAILED: ...`).
 fn failed(prefix: &str, e: anyhow::Error) -> anyhow::Error {
-    helm_err(format!("{prefix}: {}", crate::error_text::chain(&e)))
+    helm_err(format!("{prefix}: {}", apierror::chain(&*e)))
 }
 
 /// Marks a pending record left by a dead action failed, so this action can proceed.

@@ -241,7 +241,7 @@ impl JsonOutput {
             }
             Err(e) => JsonOutput {
                 manifests: Default::default(),
-                error: Some(format!("{e:#}")),
+                error: Some(apierror::chain(&**e)),
             },
         }
     }
@@ -505,7 +505,7 @@ fn print_template(args: &TemplateArgs, text: &str, failure: Option<Failed>) -> a
         Some(f) if !args.kube.debug => {
             return Err(anyhow::anyhow!(
                 "{}\n\nUse --debug flag to render out invalid YAML",
-                crate::error_text::chain(&f.error)
+                apierror::chain(&*f.error)
             ))
         }
         Some(f) => (layout::template_text(&f.manifest, []), Some(f.error)),

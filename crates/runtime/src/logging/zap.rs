@@ -147,8 +147,11 @@ impl Visit for Fields {
     }
 
     fn record_error(&mut self, field: &Field, value: &(dyn std::error::Error + 'static)) {
-        self.pairs
-            .push((field.name().to_string(), Value::from(value.to_string())));
+        // An error value reads with its causes, as every message words an error.
+        self.pairs.push((
+            field.name().to_string(),
+            Value::from(apierror::chain(value)),
+        ));
     }
 
     fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {

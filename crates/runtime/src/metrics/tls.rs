@@ -23,7 +23,7 @@ const RELOAD_EVERY: Duration = Duration::from_secs(10);
 /// A certificate that cannot be used; the message names the file.
 #[derive(Debug, thiserror::Error)]
 pub enum TlsError {
-    #[error("cannot read the metrics certificate {}: {source}", path.display())]
+    #[error("cannot read the metrics certificate {}", path.display())]
     Read {
         path: PathBuf,
         #[source]
@@ -37,7 +37,7 @@ pub enum TlsError {
     },
     #[error("cannot generate the self-signed metrics certificate: {0}")]
     Generate(String),
-    #[error("cannot configure TLS for the metrics server: {0}")]
+    #[error("cannot configure TLS for the metrics server")]
     Config(#[from] rustls::Error),
 }
 
@@ -222,7 +222,7 @@ async fn watch_files(
             }
             Err(e) => {
                 metrics.certificate_read(false);
-                tracing::error!(target: "controller-runtime.certwatcher", error = %e, "error re-reading certificate");
+                tracing::error!(target: "controller-runtime.certwatcher", error = %apierror::Chain(&e), "error re-reading certificate");
             }
         }
     }

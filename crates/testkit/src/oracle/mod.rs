@@ -101,7 +101,7 @@ pub fn render_case(
     values_files: &[PathBuf],
     opts: &CaseOptions,
 ) -> Result<RenderedFiles, String> {
-    let chart = chart::loader::load(chart_dir).map_err(|e| e.to_string())?;
+    let chart = chart::loader::load(chart_dir).map_err(|e| apierror::chain(&e))?;
     let values = chart::values::read_values_files(values_files)?;
     render_templates(chart, values, &opts.render_options()).map_err(|e| e.to_string())
 }

@@ -7,7 +7,9 @@
 //! KiB each) and filters them, so one per reconcile made an idle operator the API
 //! server's biggest cost. Only labels, the `rudder.dev/*` annotations (the release
 //! lock, the chunked-storage marker), the resourceVersion and finalizers are kept;
-//! a record's content is fetched (one GET) only when an action decodes it.
+//! a record's content is fetched (one GET) only when an action decodes it, unless
+//! the server's answer to our own last write of it is still its newest version
+//! ([`RecordCache::answer`]).
 //!
 //! # Consistent with our own writes
 //!

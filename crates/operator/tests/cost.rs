@@ -3,7 +3,8 @@
 //! release records read from the operator's record cache (one metadata-only watch of
 //! the records per namespace):
 //! - a first install renders once, makes at most 12 requests and no LIST;
-//! - an upgrade makes at most 10 and no LIST;
+//! - an upgrade makes at most 10 and no LIST, and fetches no record: the one it
+//!   locked is the server's answer to the lock;
 //! - a re-apply of an unchanged release (repair) decodes one record and writes none;
 //! - with the whole operator running, an idle period makes no request at all, while a
 //!   deleted or edited object is still put back at once, and so is a deleted release
@@ -212,6 +213,11 @@ async fn install_and_upgrade_make_no_list_and_few_requests() {
     assert!(
         upgrade.per_cr() <= 10,
         "an upgrade makes at most 10 requests: {upgrade:?}"
+    );
+    assert_eq!(
+        upgrade.count(|v, r| v == "GET" && r == "secrets (records)"),
+        0,
+        "the record the upgrade locked is read from the lock's answer, not fetched: {upgrade:?}"
     );
     assert_eq!(repair_renders, 0, "a repair renders nothing");
     assert_eq!(repair.lists(), 0, "{repair:?}");

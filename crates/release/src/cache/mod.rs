@@ -7,7 +7,9 @@
 //! KiB each) and filters them, so one per reconcile made an idle operator the API
 //! server's biggest cost. Only labels, the `rudder.dev/*` annotations (the release
 //! lock, the chunked-storage marker), the resourceVersion and finalizers are kept;
-//! a record's content is fetched (one GET) only when an action decodes it.
+//! a record's content is fetched (one GET) only when an action decodes it, unless
+//! the server's answer to our own last write of it is still its newest version
+//! ([`RecordCache::answer`]).
 //!
 //! # Consistent with our own writes
 //!
@@ -38,6 +40,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::driver::objects::RawObject;
 use crate::driver::{labels_match, parse_key};
+
+mod answers;
 
 /// How long a read waits for the watch to deliver our own writes (or to list for the
 /// first time) before it reads from the API server instead.
@@ -109,6 +113,8 @@ struct State {
     pending: HashMap<ObjectKey, Pending>,
     /// Bumped at the start of every (re)list, to tell writes made before it.
     epoch: u64,
+    /// The server's whole answers to our latest writes.
+    answers: answers::Answers,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -684,6 +690,25 @@ impl RecordCache {
     pub fn get(&self, namespace: &str, name: &str) -> Option<RawObject> {
         let st = lock(&self.state);
         find_entry(&st, namespace, name).map(Entry::raw)
+    }
+
+    /// Keeps `object`, the server's whole answer to a write of ours in `namespace`, so
+    /// that [`RecordCache::answer`] can serve the next read of it without a GET.
+    pub fn keep_answer(&self, namespace: &str, object: RawObject) {
+        let key = (namespace.into(), object.name.as_str().into());
+        lock(&self.state).answers.keep(key, object);
+    }
+
+    /// The whole object `name` of `namespace` as the server answered our last write of
+    /// it, if the cache's metadata still shows that very version (nobody changed it
+    /// since, as far as the watch has told). Call after [`RecordCache::fresh`] said yes.
+    pub fn answer(&self, namespace: &str, name: &str) -> Option<RawObject> {
+        let st = lock(&self.state);
+        let entry = find_entry(&st, namespace, name)?;
+        let key = (namespace.into(), name.into());
+        st.answers
+            .at(&key, &entry.resource_version)
+            .map(|o| RawObject::clone(&o))
     }
 
     /// How many objects the cache holds (for metrics and tests).

@@ -235,27 +235,39 @@ impl<K: RecordKind> KindBackend<K> {
     }
 
     /// Runs the write `op` on object `name`, telling the cache of it (so reads wait
-    /// until its watch delivers the version written).
+    /// until its watch delivers the version written) and keeping the server's answer
+    /// for the next read of the object.
     async fn write<F, Fut>(&self, name: &str, release: Option<&str>, op: F) -> Result<()>
     where
         F: FnOnce() -> Fut,
-        Fut: std::future::Future<Output = Result<Written>>,
+        Fut: std::future::Future<Output = Result<Answer<K>>>,
     {
         let guard = self
             .cache
             .as_deref()
-            .map(|c| c.write_started(&self.namespace, name, release));
-        let result = op().await;
-        if let (Some(guard), Ok(written)) = (guard, &result) {
-            guard.done(written.clone());
+            .map(|c| (c, c.write_started(&self.namespace, name, release)));
+        // An error drops the guard, which tells the cache the write failed.
+        let answer = op().await?;
+        if let Some((cache, guard)) = guard {
+            match answer {
+                Answer::Stored(o) => {
+                    let meta = Box::new(o.meta().clone());
+                    cache.keep_answer(&self.namespace, o.to_raw());
+                    guard.done(Written::Stored(meta));
+                }
+                Answer::Gone => guard.done(Written::Gone),
+            }
         }
-        result.map(|_| ())
+        Ok(())
     }
 }
 
-/// What a write answered, for the cache.
-fn stored<K: RecordKind>(obj: &K) -> Written {
-    Written::Stored(Box::new(obj.meta().clone()))
+/// What the server answered a write with.
+enum Answer<K> {
+    /// The object as stored.
+    Stored(K),
+    /// The object is gone.
+    Gone,
 }
 
 fn raw_meta<K: RecordKind>(m: kube::core::PartialObjectMeta<K>) -> RawObject {
@@ -321,6 +333,16 @@ impl<K: RecordKind> ObjectBackend for KindBackend<K> {
         }
     }
 
+    async fn get_recent(&self, name: &str) -> Result<Option<RawObject>> {
+        let release = parse_key(name).map(|(r, _)| r);
+        if let Some(cache) = self.fresh_cache(release).await {
+            if let Some(answer) = cache.answer(&self.namespace, name) {
+                return Ok(Some(answer));
+            }
+        }
+        self.get(name).await
+    }
+
     async fn get_meta(&self, name: &str) -> Result<Option<RawObject>> {
         let release = parse_key(name).map(|(r, _)| r);
         if let Some(cache) = self.fresh_cache(release).await {
@@ -344,7 +366,7 @@ impl<K: RecordKind> ObjectBackend for KindBackend<K> {
             self.api
                 .create(&PostParams::default(), &o)
                 .await
-                .map(|o| stored(&o))
+                .map(Answer::Stored)
                 .map_err(|e| self.err("create", &obj.name, e))
         })
         .await
@@ -356,7 +378,7 @@ impl<K: RecordKind> ObjectBackend for KindBackend<K> {
             self.api
                 .replace(&obj.name, &PostParams::default(), &K::from_raw(obj))
                 .await
-                .map(|o| stored(&o))
+                .map(Answer::Stored)
                 .map_err(|e| self.err("update", &obj.name, e))
         })
         .await
@@ -367,11 +389,11 @@ impl<K: RecordKind> ObjectBackend for KindBackend<K> {
             match self.api.delete(name, &DeleteParams::default()).await {
                 // Held by a finalizer: it stays, marked for deletion.
                 Ok(either::Either::Left(o)) if o.meta().deletion_timestamp.is_some() => {
-                    Ok(stored(&o))
+                    Ok(Answer::Stored(o))
                 }
                 // A server that answers with the deleted object itself.
-                Ok(either::Either::Left(_)) => Ok(Written::Gone),
-                Ok(either::Either::Right(_)) => Ok(Written::Gone),
+                Ok(either::Either::Left(_)) => Ok(Answer::Gone),
+                Ok(either::Either::Right(_)) => Ok(Answer::Gone),
                 Err(e) => Err(self.err("delete", name, e)),
             }
         })
@@ -388,7 +410,7 @@ impl<K: RecordKind> ObjectBackend for KindBackend<K> {
         self.write(name, None, || async {
             patch_annotation(&self.api, name, resource_version, annotation, value)
                 .await
-                .map(|o| stored(&o))
+                .map(Answer::Stored)
                 .map_err(|e| self.err("annotate", name, e))
         })
         .await

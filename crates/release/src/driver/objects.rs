@@ -134,6 +134,12 @@ pub trait ObjectBackend: Send + Sync {
     async fn list_meta_fresh(&self, selector: &BTreeMap<String, String>) -> Result<Vec<RawObject>> {
         self.list(selector).await
     }
+    /// Like [`ObjectBackend::get`], but a backend may answer with the server's own
+    /// answer to its last write of the object, while a cache at least as new as its
+    /// own writes shows no later change of it (no GET right after a write).
+    async fn get_recent(&self, name: &str) -> Result<Option<RawObject>> {
+        self.get(name).await
+    }
     /// Like [`ObjectBackend::get`], but only the metadata is needed (see
     /// [`ObjectBackend::list_meta`]).
     async fn get_meta(&self, name: &str) -> Result<Option<RawObject>> {
@@ -437,7 +443,7 @@ impl<B: ObjectBackend> Driver for ObjectDriver<B> {
     async fn get(&self, key: &str) -> Result<Release> {
         let obj = self
             .backend
-            .get(key)
+            .get_recent(key)
             .await?
             .ok_or_else(|| Error::NotFound(key.to_string()))?;
         self.decode_object(&obj).await

@@ -104,7 +104,7 @@ fn lock_record(chart: &LoadedChart) -> Option<Lock> {
 pub fn chart_record(chart: &LoadedChart) -> Chart {
     let files = |v: &[chart::loader::File]| {
         v.iter()
-            .map(|f| File::new(f.name.clone(), f.data.clone()))
+            .map(|f| File::new(f.name.clone(), f.data.to_vec()))
             .collect::<Vec<_>>()
     };
     Chart {
@@ -112,7 +112,7 @@ pub fn chart_record(chart: &LoadedChart) -> Chart {
         lock: lock_record(chart),
         templates: files(&chart.templates),
         values: Some(chart.values.clone()),
-        schema: chart.schema.clone(),
+        schema: chart.schema.as_deref().map(<[u8]>::to_vec),
         files: files(&chart.files),
         ..Chart::default()
     }

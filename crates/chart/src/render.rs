@@ -147,7 +147,7 @@ fn renderables(p: &PreparedChart, release: &ReleaseInfo, caps: Value) -> Vec<Ren
                 subcharts.insert(name.clone(), Value::Map(c.clone()));
             }
         }
-        let files = Files::from_pairs(scope.files.iter().map(|f| (f.name.as_str(), &f.data)));
+        let files = Files::of(&scope.files);
         let mut ctx = gotmpl::Map::new();
         ctx.insert("Chart".into(), scope.metadata.template_value(scope.is_root));
         ctx.insert("Files".into(), Value::object(files));
@@ -163,7 +163,7 @@ fn renderables(p: &PreparedChart, release: &ReleaseInfo, caps: Value) -> Vec<Ren
             let vals = contexts.get(t.chart).cloned().flatten()?;
             Some(Renderable {
                 name: t.name.clone(),
-                text: crate::loader::utf8_lossy(&t.data).into_owned(),
+                text: t.data.clone(),
                 vals,
                 base_path: t.base_path.clone(),
             })

@@ -390,7 +390,7 @@ mod tests {
     fn chart_with_schema(name: &str, schema: Json) -> Chart {
         let mut c = Chart::default();
         c.metadata.name = name.into();
-        c.schema = Some(serde_json::to_vec(&schema).unwrap());
+        c.schema = Some(serde_json::to_vec(&schema).unwrap().into());
         c
     }
 

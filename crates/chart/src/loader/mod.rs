@@ -13,16 +13,24 @@ use crate::chartfile::{ChartfileError, Lock, Metadata, API_VERSION_V1, API_VERSI
 use crate::values::Values;
 use std::io::Read;
 use std::path::Path;
+use std::sync::Arc;
 
 /// One file of a chart, with its path relative to the chart root.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct File {
     /// `/`-separated path relative to the chart root, e.g. `templates/a.yaml`.
     pub name: String,
-    pub data: Vec<u8>,
+    /// The file's bytes, never changed once loaded: every release rendered
+    /// from the chart (its templates' texts, its `.Files`, its CRDs) shares
+    /// them rather than copying them.
+    pub data: Arc<[u8]>,
 }
 
 /// A loaded chart and, recursively, its subcharts.
+///
+/// File contents are shared, so that a render, which needs the chart's
+/// files for as long as it runs (possibly on another thread), takes them
+/// without copying them, and a clone copies names and metadata, not data.
 #[derive(Debug, Clone, Default)]
 pub struct Chart {
     /// `Chart.yaml` (with `requirements.yaml` merged in for v1 charts).
@@ -35,8 +43,8 @@ pub struct Chart {
     pub values: Values,
     /// The text of `values.yaml`, when present.
     pub raw_values: Option<String>,
-    /// `values.schema.json`, when present.
-    pub schema: Option<Vec<u8>>,
+    /// `values.schema.json`, when present (shared as file contents are).
+    pub schema: Option<Arc<[u8]>>,
     /// Every other file (what `.Files` sees), including `crds/`, `.helmignore`,
     /// `charts/*.prov`, and `requirements.*` of v1 charts.
     pub files: Vec<File>,
@@ -468,7 +476,7 @@ fn load_files_in(
                 if let ValuesMode::Aside(work) = mode {
                     work.schema(&f.data);
                 }
-                c.schema = Some(f.data)
+                c.schema = Some(f.data.into())
             }
             "requirements.yaml" => {
                 if !have_metadata {
@@ -478,7 +486,7 @@ fn load_files_in(
                 if c.metadata.api_version == API_VERSION_V1 {
                     c.files.push(File {
                         name: f.name,
-                        data: f.data,
+                        data: f.data.into(),
                     });
                 }
             }
@@ -488,19 +496,19 @@ fn load_files_in(
                 if c.metadata.api_version == API_VERSION_V1 {
                     c.files.push(File {
                         name: f.name,
-                        data: f.data,
+                        data: f.data.into(),
                     });
                 }
             }
             n if n.starts_with("templates/") => c.templates.push(File {
                 name: f.name,
-                data: f.data,
+                data: f.data.into(),
             }),
             n if n.starts_with("charts/") => {
                 if go_ext(n) == ".prov" {
                     c.files.push(File {
                         name: f.name,
-                        data: f.data,
+                        data: f.data.into(),
                     });
                     continue;
                 }
@@ -513,7 +521,7 @@ fn load_files_in(
             }
             _ => c.files.push(File {
                 name: f.name,
-                data: f.data,
+                data: f.data.into(),
             }),
         }
     }

@@ -4,6 +4,8 @@
 //! `ToRenderValuesWithSchemaValidation` (coalesce + validate), then the
 //! engine's walk over the chart tree (`recAllTpls`).
 
+use std::sync::Arc;
+
 use crate::chartfile::Metadata;
 use crate::dependencies::{self, DependencyError};
 use crate::loader::{Chart, File};
@@ -59,7 +61,7 @@ pub struct PreparedTemplate {
     pub name: String,
     /// `<chart full path>/templates` (`.Template.BasePath`).
     pub base_path: String,
-    pub data: Vec<u8>,
+    pub data: Arc<[u8]>,
     /// Index of the owning chart in [`PreparedChart::charts`].
     pub chart: usize,
 }

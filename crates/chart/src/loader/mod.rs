@@ -26,11 +26,18 @@ pub struct File {
     pub data: Arc<[u8]>,
 }
 
+impl File {
+    /// The file's text: its bytes as UTF-8, invalid sequences replaced.
+    pub fn text(&self) -> std::borrow::Cow<'_, str> {
+        utf8_lossy(&self.data)
+    }
+}
+
 /// A loaded chart and, recursively, its subcharts.
 ///
-/// File contents are shared, so that a render, which needs the chart's
-/// files for as long as it runs (possibly on another thread), takes them
-/// without copying them, and a clone copies names and metadata, not data.
+/// Rendering only reads it (see [`crate::render`]): a chart loaded once
+/// serves any number of releases, shared behind an `Arc`. File contents
+/// are shared too, so that a clone copies names and metadata, not data.
 #[derive(Debug, Clone, Default)]
 pub struct Chart {
     /// `Chart.yaml` (with `requirements.yaml` merged in for v1 charts).
@@ -84,8 +91,8 @@ pub enum LoadError {
 }
 
 impl Chart {
-    /// The chart's name (`Chart.yaml` `name`, or its alias once dependencies
-    /// are processed).
+    /// The chart's name (`Chart.yaml` `name`; a release may know a
+    /// subchart by its alias instead, see [`crate::render`]).
     pub fn name(&self) -> &str {
         &self.metadata.name
     }
@@ -104,24 +111,6 @@ impl Chart {
                 ext == ".yaml" || ext == ".yml" || ext == ".json"
             }
         })
-    }
-
-    /// CRD files of this chart and all its subcharts, each with its full
-    /// name (`<chart>/crds/x.yaml`, `<chart>/charts/<sub>/crds/y.yaml`), in
-    /// Helm's order (the chart's own first, then each subchart's).
-    pub(crate) fn crd_objects(&self) -> Vec<(String, &File)> {
-        let mut out = Vec::new();
-        self.collect_crds(self.name(), &mut out);
-        out
-    }
-
-    fn collect_crds<'a>(&'a self, full: &str, out: &mut Vec<(String, &'a File)>) {
-        for f in self.crds() {
-            out.push((format!("{full}/{}", f.name), f));
-        }
-        for d in &self.dependencies {
-            d.collect_crds(&format!("{full}/charts/{}", d.name()), out);
-        }
     }
 }
 
@@ -605,8 +594,6 @@ mod tests {
         assert_eq!(c.crds().count(), 1);
         assert_eq!(c.dependencies.len(), 1);
         assert_eq!(c.dependencies[0].templates[0].name, "templates/b.yaml");
-        let crds = c.crd_objects();
-        assert_eq!(crds[0].0, "x/crds/c.yaml");
     }
 
     #[test]

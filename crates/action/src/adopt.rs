@@ -7,6 +7,8 @@
 //! [`crate::Install::run_or_adopt`] adopts from the install's own render; [`Adopt`]
 //! adopts or writes nothing.
 
+use std::sync::Arc;
+
 use chart::loader::Chart;
 use chart::values::Values;
 use release::record::Release;
@@ -17,7 +19,7 @@ use crate::install::Install;
 use crate::options::ActionOptions;
 use crate::ownership::{live_objects, Adoption, LiveObjects};
 use crate::plan;
-use crate::render::Revision;
+use crate::render::{Input, Revision};
 
 /// The `adopt` verb (rudder's own; Helm has none).
 pub struct Adopt<'a> {
@@ -35,7 +37,7 @@ impl<'a> Adopt<'a> {
     /// objects, or the release has records) writes nothing and returns `None`. Objects
     /// of another release are refused by the ownership check ([`Error::Adopt`]);
     /// nothing is ever deleted, also not on failure.
-    pub async fn run(&self, chart: &Chart, values: Values) -> Result<Option<Release>> {
+    pub async fn run(&self, chart: &Arc<Chart>, values: Values) -> Result<Option<Release>> {
         let install = Install::new(self.cfg, self.opts.clone());
         let installed = install.locked(chart, values, Adoption::Only).await?;
         Ok(installed.map(|i| i.release))
@@ -43,11 +45,12 @@ impl<'a> Adopt<'a> {
 
     /// Renders the release and reads every manifest object (not hooks, not CRDs) from
     /// the cluster, sorting the existing ones by ownership. Writes nothing.
-    pub async fn live_objects(&self, chart: &Chart, values: Values) -> Result<LiveObjects> {
+    pub async fn live_objects(&self, chart: &Arc<Chart>, values: Values) -> Result<LiveObjects> {
         let opts = &self.opts;
+        let input = Input::new(chart, None, values);
         let (rendered, _) = self
             .cfg
-            .render_in_cluster(chart.clone(), values, opts, Revision::install(1))
+            .render_in_cluster(input, opts, Revision::install(1))
             .await?;
         let kube = self.cfg.kube();
         let owner = opts.owner();

@@ -17,16 +17,14 @@ use release::driver::{RecordStamp, WriteMeta};
 use release::lock::RecordLocks;
 use release::{Release, Storage, StorageDriver};
 
-use chart::loader::Chart;
 use chart::render::Rendered;
-use chart::values::Values;
 
 use crate::error::Result;
 use crate::kube::discovery::DiscoveryCache;
 use crate::kube::KubeClient;
 use crate::lock::{self, Backend, Held, LockCell, ReleaseLock};
 use crate::options::ActionOptions;
-use crate::render::{self, Revision};
+use crate::render::{self, Input, Revision};
 
 /// The configuration every action verb is built from.
 #[derive(Clone)]
@@ -178,13 +176,12 @@ impl ActionConfig {
     /// the digest of what the render's `lookup` calls returned (`None`: none made).
     pub(crate) async fn render_in_cluster(
         &self,
-        chart: Chart,
-        values: Values,
+        input: Input,
         opts: &ActionOptions,
         revision: Revision,
     ) -> Result<(Rendered, Option<String>)> {
         let discovery = &self.discovery;
-        render::render_in_cluster(&self.client, discovery, chart, values, opts, revision).await
+        render::render_in_cluster(&self.client, discovery, input, opts, revision).await
     }
 
     fn lock_backend(&self, namespace: &str) -> Backend {

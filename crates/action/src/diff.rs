@@ -2,6 +2,8 @@
 //! with the deployed release, document by document (parsed, so formatting, comments,
 //! key and document order do not matter), hooks and values included.
 
+use std::sync::Arc;
+
 use chart::loader::Chart;
 use chart::render::Rendered;
 use chart::values::Values;
@@ -32,7 +34,7 @@ pub struct UpgradeDiff {
 impl Upgrade<'_> {
     /// Renders the upgrade (against the cluster, as the upgrade would) and compares it
     /// with the deployed release; [`Error::NotDeployed`] without one.
-    pub async fn diff(&self, chart: &Chart, values: Values) -> Result<UpgradeDiff> {
+    pub async fn diff(&self, chart: &Arc<Chart>, values: Values) -> Result<UpgradeDiff> {
         let opts = &self.opts;
         let store = self.cfg.storage(&opts.namespace);
         let name = &opts.name;
@@ -41,10 +43,11 @@ impl Upgrade<'_> {
             .next_version(name)
             .await
             .map_err(|e| Error::storage(name, e))?;
-        let (chart, values) = self.reuse.apply(chart, values, Some(&current));
+        let input = self.reuse.apply(chart, values, Some(&current));
+        let values = input.values.clone();
         let (rendered, lookups) = self
             .cfg
-            .render_in_cluster(chart, values.clone(), opts, Revision::upgrade(version))
+            .render_in_cluster(input, opts, Revision::upgrade(version))
             .await?;
         Ok(UpgradeDiff {
             lookups,

@@ -7,6 +7,7 @@
 //! its objects still run (see [`crate::adopt`]), from the same render.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use chart::loader::Chart;
 use chart::manifest::UNINSTALL_ORDER;
@@ -26,7 +27,7 @@ use crate::record::{
     hook_record, new_release, processed_chart_record, record_labels, record_lookups, sort_by_kind,
     Draft,
 };
-use crate::render::{self, Revision};
+use crate::render::{self, Input, Revision};
 use crate::store;
 
 /// How a dry run renders (`--dry-run`).
@@ -73,27 +74,33 @@ impl<'a> Install<'a> {
 
     /// Installs the chart as a new release (or a new revision after an uninstalled or
     /// failed history).
-    pub async fn run(&self, chart: &Chart, values: Values) -> Result<Release> {
+    pub async fn run(&self, chart: &Arc<Chart>, values: Values) -> Result<Release> {
         Ok(self.installing(chart, values, Adoption::Off).await?.release)
     }
 
     /// [`Install::run`], but a release without any record whose objects are live gets a
     /// record over them instead: no hooks run, nothing is deleted (also not on
     /// failure, whatever `rollback_on_failure` says). Renders once either way.
-    pub async fn run_or_adopt(&self, chart: &Chart, values: Values) -> Result<Installed> {
+    pub async fn run_or_adopt(&self, chart: &Arc<Chart>, values: Values) -> Result<Installed> {
         self.installing(chart, values, Adoption::IfLive).await
     }
 
     /// The record the install would write (`pending-install`, "Dry run complete"),
     /// writing nothing.
-    pub async fn dry_run(&self, chart: &Chart, values: Values, mode: DryRun) -> Result<Release> {
+    pub async fn dry_run(
+        &self,
+        chart: &Arc<Chart>,
+        values: Values,
+        mode: DryRun,
+    ) -> Result<Release> {
         crate::validate_release_name(&self.opts.name)?;
         let revision = Revision::install(1);
+        let input = Input::new(chart, None, values.clone());
         let rendered = match mode {
-            DryRun::Client => render::render(chart, values.clone(), &self.opts, revision).await?,
+            DryRun::Client => render::render_offline(input, &self.opts, revision).await?,
             DryRun::Server => {
                 self.cfg
-                    .render_in_cluster(chart.clone(), values.clone(), &self.opts, revision)
+                    .render_in_cluster(input, &self.opts, revision)
                     .await?
                     .0
             }
@@ -111,7 +118,7 @@ impl<'a> Install<'a> {
     /// An install that always writes a record (only `Adoption::Only` may stop without).
     async fn installing(
         &self,
-        chart: &Chart,
+        chart: &Arc<Chart>,
         values: Values,
         adoption: Adoption,
     ) -> Result<Installed> {
@@ -124,7 +131,7 @@ impl<'a> Install<'a> {
 
     pub(crate) async fn locked(
         &self,
-        chart: &Chart,
+        chart: &Arc<Chart>,
         values: Values,
         adoption: Adoption,
     ) -> Result<Option<Installed>> {
@@ -138,7 +145,7 @@ impl<'a> Install<'a> {
 
     async fn install_locked(
         &self,
-        chart: &Chart,
+        chart: &Arc<Chart>,
         values: Values,
         adoption: Adoption,
         held: Held,
@@ -171,16 +178,15 @@ impl<'a> Install<'a> {
         // records is locked only by creating revision 1, so an installer that read
         // again here would number its record after another's and both would install.
         let version = last.as_ref().map_or(1, |l| l.version + 1);
-        let chart_rec = processed_chart_record(chart, &values);
         let (rendered, lookups) = self
             .cfg
             .render_in_cluster(
-                chart.clone(),
-                values.clone(),
+                Input::new(chart, None, values.clone()),
                 opts,
                 Revision::install(version),
             )
             .await?;
+        let chart_rec = processed_chart_record(chart, &rendered.chart);
         let kube = self.cfg.kube();
         let (plan, hook_recs) = plan::plan_render(&kube, opts, &rendered).await?;
 
@@ -363,7 +369,7 @@ pub(crate) fn dry_run_record(
     let draft = Draft {
         opts,
         version,
-        chart: processed_chart_record(chart, &values),
+        chart: processed_chart_record(chart, &rendered.chart),
         config: values,
         rendered,
         hooks: rendered.hooks.iter().map(hook_record).collect(),
@@ -480,6 +486,59 @@ mod verb_tests {
             .expect("server dry run");
         assert!(cluster.requests("PATCH ").is_empty());
         assert!(cfg.storage(NS).last("web").await.unwrap().is_none());
+    }
+
+    #[tokio::test]
+    async fn the_record_keeps_the_chart_as_its_render_processed_it() {
+        let file = |name: &str, text: &str| chart::loader::BufferedFile {
+            name: name.into(),
+            data: text.as_bytes().to_vec(),
+        };
+        let loaded = chart::loader::load_files(vec![
+            file(
+                "Chart.yaml",
+                "apiVersion: v2\nname: app\nversion: 1.0.0\ndependencies:\n\
+                 - name: sub\n  version: '*'\n  alias: one\n  import-values: [data]\n\
+                 - name: sub\n  version: '*'\n  alias: two\n  condition: two.enabled\n",
+            ),
+            file("values.yaml", "greeting: hello\ntwo:\n  enabled: false\n"),
+            file("templates/cm.yaml", CONFIGMAP),
+            file(
+                "charts/sub/Chart.yaml",
+                "apiVersion: v2\nname: sub\nversion: 0.1.0\n",
+            ),
+            file(
+                "charts/sub/values.yaml",
+                "exports:\n  data:\n    imported: here\n",
+            ),
+        ])
+        .expect("chart loads");
+        let c = Arc::new(loaded);
+        let (cfg, _) = memory_config();
+        let rel = Install::new(&cfg, opts("app"))
+            .dry_run(&c, Map::new(), DryRun::Client)
+            .await
+            .expect("dry run");
+        let rec = rel.chart.expect("the chart is recorded");
+        let deps: Vec<(&str, bool)> = rec
+            .metadata
+            .as_ref()
+            .map(|m| {
+                m.dependencies
+                    .iter()
+                    .map(|d| (d.name.as_str(), d.enabled))
+                    .collect()
+            })
+            .unwrap_or_default();
+        // As Helm records it: the disabled alias gone, the other under its alias.
+        assert_eq!(deps, [("one", true)]);
+        let values = serde_json::Value::Object(rec.values.unwrap_or_default());
+        assert_eq!(values["imported"], json!("here"));
+        assert_eq!(values["one"]["exports"]["data"]["imported"], json!("here"));
+        assert_eq!(rec.templates.len(), 1);
+        // The shared chart is as loaded.
+        assert_eq!(c.metadata.deps().count(), 2);
+        assert!(c.values.get("imported").is_none());
     }
 
     #[tokio::test]

@@ -78,14 +78,14 @@ pub(crate) struct Plan {
 pub(crate) async fn plan(
     kube: &KubeClient,
     opts: &ActionOptions,
-    crds: &[(String, String)],
+    crds: &[(String, chart::loader::File)],
     docs: &[(String, String)],
     hooks: &[release::Hook],
 ) -> Result<Plan> {
     let owner = opts.owner();
     let mut crd_docs = Vec::new();
-    for (source, text) in crds {
-        for doc in chart::manifest::split_documents(text) {
+    for (source, file) in crds {
+        for doc in chart::manifest::split_documents(&file.text()) {
             if let Some(obj) = KubeClient::parse_document(&owner.name, source, &doc)? {
                 if obj.types.as_ref().map(|t| t.kind.as_str()) == Some("CustomResourceDefinition") {
                     kube.plan_crd(&obj);

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use chart::loader::Chart as LoadedChart;
 use chart::manifest::{split_documents, INSTALL_ORDER};
 use chart::render::Rendered;
-use chart::values::prepare::{prepare_with, PrepareOptions};
+use chart::values::prepare::ProcessedChart;
 use chart::values::Values;
 use kube::core::GroupVersionKind;
 use release::record::{
@@ -102,52 +102,44 @@ fn lock_record(chart: &LoadedChart) -> Option<Lock> {
 /// templates, default values, schema and files (subcharts are not recorded, as in
 /// Helm).
 pub fn chart_record(chart: &LoadedChart) -> Chart {
+    chart_record_with(chart, chart_metadata(chart), chart.values.clone())
+}
+
+/// [`chart_record`] with the given metadata and default values. The record holds
+/// its own copy of the chart's files: it is written out as Helm writes it.
+fn chart_record_with(chart: &LoadedChart, metadata: Metadata, values: Values) -> Chart {
     let files = |v: &[chart::loader::File]| {
         v.iter()
-            .map(|f| File::new(f.name.clone(), f.data.clone()))
+            .map(|f| File::new(f.name.clone(), f.data.to_vec()))
             .collect::<Vec<_>>()
     };
     Chart {
-        metadata: Some(chart_metadata(chart)),
+        metadata: Some(metadata),
         lock: lock_record(chart),
         templates: files(&chart.templates),
-        values: Some(chart.values.clone()),
-        schema: chart.schema.clone(),
+        values: Some(values),
+        schema: chart.schema.as_deref().map(<[u8]>::to_vec),
         files: files(&chart.files),
         ..Chart::default()
     }
 }
 
-/// The chart part of the record an install or upgrade with `values` writes: as Helm
-/// stores it after `ProcessDependenciesWithMerge`, which rewrites the chart in place
-/// before the record is made: disabled dependencies leave `dependencies`, aliased
-/// ones carry their alias as name, import-values are spelled out, and the default
-/// values become the chart's merged with its subcharts' and the imported ones. A
-/// chart without dependencies is recorded as loaded.
-pub(crate) fn processed_chart_record(chart: &LoadedChart, values: &Values) -> Chart {
-    let mut record = chart_record(chart);
-    if chart.metadata.dependencies.is_empty() {
-        return record;
-    }
-    let opts = PrepareOptions {
-        check_dependencies: false,
-        validate_schema: false,
-        merge_import_values: true,
-    };
-    // The render processes the same chart with the same values and reports any
-    // error; a chart it cannot process is recorded as loaded.
-    if let Ok(prepared) = prepare_with(chart.clone(), values.clone(), opts) {
-        let processed = &prepared.chart;
-        if let Some(m) = record.metadata.as_mut() {
-            m.dependencies = processed
-                .metadata
-                .deps()
-                .map(|d| dependency_record!(d))
-                .collect();
-        }
-        record.values = Some(processed.values.clone());
-    }
-    record
+/// The chart part of the record an install or upgrade writes: as Helm stores it after
+/// `ProcessDependenciesWithMerge`, which rewrites the chart in place before the record
+/// is made. `processed` is what the release's render made of the chart: disabled
+/// dependencies leave `dependencies`, aliased ones carry their alias as name,
+/// import-values are spelled out, and the default values are the chart's merged with
+/// its subcharts' and the imported ones (or, with `--reuse-values`, the ones the
+/// render used in place of the chart's).
+pub(crate) fn processed_chart_record(chart: &LoadedChart, processed: &ProcessedChart) -> Chart {
+    let mut metadata = chart_metadata(chart);
+    metadata.dependencies = processed
+        .metadata
+        .deps()
+        .map(|d| dependency_record!(d))
+        .collect();
+    let values = processed.values.as_ref().unwrap_or(&chart.values).clone();
+    chart_record_with(chart, metadata, values)
 }
 
 /// A rendered hook in the record's shape.

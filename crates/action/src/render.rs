@@ -1,6 +1,10 @@
 //! Rendering a chart for an action, off the async runtime: with the capabilities the
 //! options name, or the cluster's (discovered as Helm's install and upgrade do), and
 //! with `lookup` against the live cluster when rendering for one.
+//!
+//! The chart is shared (`Arc`): a caller such as the operator loads it once and
+//! renders it for every release, and a render only reads it, so the blocking thread
+//! that renders takes another handle on it, never a copy.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -72,39 +76,62 @@ impl Caps {
 /// `opts.kube_version`/`opts.api_versions` or Helm's default capabilities; no cluster
 /// is asked and `lookup` finds nothing (`helm template`, `--dry-run=client`).
 pub async fn render(
-    chart: &Chart,
+    chart: &Arc<Chart>,
     values: Values,
     opts: &ActionOptions,
     revision: Revision,
 ) -> Result<Rendered> {
-    let (rendered, _) = render_with(
-        chart.clone(),
-        values,
-        opts,
-        Caps::from_options(opts),
-        None,
-        revision,
-    )
-    .await?;
+    render_offline(Input::new(chart, None, values), opts, revision).await
+}
+
+/// [`render()`] of an [`Input`].
+pub(crate) async fn render_offline(
+    input: Input,
+    opts: &ActionOptions,
+    revision: Revision,
+) -> Result<Rendered> {
+    let caps = Caps::from_options(opts);
+    let (rendered, _) = render_with(input, opts, caps, None, revision).await?;
     Ok(rendered)
+}
+
+/// What a release is rendered from.
+#[derive(Clone)]
+pub(crate) struct Input {
+    /// The chart, shared with the caller and with every other release rendered from it.
+    pub(crate) chart: Arc<Chart>,
+    /// Default values in place of the chart's own (`--reuse-values`), the chart itself
+    /// left as it is.
+    pub(crate) chart_values: Option<Values>,
+    /// The release's values.
+    pub(crate) values: Values,
+}
+
+impl Input {
+    pub(crate) fn new(chart: &Arc<Chart>, chart_values: Option<Values>, values: Values) -> Input {
+        Input {
+            chart: chart.clone(),
+            chart_values,
+            values,
+        }
+    }
 }
 
 /// Renders like Helm's install and upgrade: `lookup` sees the live cluster, and the
 /// capabilities are the cluster's (through `discovery` when given) unless `opts` sets
-/// `kube_version` or `api_versions`. Takes the chart by value: rendering consumes it.
+/// `kube_version` or `api_versions`.
 /// Also returns the digest of what the render's lookups returned (`None`: no lookup).
 pub(crate) async fn render_in_cluster(
     client: &Client,
     discovery: &Arc<DiscoveryCache>,
-    chart: Chart,
-    values: Values,
+    input: Input,
     opts: &ActionOptions,
     revision: Revision,
 ) -> Result<(Rendered, Option<String>)> {
     let lookup = Some((client.clone(), discovery.clone()));
     if opts.kube_version.is_some() || opts.api_versions.is_some() {
         let caps = Caps::from_options(opts);
-        return render_with(chart, values, opts, caps, lookup, revision).await;
+        return render_with(input, opts, caps, lookup, revision).await;
     }
     let found = discovery
         .get(client)
@@ -119,12 +146,11 @@ pub(crate) async fn render_in_cluster(
         kube_version: Some(found.kube_version),
         api_versions: found.api_versions,
     };
-    render_with(chart, values, opts, caps, lookup, revision).await
+    render_with(input, opts, caps, lookup, revision).await
 }
 
 async fn render_with(
-    chart: Chart,
-    values: Values,
+    input: Input,
     opts: &ActionOptions,
     caps: Caps,
     lookup_client: Option<(Client, Arc<DiscoveryCache>)>,
@@ -150,9 +176,10 @@ async fn render_with(
             api_versions_exact: caps.exact,
             check_kube_version: true,
             lookup,
+            chart_values: input.chart_values,
             ..RenderOptions::default()
         };
-        render_chart(chart, values, &ropts)
+        render_chart(&input.chart, input.values, &ropts)
     });
     let rendered = job
         .await

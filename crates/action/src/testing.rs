@@ -241,7 +241,7 @@ pub(crate) fn opts(name: &str) -> ActionOptions {
 }
 
 /// A chart made of `Chart.yaml`, `values.yaml` and the given templates.
-pub(crate) fn chart(values: &str, templates: &[(&str, &str)]) -> Chart {
+pub(crate) fn chart(values: &str, templates: &[(&str, &str)]) -> Arc<Chart> {
     let mut files = vec![
         file("Chart.yaml", "apiVersion: v2\nname: demo\nversion: 0.1.0\n"),
         file("values.yaml", values),
@@ -251,7 +251,7 @@ pub(crate) fn chart(values: &str, templates: &[(&str, &str)]) -> Chart {
             .iter()
             .map(|(n, t)| file(&format!("templates/{n}"), t)),
     );
-    chart::loader::load_files(files).expect("test chart loads")
+    Arc::new(chart::loader::load_files(files).expect("test chart loads"))
 }
 
 fn file(name: &str, text: &str) -> BufferedFile {
@@ -265,7 +265,7 @@ fn file(name: &str, text: &str) -> BufferedFile {
 pub(crate) const CONFIGMAP: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-cfg\ndata:\n  greeting: {{ .Values.greeting | quote }}\n";
 
 /// The `demo` chart: one ConfigMap greeting `hello`.
-pub(crate) fn demo_chart() -> Chart {
+pub(crate) fn demo_chart() -> Arc<Chart> {
     chart("greeting: hello\n", &[("cm.yaml", CONFIGMAP)])
 }
 

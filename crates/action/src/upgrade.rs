@@ -7,6 +7,8 @@
 //! Which values an upgrade renders with follows Helm's `--reset-values`,
 //! `--reuse-values` and `--reset-then-reuse-values` ([`ReuseValues`]).
 
+use std::sync::Arc;
+
 use chart::loader::Chart;
 use chart::values::Values;
 use chart::values::{coalesce_tables, Warnings};
@@ -21,7 +23,7 @@ use crate::lock::Held;
 use crate::options::ActionOptions;
 use crate::plan;
 use crate::record::{new_release, processed_chart_record, record_labels, record_lookups, Draft};
-use crate::render::{self, Revision};
+use crate::render::{self, Input, Revision};
 use crate::rollback;
 use crate::store;
 use crate::transition::{Change, Steps};
@@ -90,21 +92,20 @@ impl ReuseValues {
         Some(vals)
     }
 
-    /// The chart and values to render, given the `current` release (none: as given).
+    /// What to render `chart` with, given the `current` release (none: as given): the
+    /// values, and the chart's defaults when they are not its own. Helm sets the
+    /// defaults on (its copy of) the chart; the chart here is shared, so they go beside.
     pub(crate) fn apply(
         self,
-        chart: &Chart,
+        chart: &Arc<Chart>,
         given: Values,
         current: Option<&Release>,
-    ) -> (Chart, Values) {
-        let mut chart = chart.clone();
+    ) -> Input {
         let Some(current) = current else {
-            return (chart, given);
+            return Input::new(chart, None, given);
         };
-        if let Some(defaults) = self.chart_defaults(current) {
-            chart.values = defaults;
-        }
-        (chart, self.values(given, current))
+        let defaults = self.chart_defaults(current);
+        Input::new(chart, defaults, self.values(given, current))
     }
 }
 
@@ -131,7 +132,7 @@ impl<'a> Upgrade<'a> {
     }
 
     /// Upgrades the release to `chart` with `values`.
-    pub async fn run(&self, chart: &Chart, values: Values) -> Result<Release> {
+    pub async fn run(&self, chart: &Arc<Chart>, values: Values) -> Result<Release> {
         let opts = &self.opts;
         crate::validate_release_name(&opts.name)?;
         self.cfg
@@ -146,7 +147,7 @@ impl<'a> Upgrade<'a> {
     /// real upgrade would), writing nothing.
     pub async fn dry_run(
         &self,
-        chart: &Chart,
+        chart: &Arc<Chart>,
         values: Values,
         mode: DryRun,
     ) -> Result<(Release, UpgradeDiff)> {
@@ -158,39 +159,35 @@ impl<'a> Upgrade<'a> {
             Ok(Some(r)) => Some(r),
             _ => store.last(name).await.ok().flatten(),
         };
-        let (chart, values) = self.reuse.apply(chart, values, current.as_ref());
+        let input = self.reuse.apply(chart, values, current.as_ref());
+        let values = input.values.clone();
         let version = store
             .next_version(name)
             .await
             .map_err(|e| Error::storage(name, e))?;
         let revision = Revision::upgrade(version);
-        let in_cluster = self
-            .cfg
-            .render_in_cluster(chart.clone(), values.clone(), opts, revision);
         let (shown, diff) = match mode {
             DryRun::Server => {
-                let (rendered, _) = in_cluster.await?;
+                let (rendered, _) = self.cfg.render_in_cluster(input, opts, revision).await?;
                 let diff = self.diff_rendered(&store, &values, &rendered).await?;
                 (rendered, diff)
             }
             DryRun::Client => {
-                let shown = render::render(&chart, values.clone(), opts, revision).await?;
-                let (rendered, _) = in_cluster.await?;
+                let shown = render::render_offline(input.clone(), opts, revision).await?;
+                let (rendered, _) = self.cfg.render_in_cluster(input, opts, revision).await?;
                 (shown, self.diff_rendered(&store, &values, &rendered).await?)
             }
         };
-        let record = dry_run_record(
-            opts,
-            &chart,
-            values,
-            &shown,
-            version,
-            Status::PendingUpgrade,
-        );
+        let record = dry_run_record(opts, chart, values, &shown, version, Status::PendingUpgrade);
         Ok((record, diff))
     }
 
-    async fn upgrade_locked(&self, chart: &Chart, values: Values, held: Held) -> Result<Release> {
+    async fn upgrade_locked(
+        &self,
+        chart: &Arc<Chart>,
+        values: Values,
+        held: Held,
+    ) -> Result<Release> {
         let opts = &self.opts;
         let store = self.cfg.release_storage(opts, &held);
         let name = &opts.name;
@@ -202,12 +199,13 @@ impl<'a> Upgrade<'a> {
                 release: name.clone(),
             })?;
         let version = last.version + 1;
-        let (chart, values) = self.reuse.apply(chart, values, Some(&previous));
-        let chart_rec = processed_chart_record(&chart, &values);
+        let input = self.reuse.apply(chart, values, Some(&previous));
+        let values = input.values.clone();
         let (rendered, lookups) = self
             .cfg
-            .render_in_cluster(chart, values.clone(), opts, Revision::upgrade(version))
+            .render_in_cluster(input, opts, Revision::upgrade(version))
             .await?;
+        let chart_rec = processed_chart_record(chart, &rendered.chart);
         let kube = self.cfg.kube();
         let owner = opts.owner();
         let (plan, hook_recs) = plan::plan_render(&kube, opts, &rendered).await?;
@@ -372,18 +370,23 @@ mod tests {
         ] {
             assert_eq!(reuse.chart_defaults(&cur), None, "{reuse:?}");
         }
-        let chart = Chart {
+        let chart = Arc::new(Chart {
             values: obj(json!({"replicas": 5})),
             ..Chart::default()
-        };
-        let (rendered_chart, values) = ReuseValues::Reuse.apply(&chart, Values::new(), Some(&cur));
+        });
+        let input = ReuseValues::Reuse.apply(&chart, Values::new(), Some(&cur));
         assert_eq!(
-            Value::Object(rendered_chart.values),
-            json!({"replicas": 3, "image": "web:1"})
+            input.chart_values.map(Value::Object),
+            Some(json!({"replicas": 3, "image": "web:1"}))
         );
-        assert_eq!(Value::Object(values), json!({"replicas": 3}));
-        let (kept, _) = ReuseValues::Reuse.apply(&chart, Values::new(), None);
-        assert_eq!(Value::Object(kept.values), json!({"replicas": 5}));
+        assert_eq!(Value::Object(input.values), json!({"replicas": 3}));
+        // Without a release, the chart's own defaults.
+        let kept = ReuseValues::Reuse.apply(&chart, Values::new(), None);
+        assert!(kept.chart_values.is_none());
+        assert!(
+            Arc::ptr_eq(&kept.chart, &chart),
+            "the chart is shared, not copied"
+        );
     }
 
     mod verbs {

@@ -11,6 +11,7 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Service};
 use kube::api::{Api, PostParams};
 use serde_json::{json, Map};
+use std::sync::Arc;
 
 /// Deletes the migrate hook's Job once it succeeds, so tests can see that policy applied.
 const DELETE_SUCCEEDED_HOOK: &str = "before-hook-creation,hook-succeeded";
@@ -19,7 +20,7 @@ const DELETE_SUCCEEDED_HOOK: &str = "before-hook-creation,hook-succeeded";
 async fn install_upgrade_rollback_uninstall() {
     let (ns, client) = start();
     let chart_dir = write_chart_in(ns.dir(), DELETE_SUCCEEDED_HOOK);
-    let load = || chart::loader::load(&chart_dir).expect("chart loads");
+    let load = || Arc::new(chart::loader::load(&chart_dir).expect("chart loads"));
 
     // Install.
     let rel = install(&client, &load(), Map::new(), &opts(&ns, "demo"))
@@ -168,7 +169,7 @@ async fn install_upgrade_rollback_uninstall() {
 async fn refuses_objects_of_another_release() {
     let (ns, client) = start();
     let chart_dir = write_chart_in(ns.dir(), DELETE_SUCCEEDED_HOOK);
-    let load = || chart::loader::load(&chart_dir).expect("chart loads");
+    let load = || Arc::new(chart::loader::load(&chart_dir).expect("chart loads"));
 
     // A ConfigMap named as our release's, owned by release "other".
     let cms: Api<ConfigMap> = Api::default_namespaced(client.clone());
@@ -292,7 +293,7 @@ async fn crds_keep_policy_and_keep_history() {
             ("templates/all.yaml", CR_AND_KEPT),
         ],
     );
-    let load = || chart::loader::load(&chart_dir).expect("chart loads");
+    let load = || Arc::new(chart::loader::load(&chart_dir).expect("chart loads"));
 
     install(&client, &load(), Map::new(), &opts(&ns, "w"))
         .await
@@ -355,7 +356,7 @@ async fn unknown_kind_fails_the_release() {
             ),
         ],
     );
-    let chart = chart::loader::load(&chart_dir).expect("chart loads");
+    let chart = Arc::new(chart::loader::load(&chart_dir).expect("chart loads"));
     let err = install(&client, &chart, Map::new(), &opts(&ns, "bad"))
         .await
         .expect_err("unknown kind");
@@ -373,7 +374,7 @@ async fn unknown_kind_fails_the_release() {
 async fn upgrades_prune_history_to_max_history() {
     let (ns, client) = start();
     let chart_dir = write_chart_in(ns.dir(), DELETE_SUCCEEDED_HOOK);
-    let load = || chart::loader::load(&chart_dir).expect("chart loads");
+    let load = || Arc::new(chart::loader::load(&chart_dir).expect("chart loads"));
     let mut o = opts(&ns, "p");
     o.max_history = 2;
     install(&client, &load(), Map::new(), &o)

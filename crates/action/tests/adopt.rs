@@ -14,6 +14,7 @@ use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
 use kube::Client;
 use release::record::Status;
 use serde_json::json;
+use std::sync::Arc;
 
 async fn release_secrets(client: &Client, name: &str) -> Vec<Secret> {
     Api::<Secret>::default_namespaced(client.clone())
@@ -50,7 +51,7 @@ where
 #[tokio::test]
 async fn lost_records_are_rewritten_over_live_objects() {
     let (ns, client) = start();
-    let chart = chart::loader::load(write_chart(ns.dir())).expect("chart loads");
+    let chart = Arc::new(chart::loader::load(write_chart(ns.dir())).expect("chart loads"));
     let vals = values(json!({"greeting": "hi"}));
     let cfg = ActionConfig::new(client.clone());
     Install::new(&cfg, opts(&ns, "web"))
@@ -116,7 +117,7 @@ async fn lost_records_are_rewritten_over_live_objects() {
 #[tokio::test]
 async fn nothing_live_means_a_normal_install() {
     let (ns, client) = start();
-    let chart = chart::loader::load(write_chart(ns.dir())).expect("chart loads");
+    let chart = Arc::new(chart::loader::load(write_chart(ns.dir())).expect("chart loads"));
     let cfg = ActionConfig::new(client.clone());
     let out = Adopt::new(&cfg, opts(&ns, "fresh"))
         .run(&chart, values(json!({})))
@@ -138,7 +139,7 @@ async fn nothing_live_means_a_normal_install() {
 #[tokio::test]
 async fn objects_of_another_release_stop_adoption_without_deleting() {
     let (ns, client) = start();
-    let chart = chart::loader::load(write_chart(ns.dir())).expect("chart loads");
+    let chart = Arc::new(chart::loader::load(write_chart(ns.dir())).expect("chart loads"));
     let vals = values(json!({}));
     let cfg = ActionConfig::new(client.clone());
     Install::new(&cfg, opts(&ns, "web"))

@@ -139,7 +139,7 @@ async fn install_and_upgrade_see_the_clusters_capabilities() {
         found.api_versions
     );
 
-    let load = || chart::loader::load(&chart).expect("chart loads");
+    let load = || Arc::new(chart::loader::load(&chart).expect("chart loads"));
     install(&client, &load(), Map::new(), &opts(&ns, "caps"))
         .await
         .expect("install");
@@ -204,7 +204,7 @@ async fn chart_kube_version_constraint_is_checked_against_the_cluster() {
         .await
         .expect("server version")
         .git_version;
-    let c = chart::loader::load(&chart).expect("chart loads");
+    let c = Arc::new(chart::loader::load(&chart).expect("chart loads"));
     let err = install(&client, &c, Map::new(), &opts(&ns, "future"))
         .await
         .expect_err("refused");
@@ -217,7 +217,7 @@ async fn chart_kube_version_constraint_is_checked_against_the_cluster() {
 
     // A constraint the cluster satisfies installs.
     let ok = write_chart(&ns, "present", Some(">=1.20.0-0"));
-    let c = chart::loader::load(&ok).expect("chart loads");
+    let c = Arc::new(chart::loader::load(&ok).expect("chart loads"));
     install(&client, &c, Map::new(), &opts(&ns, "present"))
         .await
         .expect("install");
@@ -227,7 +227,7 @@ async fn chart_kube_version_constraint_is_checked_against_the_cluster() {
 async fn discovery_failures() {
     let (ns, client) = start();
     let chart = write_chart(&ns, "caps", None);
-    let load = || chart::loader::load(&chart).expect("chart loads");
+    let load = || Arc::new(chart::loader::load(&chart).expect("chart loads"));
 
     // No server version: a typed error naming the cause, and nothing is written.
     let no_version = faulty_client(
@@ -288,7 +288,7 @@ async fn discovery_failures() {
 async fn a_discovery_cache_is_reused_until_it_expires_or_is_invalidated() {
     let (ns, client) = start();
     let chart = write_chart(&ns, "cached", None);
-    let load = || chart::loader::load(&chart).expect("chart loads");
+    let load = || Arc::new(chart::loader::load(&chart).expect("chart loads"));
     let cache = Arc::new(action::DiscoveryCache::new(Duration::from_secs(3600)));
     let cached = opts(&ns, "cached");
     let shared = action::ActionConfig::new(client.clone()).with_discovery(cache.clone());

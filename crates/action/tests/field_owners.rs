@@ -12,6 +12,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::Client;
 use serde_json::{json, Value};
+use std::sync::Arc;
 use testkit::TestNamespace;
 
 const TEMPLATE: &str = r#"apiVersion: v1
@@ -24,7 +25,7 @@ data:
   {{- end }}
 "#;
 
-fn chart(ns: &TestNamespace) -> chart::loader::Chart {
+fn chart(ns: &TestNamespace) -> Arc<chart::loader::Chart> {
     let path = testkit::write_chart(
         ns.dir(),
         "owners",
@@ -37,7 +38,7 @@ fn chart(ns: &TestNamespace) -> chart::loader::Chart {
             ("templates/cm.yaml", TEMPLATE),
         ],
     );
-    chart::loader::load_dir(&path).expect("chart loads")
+    Arc::new(chart::loader::load_dir(&path).expect("chart loads"))
 }
 
 fn data(keys: &[(&str, &str)]) -> serde_json::Map<String, Value> {

@@ -9,6 +9,7 @@
 mod common;
 
 use std::path::Path;
+use std::sync::Arc;
 
 use action::ActionOptions;
 use k8s_openapi::api::apps::v1::Deployment;
@@ -87,7 +88,7 @@ async fn helm_reads_and_uninstalls_our_release() {
             ),
         ],
     );
-    let chart = chart::loader::load(&chart_dir).expect("chart loads");
+    let chart = Arc::new(chart::loader::load(&chart_dir).expect("chart loads"));
 
     action::Install::new(
         &action::ActionConfig::new(client.clone()),

@@ -4,6 +4,7 @@
 mod common;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use common::{install, opts, start, upgrade};
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -52,7 +53,7 @@ async fn lookup_sees_the_live_cluster() {
         .await
         .expect("create existing");
 
-    let chart = chart::loader::load(write_chart(&dir, TEMPLATE)).expect("chart");
+    let chart = Arc::new(chart::loader::load(write_chart(&dir, TEMPLATE)).expect("chart"));
     install(&client, &chart, Map::new(), &opts(&ns, "lk"))
         .await
         .expect("install");
@@ -74,7 +75,7 @@ async fn lookup_sees_the_live_cluster() {
         &dir.join("bad"),
         "{{ $x := lookup \"nope.example.com/v1\" \"Thing\" \"\" \"x\" }}\n",
     );
-    let chart = chart::loader::load(bad).expect("chart");
+    let chart = Arc::new(chart::loader::load(bad).expect("chart"));
     let err = install(&client, &chart, Map::new(), &opts(&ns, "bad"))
         .await
         .expect_err("unserved group");
@@ -100,7 +101,8 @@ data:
 async fn generated_passwords_survive_upgrades() {
     let (ns, client) = start();
     let dir = ns.dir().join("pw");
-    let load = || chart::loader::load(write_chart(&dir, PASSWORD_TEMPLATE)).expect("chart");
+    let load =
+        || Arc::new(chart::loader::load(write_chart(&dir, PASSWORD_TEMPLATE)).expect("chart"));
     let secrets: Api<k8s_openapi::api::core::v1::Secret> = Api::default_namespaced(client.clone());
     let password = || async {
         let s = secrets.get("pw-auth").await.expect("secret");

@@ -6,6 +6,7 @@
 
 mod common;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use action::{ActionOptions, Error, Install, Repair, Uninstall, UninstallOptions, Upgrade};
@@ -92,18 +93,20 @@ fn operator_opts(ns: &TestNamespace, name: &str, owner: &OwnerReference) -> Acti
 async fn records_carry_the_owner_and_what_lookup_returned() {
     let (ns, client) = start();
     let dir = ns.dir().to_path_buf();
-    let chart = chart::loader::load(testkit::write_chart(
-        &dir,
-        "looking",
-        &[
-            (
-                "Chart.yaml",
-                "apiVersion: v2\nname: looking\nversion: 0.1.0\n",
-            ),
-            ("templates/seen.yaml", LOOKING),
-        ],
-    ))
-    .expect("chart");
+    let chart = Arc::new(
+        chart::loader::load(testkit::write_chart(
+            &dir,
+            "looking",
+            &[
+                (
+                    "Chart.yaml",
+                    "apiVersion: v2\nname: looking\nversion: 0.1.0\n",
+                ),
+                ("templates/seen.yaml", LOOKING),
+            ],
+        ))
+        .expect("chart"),
+    );
     let cms: Api<ConfigMap> = Api::default_namespaced(client.clone());
     let src: ConfigMap =
         serde_json::from_value(json!({"metadata": {"name": "src"}, "data": {"v": "1"}}))
@@ -175,7 +178,7 @@ async fn records_carry_the_owner_and_what_lookup_returned() {
     assert_eq!(old.metadata.owner_references, Some(vec![owner.clone()]));
 
     // A chart without lookups records no digest (and the CLI's options none at all).
-    let plain = chart::loader::load(write_chart(ns.dir())).expect("chart");
+    let plain = Arc::new(chart::loader::load(write_chart(ns.dir())).expect("chart"));
     Install::new(&cfg, operator_opts(&ns, "plain", &owner))
         .run(&plain, Map::new())
         .await
@@ -193,15 +196,17 @@ async fn records_carry_the_owner_and_what_lookup_returned() {
 async fn leftovers_are_deleted_again_until_gone() {
     let (ns, client) = start();
     let dir = ns.dir().to_path_buf();
-    let chart = chart::loader::load(testkit::write_chart(
-        &dir,
-        "held",
-        &[
-            ("Chart.yaml", "apiVersion: v2\nname: held\nversion: 0.1.0\n"),
-            ("templates/held.yaml", HELD),
-        ],
-    ))
-    .expect("chart");
+    let chart = Arc::new(
+        chart::loader::load(testkit::write_chart(
+            &dir,
+            "held",
+            &[
+                ("Chart.yaml", "apiVersion: v2\nname: held\nversion: 0.1.0\n"),
+                ("templates/held.yaml", HELD),
+            ],
+        ))
+        .expect("chart"),
+    );
     let cfg = cfg(&client);
     let rel = Install::new(&cfg, opts(&ns, "h"))
         .run(&chart, Map::new())
@@ -267,15 +272,17 @@ async fn repair_reports_what_is_not_ready() {
         .namespace("action");
     let client = ns.client();
     let dir = ns.dir().to_path_buf();
-    let chart = chart::loader::load(testkit::write_chart(
-        &dir,
-        "web",
-        &[
-            ("Chart.yaml", "apiVersion: v2\nname: web\nversion: 0.1.0\n"),
-            ("templates/deploy.yaml", DEPLOYMENT),
-        ],
-    ))
-    .expect("chart");
+    let chart = Arc::new(
+        chart::loader::load(testkit::write_chart(
+            &dir,
+            "web",
+            &[
+                ("Chart.yaml", "apiVersion: v2\nname: web\nversion: 0.1.0\n"),
+                ("templates/deploy.yaml", DEPLOYMENT),
+            ],
+        ))
+        .expect("chart"),
+    );
     let cfg = cfg(&client);
     Install::new(&cfg, opts(&ns, "w"))
         .run(&chart, Map::new())
@@ -296,7 +303,7 @@ async fn repair_reports_what_is_not_ready() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_installs_of_a_fresh_release_cannot_both_win() {
     let (ns, client) = start();
-    let chart = chart::loader::load(write_chart(ns.dir())).expect("chart");
+    let chart = Arc::new(chart::loader::load(write_chart(ns.dir())).expect("chart"));
     let cfg = cfg(&client);
     for round in 0..3 {
         let name = format!("race{round}");

@@ -20,7 +20,7 @@ use serde_json::{json, Map};
 async fn disable_hooks_description_and_labels() {
     let (ns, client) = start();
     let chart_dir = write_chart(ns.dir());
-    let load = || chart::loader::load(&chart_dir).expect("chart loads");
+    let load = || Arc::new(chart::loader::load(&chart_dir).expect("chart loads"));
     let jobs: Api<Job> = Api::default_namespaced(client.clone());
 
     let mut o = opts(&ns, "quiet");
@@ -81,7 +81,7 @@ async fn disable_hooks_description_and_labels() {
 async fn transform_changes_objects_and_refusal_writes_nothing() {
     let (ns, client) = start();
     let chart_dir = write_chart(ns.dir());
-    let load = || chart::loader::load(&chart_dir).expect("chart loads");
+    let load = || Arc::new(chart::loader::load(&chart_dir).expect("chart loads"));
 
     // A refusing transform: no record, no object, and the error names the object.
     let mut o = opts(&ns, "t");
@@ -158,7 +158,7 @@ async fn transform_changes_objects_and_refusal_writes_nothing() {
 async fn wait_for_ready_objects_and_jobs() {
     let (ns, client) = start();
     let chart_dir = write_chart(ns.dir());
-    let load = || chart::loader::load(&chart_dir).expect("chart loads");
+    let load = || Arc::new(chart::loader::load(&chart_dir).expect("chart loads"));
 
     let mut o = opts(&ns, "w");
     o.wait = true;
@@ -207,7 +207,7 @@ async fn wait_for_ready_objects_and_jobs() {
 async fn rollback_on_failure_undoes_upgrade_and_install() {
     let (ns, client) = start();
     let chart_dir = write_chart(ns.dir());
-    let load = || chart::loader::load(&chart_dir).expect("chart loads");
+    let load = || Arc::new(chart::loader::load(&chart_dir).expect("chart loads"));
     let pvcs: Api<PersistentVolumeClaim> = Api::default_namespaced(client.clone());
     let cms: Api<ConfigMap> = Api::default_namespaced(client.clone());
 
@@ -273,7 +273,7 @@ async fn rollback_on_failure_undoes_upgrade_and_install() {
 async fn force_replaces_objects_that_cannot_change() {
     let (ns, client) = start();
     let chart_dir = write_chart(ns.dir());
-    let load = || chart::loader::load(&chart_dir).expect("chart loads");
+    let load = || Arc::new(chart::loader::load(&chart_dir).expect("chart loads"));
     install(&client, &load(), Map::new(), &opts(&ns, "f"))
         .await
         .expect("install");
@@ -336,7 +336,7 @@ async fn force_replaces_objects_that_cannot_change() {
 async fn api_failures_mid_action_leave_no_pending_record() {
     let (ns, client) = start();
     let chart_dir = write_chart(ns.dir());
-    let load = || chart::loader::load(&chart_dir).expect("chart loads");
+    let load = || Arc::new(chart::loader::load(&chart_dir).expect("chart loads"));
     install(&client, &load(), Map::new(), &opts(&ns, "m"))
         .await
         .expect("install");

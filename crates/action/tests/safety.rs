@@ -3,6 +3,7 @@
 
 mod common;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use action::Error;
@@ -69,7 +70,7 @@ fn host() -> String {
 async fn locks_refuse_live_holders_and_take_over_dead_ones() {
     let (ns, client) = start();
     let chart_dir = write_chart(ns.dir());
-    let load = || chart::loader::load(&chart_dir).expect("chart loads");
+    let load = || Arc::new(chart::loader::load(&chart_dir).expect("chart loads"));
 
     install(&client, &load(), Map::new(), &opts(&ns, "l"))
         .await
@@ -156,7 +157,7 @@ async fn leave_pending(client: &Client, name: &str, version: i64, status: Status
 async fn pending_leftovers_are_recovered() {
     let (ns, client) = start();
     let chart_dir = write_chart(ns.dir());
-    let load = || chart::loader::load(&chart_dir).expect("chart loads");
+    let load = || Arc::new(chart::loader::load(&chart_dir).expect("chart loads"));
 
     // An install that crashed after creating objects: the next install adopts them.
     let crashed = opts(&ns, "p");
@@ -263,7 +264,7 @@ async fn pending_leftovers_are_recovered() {
 async fn repair_restores_drift_without_a_new_revision() {
     let (ns, client) = start();
     let chart_dir = write_chart(ns.dir());
-    let load = || chart::loader::load(&chart_dir).expect("chart loads");
+    let load = || Arc::new(chart::loader::load(&chart_dir).expect("chart loads"));
     let err = repair(&client, &opts(&ns, "r"))
         .await
         .expect_err("nothing deployed");
@@ -339,7 +340,7 @@ async fn repair_restores_drift_without_a_new_revision() {
 async fn diff_upgrade_and_test_hooks() {
     let (ns, client) = start();
     let chart_dir = write_chart(ns.dir());
-    let load = || chart::loader::load(&chart_dir).expect("chart loads");
+    let load = || Arc::new(chart::loader::load(&chart_dir).expect("chart loads"));
     let v = values(json!({"greeting": "hi"}));
     install(&client, &load(), v.clone(), &opts(&ns, "d"))
         .await
@@ -396,7 +397,7 @@ async fn diff_upgrade_and_test_hooks() {
 async fn uninstall_locks_and_runs_in_a_terminating_namespace() {
     let (ns, client) = start();
     let chart_dir = write_chart(ns.dir());
-    let load = || chart::loader::load(&chart_dir).expect("chart loads");
+    let load = || Arc::new(chart::loader::load(&chart_dir).expect("chart loads"));
     let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
     // A second namespace of the test's own, which the test deletes itself; teardown
     // lifts the finalizer below once the test is over.

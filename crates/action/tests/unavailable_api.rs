@@ -28,7 +28,7 @@ fn start() -> (TestNamespace, UnavailableApi, kube::Client) {
     (ns, proxy, client)
 }
 
-fn chart(ns: &TestNamespace, name: &str, template: &str) -> chart::loader::Chart {
+fn chart(ns: &TestNamespace, name: &str, template: &str) -> Arc<chart::loader::Chart> {
     let meta = format!("apiVersion: v2\nname: {name}\nversion: 0.1.0\n");
     let dir: PathBuf = testkit::write_chart(
         ns.dir(),
@@ -38,7 +38,7 @@ fn chart(ns: &TestNamespace, name: &str, template: &str) -> chart::loader::Chart
             ("templates/t.yaml", template),
         ],
     );
-    chart::loader::load(&dir).expect("chart loads")
+    Arc::new(chart::loader::load(&dir).expect("chart loads"))
 }
 
 const ONE_CONFIGMAP: &str = r#"apiVersion: v1

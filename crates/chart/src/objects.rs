@@ -4,23 +4,37 @@
 use std::any::Any;
 use std::collections::BTreeMap;
 use std::rc::Rc;
+use std::sync::Arc;
 
 use gotmpl::{Func, List, ListKind, Map, Object, Ty, Value};
 
 /// `.Files`: the chart's non-template files (Helm's `files`, a
-/// `map[string][]byte` with methods).
+/// `map[string][]byte` with methods). The contents are the loaded chart's,
+/// shared: a template's value gets its own copy of a file only when it
+/// takes one out as bytes.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Files {
-    files: Rc<BTreeMap<String, Rc<[u8]>>>,
+    files: Rc<BTreeMap<String, Arc<[u8]>>>,
 }
 
 impl Files {
-    pub(crate) fn new(files: BTreeMap<String, Rc<[u8]>>) -> Self {
+    pub(crate) fn new(files: BTreeMap<String, Arc<[u8]>>) -> Self {
         Files {
             files: Rc::new(files),
         }
     }
 
+    /// The files of a chart, sharing their contents.
+    pub(crate) fn of(files: &[crate::loader::File]) -> Self {
+        Files::new(
+            files
+                .iter()
+                .map(|f| (f.name.clone(), f.data.clone()))
+                .collect(),
+        )
+    }
+
+    #[cfg(test)]
     pub(crate) fn from_pairs<I, S, B>(pairs: I) -> Self
     where
         I: IntoIterator<Item = (S, B)>,
@@ -30,7 +44,7 @@ impl Files {
         Files::new(
             pairs
                 .into_iter()
-                .map(|(k, v)| (k.into(), Rc::from(v.as_ref())))
+                .map(|(k, v)| (k.into(), Arc::from(v.as_ref())))
                 .collect(),
         )
     }
@@ -39,7 +53,7 @@ impl Files {
         let m: Map = self
             .files
             .iter()
-            .map(|(k, v)| (k.clone(), Value::Bytes(v.clone())))
+            .map(|(k, v)| (k.clone(), bytes(v)))
             .collect();
         Value::map(m)
     }
@@ -70,6 +84,12 @@ impl Files {
             .collect();
         Value::map(m)
     }
+}
+
+/// A file's contents as a template value (`[]byte`): the template
+/// engine's values are the rendering thread's own, so this is a copy.
+fn bytes(data: &[u8]) -> Value {
+    Value::Bytes(Rc::from(data))
 }
 
 /// Translates a gobwas/glob pattern with `/` as separator into a regex.
@@ -140,12 +160,7 @@ impl Object for Files {
             }),
             "GetBytes" => Func::new(&[Ty::String], move |_, a| {
                 let p = a[0].as_str().unwrap_or_default();
-                Ok(Value::Bytes(
-                    me.files
-                        .get(p)
-                        .cloned()
-                        .unwrap_or_else(|| Rc::from(&b""[..])),
-                ))
+                Ok(me.files.get(p).map_or_else(|| bytes(b""), |b| bytes(b)))
             }),
             "Glob" => Func::new(&[Ty::String], move |_, a| {
                 Ok(Value::object(me.glob(a[0].as_str().unwrap_or_default())))
@@ -192,7 +207,7 @@ impl Object for Files {
         Some(
             self.files
                 .iter()
-                .map(|(k, v)| (Value::str(k), Value::Bytes(v.clone())))
+                .map(|(k, v)| (Value::str(k), bytes(v)))
                 .collect(),
         )
     }

@@ -3,19 +3,27 @@
 //! each chart's built-in objects (`.Values`, `.Chart`, `.Release`,
 //! `.Capabilities`, `.Files`, `.Subcharts`), render, and split the output
 //! into notes, hooks and the sorted release manifest.
+//!
+//! A render only reads the chart it is given: Helm's dependency processing,
+//! which edits the chart in place, works on a view of it here (see
+//! `dependencies`), and what the release needs of the chart's files is
+//! shared with the chart rather than copied. A chart loaded once can be
+//! rendered for any number of releases, on any number of threads.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::sync::Arc;
 
 use gotmpl::{MapKind, MapRef, Value};
 
+use crate::dependencies::ChartView;
 use crate::engine::{Engine, LookupFn, RenderError, Renderable};
-use crate::loader::Chart;
+use crate::loader::{Chart, File};
 use crate::manifest::{self, Hook, Manifest, ManifestError, INSTALL_ORDER};
 use crate::objects::{Capabilities, Files, KubeVersion};
 use crate::schema;
-use crate::values::prepare::{self, PrepareError, PrepareOptions, PreparedChart};
+use crate::values::prepare::{self, PrepareError, PrepareOptions, PreparedChart, ProcessedChart};
 use crate::values::Values;
 
 /// The release a chart is rendered for (`.Release`).
@@ -55,6 +63,10 @@ pub struct RenderOptions {
     pub lookup: Option<LookupFn>,
     /// Validate values against `values.schema.json`.
     pub skip_schema_validation: bool,
+    /// Default values for the root chart in place of its `values.yaml`
+    /// (Helm's `--reuse-values` renders with the last release's), the
+    /// chart itself left as it is.
+    pub chart_values: Option<Values>,
 }
 
 /// Why a chart could not be rendered.
@@ -80,8 +92,9 @@ pub struct Rendered {
     /// The engine's output per template, as `helm-oracle render` prints it
     /// (every non-partial template, including empty files and NOTES.txt).
     pub files: BTreeMap<String, String>,
-    /// CRDs from `crds/` folders of the chart and enabled subcharts.
-    pub crds: Vec<(String, String)>,
+    /// CRDs from `crds/` folders of the chart and enabled subcharts, by
+    /// full name: the chart's files, shared with it ([`File::text`]).
+    pub crds: Vec<(String, File)>,
     /// The root chart's NOTES.txt output, if any.
     pub notes: Option<String>,
     /// Hooks, sorted by weight then kind.
@@ -92,6 +105,8 @@ pub struct Rendered {
     pub values: Values,
     /// Helm's coalescing warnings.
     pub warnings: Vec<String>,
+    /// The root chart as dependency processing left it for this render.
+    pub chart: ProcessedChart,
 }
 
 impl Rendered {
@@ -147,7 +162,7 @@ fn renderables(p: &PreparedChart, release: &ReleaseInfo, caps: Value) -> Vec<Ren
                 subcharts.insert(name.clone(), Value::Map(c.clone()));
             }
         }
-        let files = Files::from_pairs(scope.files.iter().map(|f| (f.name.as_str(), &f.data)));
+        let files = Files::of(&scope.files);
         let mut ctx = gotmpl::Map::new();
         ctx.insert("Chart".into(), scope.metadata.template_value(scope.is_root));
         ctx.insert("Files".into(), Value::object(files));
@@ -163,7 +178,7 @@ fn renderables(p: &PreparedChart, release: &ReleaseInfo, caps: Value) -> Vec<Ren
             let vals = contexts.get(t.chart).cloned().flatten()?;
             Some(Renderable {
                 name: t.name.clone(),
-                text: crate::loader::utf8_lossy(&t.data).into_owned(),
+                text: t.data.clone(),
                 vals,
                 base_path: t.base_path.clone(),
             })
@@ -179,17 +194,20 @@ pub struct RenderedFiles {
     /// Output per template, as `helm-oracle render` prints it (every
     /// non-partial template, including empty files and NOTES.txt).
     pub files: BTreeMap<String, String>,
-    /// CRDs from `crds/` folders of the chart and enabled subcharts.
-    pub crds: Vec<(String, String)>,
+    /// CRDs from `crds/` folders of the chart and enabled subcharts, by
+    /// full name: the chart's files, shared with it ([`File::text`]).
+    pub crds: Vec<(String, File)>,
     /// The merged values the templates saw (`.Values`).
     pub values: Values,
     /// Helm's coalescing warnings.
     pub warnings: Vec<String>,
+    /// The root chart as dependency processing left it for this render.
+    pub chart: ProcessedChart,
 }
 
 /// Prepares and renders a loaded chart: what Helm's engine returns.
 pub fn render_templates(
-    chart: Chart,
+    chart: &Chart,
     user_values: Values,
     opts: &RenderOptions,
 ) -> Result<RenderedFiles, RenderChartError> {
@@ -200,7 +218,7 @@ pub fn render_templates(
 /// text) as soon as it is out, so that the caller can work on it while
 /// the other templates run (as [`crate::oneshot`] does).
 pub fn render_templates_feeding(
-    chart: Chart,
+    chart: &Chart,
     user_values: Values,
     opts: &RenderOptions,
     feed: &mut dyn FnMut(&str, &str),
@@ -232,7 +250,7 @@ pub(crate) struct StagedRender {
 /// The first half of [`render_templates`]: everything up to running the
 /// templates, with the same errors in the same order.
 pub(crate) fn stage(
-    chart: Chart,
+    chart: &Chart,
     user_values: Values,
     opts: &RenderOptions,
 ) -> Result<StagedRender, RenderChartError> {
@@ -244,7 +262,7 @@ pub(crate) fn stage(
 /// [`crate::oneshot`]): for one-shot renders, where the render is all
 /// the process does.
 pub(crate) fn stage_on_two_threads(
-    chart: Chart,
+    chart: &Chart,
     user_values: Values,
     opts: &RenderOptions,
 ) -> Result<StagedRender, RenderChartError> {
@@ -252,7 +270,7 @@ pub(crate) fn stage_on_two_threads(
 }
 
 fn stage_with(
-    chart: Chart,
+    chart: &Chart,
     user_values: Values,
     opts: &RenderOptions,
     two_threads: bool,
@@ -274,8 +292,14 @@ fn stage_with(
     // are rendered rather than before, as Helm does. The outcome is Helm's
     // either way: values that do not meet a schema fail with the schema's
     // error, whatever the render gave.
-    let prepared = prepare::prepare_with(
-        chart,
+    let mut view = ChartView::new(chart);
+    if let Some(values) = &opts.chart_values {
+        // A copy of its own: the release records these as the chart's
+        // values (`PreparedChart::chart_values`).
+        view.values = Cow::Owned(values.clone());
+    }
+    let prepared = prepare::prepare_view(
+        view,
         user_values,
         PrepareOptions {
             validate_schema: false,
@@ -309,7 +333,7 @@ fn stage_with(
 }
 
 fn validate(p: &PreparedChart) -> Result<(), PrepareError> {
-    schema::validate_against_schema(&p.chart, &p.values).map_err(PrepareError::from)
+    schema::validate_against_schema(&p.charts, &p.values).map_err(PrepareError::from)
 }
 
 impl StagedRender {
@@ -346,16 +370,23 @@ impl StagedRender {
         let files = files?;
         // The other thread, joined, has let go of its share.
         let prepared = Arc::try_unwrap(prepared).unwrap_or_else(|shared| (*shared).clone());
+        // The root's scope (there always is one) holds its processed metadata.
+        let metadata = prepared
+            .charts
+            .into_iter()
+            .next()
+            .map(|root| root.metadata)
+            .unwrap_or_default();
         Ok(RenderedFiles {
-            chart_name: prepared.chart.name().to_string(),
-            crds: prepared
-                .crds
-                .iter()
-                .map(|(n, f)| (n.clone(), crate::loader::utf8_lossy(&f.data).into_owned()))
-                .collect(),
+            chart_name: metadata.name.clone(),
+            crds: prepared.crds,
             files,
             values: prepared.values,
             warnings: prepared.warnings,
+            chart: ProcessedChart {
+                metadata,
+                values: prepared.chart_values,
+            },
         })
     }
 }
@@ -363,7 +394,7 @@ impl StagedRender {
 /// Renders a loaded chart with the user's merged values and sorts the
 /// output into notes, hooks and manifests, as `helm install` does.
 pub fn render_chart(
-    chart: Chart,
+    chart: &Chart,
     user_values: Values,
     opts: &RenderOptions,
 ) -> Result<Rendered, RenderChartError> {
@@ -381,5 +412,6 @@ pub fn render_chart(
         manifests: sorted.manifests,
         values: r.values,
         warnings: r.warnings,
+        chart: r.chart,
     })
 }

@@ -14,7 +14,7 @@
 use std::cell::RefCell;
 use std::sync::{Arc, Mutex};
 
-use crate::loader::Chart;
+use crate::values::prepare::ChartScope;
 use crate::values::Values;
 use gocodec::memo::Memo;
 use serde_json::Value as Json;
@@ -24,11 +24,17 @@ use serde_json::Value as Json;
 #[error("values don't meet the specifications of the schema(s) in the following chart(s):\n{0}")]
 pub struct SchemaError(pub String);
 
-/// Validates `values` against the schema of `chart` and of each subchart
-/// (whose values are `values[<subchart name>]`). Returns Helm's error text.
-pub(crate) fn validate_against_schema(chart: &Chart, values: &Values) -> Result<(), SchemaError> {
+/// Validates `values` against the schema of the root of `charts` (a
+/// prepared chart's scopes) and of each subchart (whose values are
+/// `values[<subchart name>]`). Returns Helm's error text.
+pub(crate) fn validate_against_schema(
+    charts: &[ChartScope],
+    values: &Values,
+) -> Result<(), SchemaError> {
     let mut sb = String::new();
-    collect(chart, values, &mut sb);
+    if !charts.is_empty() {
+        collect(charts, 0, values, &mut sb);
+    }
     if sb.is_empty() {
         Ok(())
     } else {
@@ -36,20 +42,21 @@ pub(crate) fn validate_against_schema(chart: &Chart, values: &Values) -> Result<
     }
 }
 
-fn collect(chart: &Chart, values: &Values, sb: &mut String) {
+fn collect(charts: &[ChartScope], at: usize, values: &Values, sb: &mut String) {
+    let chart = &charts[at];
     if let Some(schema) = &chart.schema {
         if let Err(e) = validate_single(values, schema) {
-            sb.push_str(&format!("{}:\n", chart.name()));
+            sb.push_str(&format!("{}:\n", chart.metadata.name));
             sb.push_str(&e);
         }
     }
-    for sub in &chart.dependencies {
-        match values.get(sub.name()) {
+    for (name, sub) in &chart.subcharts {
+        match values.get(name) {
             None | Some(Json::Null) => {}
-            Some(Json::Object(sv)) => collect(sub, sv, sb),
+            Some(Json::Object(sv)) => collect(charts, *sub, sv, sb),
             Some(other) => sb.push_str(&format!(
                 "{}:\ninvalid type for values: expected object (map), got {}\n",
-                sub.name(),
+                name,
                 go_type(other)
             )),
         }
@@ -385,13 +392,27 @@ fn quote_prop(p: &Json) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::loader::Chart;
+    use crate::values::prepare::{prepare_with, PrepareOptions};
     use serde_json::json;
 
     fn chart_with_schema(name: &str, schema: Json) -> Chart {
         let mut c = Chart::default();
         c.metadata.name = name.into();
-        c.schema = Some(serde_json::to_vec(&schema).unwrap());
+        c.schema = Some(serde_json::to_vec(&schema).unwrap().into());
         c
+    }
+
+    /// Validates `values` against the schemas of `chart` as a render
+    /// would (values taken as they are, not coalesced with defaults).
+    fn validate_against_schema(chart: &Chart, values: &Values) -> Result<(), SchemaError> {
+        let opts = PrepareOptions {
+            check_dependencies: false,
+            validate_schema: false,
+            merge_import_values: true,
+        };
+        let prepared = prepare_with(chart, Values::new(), opts).unwrap();
+        super::validate_against_schema(&prepared.charts, values)
     }
 
     #[test]

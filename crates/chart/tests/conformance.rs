@@ -124,7 +124,7 @@ fn render_case(dir: &std::path::Path, case: &serde_json::Value) -> Result<String
         },
         ..RenderOptions::default()
     };
-    let out = render_templates(chart, user, &opts).map_err(|e| e.to_string())?;
+    let out = render_templates(&chart, user, &opts).map_err(|e| e.to_string())?;
     Ok(out
         .files
         .get("t/templates/t.txt")

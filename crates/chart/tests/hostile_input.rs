@@ -53,7 +53,7 @@ fn render_deep(
 ) -> Result<std::collections::BTreeMap<String, String>, String> {
     on_deep_stack(move || {
         let vals = chart::values::as_values(values);
-        let r = render_templates(c, vals, &RenderOptions::default()).map_err(|e| e.to_string());
+        let r = render_templates(&c, vals, &RenderOptions::default()).map_err(|e| e.to_string());
         r.map(|r| r.files)
     })
 }
@@ -166,7 +166,7 @@ fn rendered_output_as_deep_as_the_api_server_takes_is_sorted_and_deeper_is_refus
     let text = deep_manifest(9_000);
     let sorted = on_deep_stack(move || {
         let vals = chart::values::as_values(json!({ "text": text }));
-        let r = render_templates(c, vals, &RenderOptions::default()).expect("renders");
+        let r = render_templates(&c, vals, &RenderOptions::default()).expect("renders");
         let s = chart::manifest::sort_manifests(&r.files, chart::manifest::INSTALL_ORDER)
             .map(|s| (s.manifests.len(), s.manifests[0].content.len()));
         s.map_err(|e| e.to_string())

@@ -131,7 +131,7 @@ fn enabled_subcharts_match_helm() {
     for s in scenarios(&corpus) {
         let id = format!("{}/{}", s.chart, s.name);
         let c = loader::load(corpus.join("charts").join(&s.chart)).unwrap();
-        let res = prepare(c, s.values.clone());
+        let res = prepare(&c, s.values.clone());
         let helm_err = s.expected["error"].as_str();
         match (res, helm_err) {
             (Err(e), Some(he)) => {
@@ -280,7 +280,7 @@ fn scoped_values_match_helm_oracle() {
             continue;
         };
         let c = loader::load(tcorpus.join("charts").join(&s.chart)).unwrap();
-        let Ok(p) = prepare_with(c, s.values.clone(), PrepareOptions::default()) else {
+        let Ok(p) = prepare_with(&c, s.values.clone(), PrepareOptions::default()) else {
             continue;
         };
         for (i, scope) in p.charts.iter().enumerate() {
@@ -406,7 +406,7 @@ fn loads_directory_with_helmignore_and_subcharts() {
         vec![".helmignore", "crds/crd.yaml", "files/secret.txt"]
     );
 
-    let p = prepare(c, Values::new()).unwrap();
+    let p = prepare(&c, Values::new()).unwrap();
     let names: Vec<&str> = p.templates.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(
         names,
@@ -504,7 +504,7 @@ fn library_chart_templates_are_helpers_only() {
         "{{ define \"x\" }}{{ end }}",
     );
     write(&d, "charts/common/templates/ignored.yaml", "kind: x");
-    let p = prepare(loader::load(&d).unwrap(), Values::new()).unwrap();
+    let p = prepare(&loader::load(&d).unwrap(), Values::new()).unwrap();
     let names: BTreeMap<&str, bool> = p
         .templates
         .iter()
@@ -535,12 +535,164 @@ fn schema_violations_fail_prepare() {
         r#"{"type":"object","properties":{"port":{"type":"integer"}}}"#,
     );
     let c = loader::load(&d).unwrap();
-    assert!(prepare(c.clone(), Values::new()).is_ok());
+    assert!(prepare(&c, Values::new()).is_ok());
     let user = json!({"port": "eighty"}).as_object().unwrap().clone();
-    let e = prepare(c, user).unwrap_err().to_string();
+    let e = prepare(&c, user).unwrap_err().to_string();
     assert_eq!(
         e,
         "values don't meet the specifications of the schema(s) in the following chart(s):\napp:\n- at '/port': got string, want integer\n"
     );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Renders share the loaded chart (an operator loads it once for every
+/// release): each must come out as a render of a freshly loaded chart,
+/// whichever values the renders before it processed the chart's
+/// dependencies with, and the chart must stay as loaded.
+#[test]
+fn one_loaded_chart_serves_releases_as_fresh_loads_do() {
+    use chart::render::{render_chart, RenderOptions};
+    let d = scratch("shared");
+    write(
+        &d,
+        "Chart.yaml",
+        "apiVersion: v2\nname: app\nversion: 1.0.0\ndependencies:\n\
+         - name: lib\n  version: 1.x.x\n\
+         - name: cache\n  version: 7.x.x\n  alias: front\n\
+         - name: cache\n  version: 7.x.x\n  alias: back\n  condition: back.enabled\n\
+         - name: db\n  version: '*'\n  condition: db.enabled\n  tags: [store]\n\
+         - name: metrics\n  version: '*'\n  import-values:\n  - data\n  - child: deep.table\n    parent: fromChild\n",
+    );
+    write(
+        &d,
+        "values.yaml",
+        "db:\n  enabled: false\nfromChild:\n  keep: parent\nglobal:\n  domain: example.org\n",
+    );
+    write(&d, "crds/top.yaml", "kind: CustomResourceDefinition\n");
+    write(&d, "files/greeting.txt", "hello");
+    write(
+        &d,
+        "templates/app.yaml",
+        "name: {{ .Chart.Name }}\nsubcharts: {{ keys .Subcharts | sortAlpha }}\n\
+         deps: {{ range .Chart.Dependencies }}{{ .Name }}={{ .Enabled }} {{ end }}\n\
+         imported: {{ .Values.endpoint }} {{ toJson .Values.fromChild }}\n\
+         file: {{ .Files.Get \"files/greeting.txt\" }}\n",
+    );
+    write(
+        &d,
+        "templates/NOTES.txt",
+        "{{ .Release.Name }} of {{ .Chart.Name }}",
+    );
+    write(
+        &d,
+        "charts/lib/Chart.yaml",
+        "apiVersion: v2\nname: lib\nversion: 1.0.0\ntype: library\n",
+    );
+    write(
+        &d,
+        "charts/lib/templates/_name.tpl",
+        "{{ define \"lib.name\" }}{{ .Chart.Name }}-{{ .Values.port | default 0 }}{{ end }}",
+    );
+    write(
+        &d,
+        "charts/cache/Chart.yaml",
+        "apiVersion: v2\nname: cache\nversion: 7.1.0\ndependencies:\n\
+         - name: sidecar\n  version: '*'\n  condition: sidecar.enabled\n",
+    );
+    write(
+        &d,
+        "charts/cache/values.yaml",
+        "port: 6379\nsidecar:\n  enabled: true\n",
+    );
+    write(
+        &d,
+        "charts/cache/crds/cache.yaml",
+        "kind: CustomResourceDefinition\n",
+    );
+    write(
+        &d,
+        "charts/cache/templates/svc.yaml",
+        "svc: {{ include \"lib.name\" . }} {{ .Values.global.domain }}\n",
+    );
+    write(
+        &d,
+        "charts/cache/charts/sidecar/Chart.yaml",
+        "apiVersion: v2\nname: sidecar\nversion: 0.1.0\n",
+    );
+    write(
+        &d,
+        "charts/cache/charts/sidecar/templates/s.yaml",
+        "sidecar: {{ .Chart.Name }} of {{ .Template.BasePath }}\n",
+    );
+    write(
+        &d,
+        "charts/db/Chart.yaml",
+        "apiVersion: v2\nname: db\nversion: 2.0.0\n",
+    );
+    write(
+        &d,
+        "charts/db/templates/db.yaml",
+        "db: {{ .Values.size | default \"small\" }}\n",
+    );
+    write(
+        &d,
+        "charts/metrics/Chart.yaml",
+        "apiVersion: v2\nname: metrics\nversion: 0.3.0\n",
+    );
+    write(
+        &d,
+        "charts/metrics/values.yaml",
+        "exports:\n  data:\n    endpoint: http://metrics\ndeep:\n  table:\n    keep: child\n    extra: 1\n",
+    );
+    write(
+        &d,
+        "charts/metrics/templates/m.yaml",
+        "m: {{ .Values.deep.table.extra }}\n",
+    );
+
+    let shared = loader::load(&d).unwrap();
+    let loaded = format!("{shared:?}");
+    let values = |v: Json| v.as_object().cloned().unwrap_or_default();
+    let releases = [
+        (json!({}), None),
+        (
+            json!({"back": {"enabled": false}, "db": {"enabled": true}, "front": {"sidecar": {"enabled": false}}}),
+            None,
+        ),
+        (
+            json!({"tags": {"store": true}, "db": {"enabled": null}}),
+            None,
+        ),
+        (json!({}), None),
+        // `--reuse-values`: other defaults for the root, the chart unchanged.
+        (
+            json!({}),
+            Some(json!({"back": {"enabled": false}, "fromChild": {"keep": "reused"}})),
+        ),
+        (json!({"back": {"enabled": true}}), None),
+    ];
+    let mut seen = BTreeSet::new();
+    for (user, defaults) in releases {
+        let opts = RenderOptions {
+            chart_values: defaults.clone().map(values),
+            ..RenderOptions::default()
+        };
+        let from_shared = render_chart(&shared, values(user.clone()), &opts).unwrap();
+        let mut fresh = loader::load(&d).unwrap();
+        if let Some(defaults) = defaults {
+            fresh.values = values(defaults);
+        }
+        let fresh_opts = RenderOptions::default();
+        let from_fresh = render_chart(&fresh, values(user.clone()), &fresh_opts).unwrap();
+        assert_eq!(
+            format!("{from_shared:?}"),
+            format!("{from_fresh:?}"),
+            "values {user}"
+        );
+        assert_eq!(format!("{shared:?}"), loaded, "the chart changed");
+        seen.insert(from_shared.files["app/templates/app.yaml"].clone());
+    }
+    // The values above do enable and disable subcharts.
+    assert!(seen.len() >= 4, "{seen:#?}");
     let _ = std::fs::remove_dir_all(&d);
 }

@@ -27,14 +27,14 @@ pub trait ActionClient: Send + Sync {
     /// Installs, or records a release over live objects of one whose records were lost.
     async fn install(
         &self,
-        chart: &Chart,
+        chart: &Arc<Chart>,
         values: Values,
         opts: ActionOptions,
     ) -> action::Result<Installed>;
 
     async fn upgrade(
         &self,
-        chart: &Chart,
+        chart: &Arc<Chart>,
         values: Values,
         opts: ActionOptions,
     ) -> action::Result<Release>;
@@ -42,7 +42,7 @@ pub trait ActionClient: Send + Sync {
     /// What an upgrade would change, writing nothing.
     async fn diff_upgrade(
         &self,
-        chart: &Chart,
+        chart: &Arc<Chart>,
         values: Values,
         opts: ActionOptions,
     ) -> action::Result<UpgradeDiff>;
@@ -117,7 +117,7 @@ impl ActionClient for Actions {
 
     async fn install(
         &self,
-        chart: &Chart,
+        chart: &Arc<Chart>,
         values: Values,
         opts: ActionOptions,
     ) -> action::Result<Installed> {
@@ -128,7 +128,7 @@ impl ActionClient for Actions {
 
     async fn upgrade(
         &self,
-        chart: &Chart,
+        chart: &Arc<Chart>,
         values: Values,
         opts: ActionOptions,
     ) -> action::Result<Release> {
@@ -137,7 +137,7 @@ impl ActionClient for Actions {
 
     async fn diff_upgrade(
         &self,
-        chart: &Chart,
+        chart: &Arc<Chart>,
         values: Values,
         opts: ActionOptions,
     ) -> action::Result<UpgradeDiff> {

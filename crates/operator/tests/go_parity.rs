@@ -125,7 +125,7 @@ fn action_config(tc: &TestCluster) -> action::ActionConfig {
 async fn another_charts_release_is_never_taken_over() {
     let tc = TestCluster::start("duplicate-name", true).await;
     // `helm install app other/` got there first.
-    let other = chart::loader::load(chart_dir("other")).expect("chart");
+    let other = std::sync::Arc::new(chart::loader::load(chart_dir("other")).expect("chart"));
     action::Install::new(
         &action_config(&tc),
         action::ActionOptions::new("app", &tc.namespace),
@@ -215,7 +215,7 @@ async fn records_are_owned_by_the_cr_and_collected_with_it() {
 
     // A release `helm install` made for the same chart: its record gets the owner
     // reference and the label on the operator's first write, without a new revision.
-    let keeper = chart::loader::load(chart_dir("keeper")).expect("chart");
+    let keeper = std::sync::Arc::new(chart::loader::load(chart_dir("keeper")).expect("chart"));
     action::Install::new(
         &action_config(&tc),
         action::ActionOptions::new("adopt", &tc.namespace),

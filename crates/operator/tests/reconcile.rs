@@ -493,7 +493,7 @@ async fn failed_upgrade_rolls_back_and_does_not_loop() {
 async fn releases_made_by_helm_are_compared_by_render() {
     let (ns, client) = start();
     let ctx = context(&client, watch());
-    let chart = chart::loader::load(chart_dir()).expect("chart");
+    let chart = std::sync::Arc::new(chart::loader::load(chart_dir()).expect("chart"));
     // As `helm install` would leave it: no inputs digest on the record.
     for (name, random) in [("steady", false), ("noisy", true)] {
         let values = json!({"greeting": "hi", "random": random})

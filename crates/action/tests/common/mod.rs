@@ -120,7 +120,7 @@ pub fn cfg(client: &Client) -> ActionConfig {
 
 pub async fn install(
     client: &Client,
-    chart: &Chart,
+    chart: &Arc<Chart>,
     values: Map<String, Value>,
     opts: &ActionOptions,
 ) -> action::Result<Release> {
@@ -131,7 +131,7 @@ pub async fn install(
 
 pub async fn upgrade(
     client: &Client,
-    chart: &Chart,
+    chart: &Arc<Chart>,
     values: Map<String, Value>,
     opts: &ActionOptions,
 ) -> action::Result<Release> {
@@ -142,7 +142,7 @@ pub async fn upgrade(
 
 pub async fn diff_upgrade(
     client: &Client,
-    chart: &Chart,
+    chart: &Arc<Chart>,
     values: Map<String, Value>,
     opts: &ActionOptions,
 ) -> action::Result<UpgradeDiff> {

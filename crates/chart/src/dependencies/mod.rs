@@ -1,16 +1,65 @@
 //! Helm's dependency processing (`pkg/chart/v2/util/dependencies.go`):
 //! aliases, enabling and disabling subcharts by `condition` and `tags`, and
-//! `import-values`, applied to a loaded chart in Helm's order. Like Helm's,
-//! it rewrites the chart: disabled subcharts and their metadata entries go
-//! away, aliased subcharts are renamed copies, and each chart's default
-//! values become the merge of its own and its subcharts' values plus the
-//! imported ones.
+//! `import-values`, applied in Helm's order. Helm rewrites the loaded chart
+//! in place (its CLI loads the chart for the one release it makes):
+//! disabled subcharts and their metadata entries go away, aliased subcharts
+//! are renamed copies, and each chart's default values become the merge of
+//! its own and its subcharts' values plus the imported ones.
+//!
+//! Here a loaded chart is shared by every release rendered from it, so it is
+//! never changed: processing works on a [`ChartView`] of it, which borrows
+//! the chart (templates, files, schema) and keeps beside it only what
+//! processing changes (metadata and default values, copied on first change)
+//! and which subcharts are enabled, under which names.
 
-use crate::chartfile::Dependency;
+use std::borrow::Cow;
+
+use crate::chartfile::{Dependency, Metadata};
 use crate::loader::Chart;
 use crate::values::Values;
 use crate::values::{self, Warnings};
 use serde_json::Value as Json;
+
+/// A loaded chart as one release sees it: before processing, the chart and
+/// all of its subcharts as loaded; after [`process_dependencies`], the
+/// chart as Helm's processing would have left it.
+#[derive(Debug, Clone)]
+pub(crate) struct ChartView<'a> {
+    /// The loaded chart: its templates, files and schema, which processing
+    /// never changes.
+    pub(crate) chart: &'a Chart,
+    /// `Chart.yaml`: a subchart's name becomes its alias, and the entries
+    /// of `dependencies` are enabled, aliased or dropped.
+    pub(crate) metadata: Cow<'a, Metadata>,
+    /// The chart's default values (`values.yaml`), or what processing
+    /// made of them with `import-values`.
+    pub(crate) values: Cow<'a, Values>,
+    /// The subcharts: every loaded one, then the enabled ones, aliased
+    /// (one chart named by two aliases is seen twice).
+    pub(crate) dependencies: Vec<ChartView<'a>>,
+}
+
+impl<'a> ChartView<'a> {
+    /// `chart` and its subcharts as loaded.
+    pub(crate) fn new(chart: &'a Chart) -> ChartView<'a> {
+        ChartView {
+            chart,
+            metadata: Cow::Borrowed(&chart.metadata),
+            values: Cow::Borrowed(&chart.values),
+            dependencies: chart.dependencies.iter().map(ChartView::new).collect(),
+        }
+    }
+
+    /// The name the chart goes by: its alias, once processed under one.
+    pub(crate) fn name(&self) -> &str {
+        &self.metadata.name
+    }
+
+    /// Whether this is a library chart, whose templates only supply helpers.
+    pub(crate) fn is_library(&self) -> bool {
+        self.metadata.is_library()
+    }
+}
 
 /// A dependency problem that stops a release.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -49,7 +98,7 @@ pub(crate) fn check_dependencies(chart: &Chart) -> Result<(), DependencyError> {
 /// use): enables/disables subcharts against the user values `vals`, then
 /// imports values from children into parents.
 pub(crate) fn process_dependencies(
-    chart: &mut Chart,
+    chart: &mut ChartView<'_>,
     vals: &Values,
     merge: bool,
     warn: &mut Warnings,
@@ -60,20 +109,12 @@ pub(crate) fn process_dependencies(
 
 /// Whether dependency entry `dep` names chart `c`: its name, in the
 /// entry's version range.
-fn names_chart(dep: &Dependency, c: &Chart) -> bool {
+fn names_chart(dep: &Dependency, c: &ChartView<'_>) -> bool {
     c.name() == dep.name && is_compatible_range(&dep.version, &c.metadata.version)
 }
 
-/// Where in `charts` the chart a dependency entry names is: the first one
-/// it names.
-fn dependency_chart(charts: &[Option<Chart>], dep: &Dependency) -> Option<usize> {
-    charts
-        .iter()
-        .position(|c| c.as_ref().is_some_and(|c| names_chart(dep, c)))
-}
-
 fn process_enabled(
-    chart: &mut Chart,
+    chart: &mut ChartView<'_>,
     vals: &Values,
     path: &str,
     warn: &mut Warnings,
@@ -81,54 +122,36 @@ fn process_enabled(
     if chart.metadata.dependencies.is_empty() {
         return Ok(());
     }
-    // Charts are moved, not copied, into the new list (copying a subchart
-    // copies its files and values): those no entry declares first, then
-    // one per entry; a chart two entries name (under two aliases) is
-    // copied for all but the last.
-    let mut existing: Vec<Option<Chart>> = std::mem::take(&mut chart.dependencies)
-        .into_iter()
-        .map(Some)
+    // The subcharts no entry declares first, then, per entry, the first
+    // chart it names (under its alias). Copying a view copies no file:
+    // the subcharts below are not processed yet, so their views borrow
+    // everything.
+    let loaded = std::mem::take(&mut chart.dependencies);
+    let mut chart_deps: Vec<ChartView<'_>> = loaded
+        .iter()
+        .filter(|c| !chart.metadata.deps().any(|r| names_chart(r, c)))
+        .cloned()
         .collect();
-    let mut chart_deps: Vec<Chart> = Vec::new();
-    for e in &mut existing {
-        let declared = e
-            .as_ref()
-            .is_some_and(|e| chart.metadata.deps().any(|r| names_chart(r, e)));
-        if !declared {
-            chart_deps.extend(e.take());
-        }
-    }
-    let picks: Vec<Option<usize>> = chart
-        .metadata
-        .deps()
-        .map(|r| dependency_chart(&existing, r))
-        .collect();
-    for (i, req) in chart.metadata.dependencies.iter_mut().flatten().enumerate() {
-        if let Some(at) = picks[i] {
-            let last = !picks[i + 1..].contains(&Some(at));
-            let picked = if last {
-                existing[at].take()
-            } else {
-                existing[at].clone()
-            };
-            if let Some(mut c) = picked {
-                if !req.alias.is_empty() {
-                    c.metadata.name = req.alias.clone();
-                }
-                chart_deps.push(c);
+    let metadata = chart.metadata.to_mut();
+    for req in metadata.dependencies.iter_mut().flatten() {
+        if let Some(c) = loaded.iter().find(|c| names_chart(req, c)) {
+            let mut c = c.clone();
+            if !req.alias.is_empty() {
+                c.metadata.to_mut().name = req.alias.clone();
             }
+            chart_deps.push(c);
         }
         if !req.alias.is_empty() {
             req.name = req.alias.clone();
         }
     }
-    chart.dependencies = chart_deps;
-    for r in chart.metadata.dependencies.iter_mut().flatten() {
+    for r in metadata.dependencies.iter_mut().flatten() {
         r.enabled = true;
     }
+    chart.dependencies = chart_deps;
     let cvals = values::coalesce_values(chart, vals, warn)?;
-    process_tags(chart, &cvals);
-    process_conditions(chart, &cvals, path);
+    process_tags(chart.metadata.to_mut(), &cvals);
+    process_conditions(chart.metadata.to_mut(), &cvals, path);
 
     let removed: std::collections::BTreeSet<String> = chart
         .metadata
@@ -139,6 +162,7 @@ fn process_enabled(
     chart.dependencies.retain(|d| !removed.contains(d.name()));
     chart
         .metadata
+        .to_mut()
         .dependencies
         .retain(|r| r.as_ref().is_none_or(|r| !removed.contains(&r.name)));
     for t in &mut chart.dependencies {
@@ -148,11 +172,11 @@ fn process_enabled(
     Ok(())
 }
 
-fn process_tags(chart: &mut Chart, cvals: &Values) {
+fn process_tags(metadata: &mut Metadata, cvals: &Values) {
     let Some(vt) = values::table(cvals, "tags") else {
         return;
     };
-    for r in chart.metadata.dependencies.iter_mut().flatten() {
+    for r in metadata.dependencies.iter_mut().flatten() {
         let (mut has_true, mut has_false) = (false, false);
         for k in &r.tags {
             match vt.get(k) {
@@ -169,8 +193,8 @@ fn process_tags(chart: &mut Chart, cvals: &Values) {
     }
 }
 
-fn process_conditions(chart: &mut Chart, cvals: &Values, cpath: &str) {
-    for r in chart.metadata.dependencies.iter_mut().flatten() {
+fn process_conditions(metadata: &mut Metadata, cvals: &Values, cpath: &str) {
+    for r in metadata.dependencies.iter_mut().flatten() {
         for c in r.condition.trim().split(',') {
             if c.is_empty() {
                 continue;
@@ -184,7 +208,7 @@ fn process_conditions(chart: &mut Chart, cvals: &Values, cpath: &str) {
 }
 
 fn process_import_values_rec(
-    chart: &mut Chart,
+    chart: &mut ChartView<'_>,
     merge: bool,
     warn: &mut Warnings,
 ) -> Result<(), DependencyError> {
@@ -217,7 +241,7 @@ fn path_to_map(path: &str, data: Values) -> Values {
 }
 
 fn process_import_values(
-    chart: &mut Chart,
+    chart: &mut ChartView<'_>,
     merge: bool,
     warn: &mut Warnings,
 ) -> Result<(), DependencyError> {
@@ -238,7 +262,7 @@ fn process_import_values(
             values::coalesce_tables(b, src, warn)
         }
     };
-    for r in chart.metadata.dependencies.iter_mut().flatten() {
+    for r in chart.metadata.to_mut().dependencies.iter_mut().flatten() {
         let mut outiv = Vec::new();
         for riv in &r.import_values {
             match riv {
@@ -277,7 +301,7 @@ fn process_import_values(
         trim_nil_values(&mut cvals);
         values::coalesce_tables(&mut cvals, b, warn);
     }
-    chart.values = cvals;
+    chart.values = Cow::Owned(cvals);
     Ok(())
 }
 

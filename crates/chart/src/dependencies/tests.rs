@@ -21,7 +21,7 @@ fn sub(name: &str, version: &str, values: Json) -> Chart {
     )
 }
 
-fn names(c: &Chart) -> Vec<String> {
+fn names(c: &ChartView<'_>) -> Vec<String> {
     let mut n: Vec<String> = c
         .dependencies
         .iter()
@@ -31,10 +31,12 @@ fn names(c: &Chart) -> Vec<String> {
     n
 }
 
-fn process(c: &mut Chart, user: Json) -> Warnings {
+/// `c` as processing for the user values `user` leaves it.
+fn process(c: &Chart, user: Json) -> ChartView<'_> {
+    let mut view = ChartView::new(c);
     let mut w = Warnings::default();
-    process_dependencies(c, user.as_object().unwrap(), true, &mut w).unwrap();
-    w
+    process_dependencies(&mut view, user.as_object().unwrap(), true, &mut w).unwrap();
+    view
 }
 
 const PARENT: &str = "apiVersion: v2\nname: p\nversion: 1.0.0\ndependencies:\n\
@@ -50,28 +52,28 @@ fn conditions_and_tags() {
             vec![sub("a", "1.2.0", json!({})), sub("b", "0.2.0", json!({}))],
         )
     };
-    let mut c = mk();
-    process(&mut c, json!({}));
+    let c = mk();
+    let c = process(&c, json!({}));
     assert_eq!(names(&c), vec!["a"]);
     assert_eq!(c.metadata.deps().count(), 1);
 
     // A condition that resolves wins over tags.
-    let mut c = mk();
-    process(&mut c, json!({"tags": {"front": false, "back": true}}));
+    let c = mk();
+    let c = process(&c, json!({"tags": {"front": false, "back": true}}));
     assert_eq!(names(&c), vec!["a"]);
 
     // Tags decide when no condition resolves.
-    let mut c = mk();
-    process(
-        &mut c,
+    let c = mk();
+    let c = process(
+        &c,
         json!({"a": {"enabled": "yes"}, "b": {"enabled": null}, "tags": {"front": false, "back": true}}),
     );
     assert_eq!(names(&c), vec!["b"]);
 
     // The second condition path is used when the first does not resolve.
-    let mut c = mk();
-    process(
-        &mut c,
+    let c = mk();
+    let c = process(
+        &c,
         json!({"a": {"enabled": null}, "global": {"aEnabled": false}}),
     );
     assert_eq!(names(&c), Vec::<String>::new());
@@ -82,12 +84,12 @@ fn aliases_copy_the_subchart() {
     let yaml = "apiVersion: v2\nname: p\nversion: 1.0.0\ndependencies:\n\
 - name: cache\n  version: 7.x.x\n  alias: front\n\
 - name: cache\n  version: 7.x.x\n  alias: back\n  condition: back.enabled\n";
-    let mut c = chart(
+    let c = chart(
         yaml,
         json!({}),
         vec![sub("cache", "7.9.7", json!({"port": 1, "enabled": true}))],
     );
-    process(&mut c, json!({"back": {"enabled": false}}));
+    let c = process(&c, json!({"back": {"enabled": false}}));
     assert_eq!(names(&c), vec!["front"]);
     assert_eq!(c.metadata.deps().next().unwrap().name, "front");
     let mut w = Warnings::default();
@@ -102,7 +104,7 @@ fn a_chart_named_by_two_entries_serves_both_and_undeclared_charts_stay() {
 - name: cache\n  version: 7.x.x\n  alias: front\n\
 - name: other\n  version: 1.x.x\n\
 - name: cache\n  version: 7.x.x\n  alias: back\n";
-    let mut c = chart(
+    let c = chart(
         yaml,
         json!({}),
         vec![
@@ -111,7 +113,7 @@ fn a_chart_named_by_two_entries_serves_both_and_undeclared_charts_stay() {
             sub("other", "1.0.0", json!({"o": 2})),
         ],
     );
-    process(&mut c, json!({"back": {"port": 2}}));
+    let c = process(&c, json!({"back": {"port": 2}}));
     let in_order: Vec<&str> = c.dependencies.iter().map(|d| d.name()).collect();
     assert_eq!(in_order, ["loose", "front", "other", "back"]);
     let mut w = Warnings::default();
@@ -125,8 +127,8 @@ fn a_chart_named_by_two_entries_serves_both_and_undeclared_charts_stay() {
 #[test]
 fn version_mismatch_keeps_chart_unaliased() {
     let yaml = "apiVersion: v2\nname: p\nversion: 1.0.0\ndependencies:\n- name: a\n  version: 2.x.x\n  alias: z\n";
-    let mut c = chart(yaml, json!({}), vec![sub("a", "1.0.0", json!({}))]);
-    process(&mut c, json!({}));
+    let c = chart(yaml, json!({}), vec![sub("a", "1.0.0", json!({}))]);
+    let c = process(&c, json!({}));
     assert_eq!(names(&c), vec!["a"]);
 }
 
@@ -144,7 +146,7 @@ fn missing_dependency_is_reported() {
 fn import_values_both_forms() {
     let yaml = "apiVersion: v2\nname: p\nversion: 1.0.0\ndependencies:\n\
 - name: sub\n  version: 0.1.x\n  import-values:\n  - data\n  - child: a.b\n    parent: c\n";
-    let mut c = chart(
+    let c = chart(
         yaml,
         json!({"c": {"keep": "parent"}, "x": 5}),
         vec![sub(
@@ -153,7 +155,7 @@ fn import_values_both_forms() {
             json!({"exports": {"data": {"x": 1, "y": 2}}, "a": {"b": {"q": 2, "keep": "child"}}}),
         )],
     );
-    process(&mut c, json!({}));
+    let c = process(&c, json!({}));
     let mut w = Warnings::default();
     let v = values::coalesce_values(&c, &Values::new(), &mut w).unwrap();
     // Imported values have lower priority than the parent's own.
@@ -180,10 +182,10 @@ fn nested_conditions_use_the_parent_path() {
     );
     let top_yaml =
         "apiVersion: v2\nname: top\nversion: 1.0.0\ndependencies:\n- name: mid\n  version: '*'\n";
-    let mut c = chart(top_yaml, json!({}), vec![mid.clone()]);
-    process(&mut c, json!({"mid": {"leaf": {"enabled": false}}}));
+    let c = chart(top_yaml, json!({}), vec![mid.clone()]);
+    let c = process(&c, json!({"mid": {"leaf": {"enabled": false}}}));
     assert!(c.dependencies[0].dependencies.is_empty());
-    let mut c = chart(top_yaml, json!({}), vec![mid]);
-    process(&mut c, json!({}));
+    let c = chart(top_yaml, json!({}), vec![mid]);
+    let c = process(&c, json!({}));
     assert_eq!(c.dependencies[0].dependencies.len(), 1);
 }

@@ -8,8 +8,9 @@
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
+use std::sync::Arc;
 
-use crate::loader::Chart;
+use crate::loader::{utf8_lossy, Chart};
 use crate::values::prepare::{rendered_templates, subchart_path};
 
 use gotmpl::{
@@ -25,7 +26,10 @@ const INCLUDE_RECURSION_MAX: usize = 1000;
 #[derive(Clone, Debug)]
 pub struct Renderable {
     pub name: String,
-    pub text: String,
+    /// The template's file as the chart holds it (shared with the chart,
+    /// not copied per render), parsed as UTF-8 with invalid sequences
+    /// replaced.
+    pub text: Arc<[u8]>,
     pub vals: MapRef,
     pub base_path: String,
 }
@@ -108,7 +112,7 @@ pub fn render_string(name: &str, text: &str) -> Result<String, RenderStringError
 pub(crate) fn for_each_template(chart: &Chart, f: &mut dyn FnMut(&str, &str)) {
     fn walk(c: &Chart, full_path: &str, f: &mut dyn FnMut(&str, &str)) {
         for (name, t) in rendered_templates(c, full_path) {
-            f(&name, &crate::loader::utf8_lossy(&t.data));
+            f(&name, &utf8_lossy(&t.data));
         }
         for d in &c.dependencies {
             walk(d, &subchart_path(full_path, d.name()), f);
@@ -316,7 +320,7 @@ impl Engine {
             )
         });
         for t in &order {
-            set.parse(&t.name, &t.text)
+            set.parse(&t.name, &utf8_lossy(&t.text))
                 .map_err(|e| parse_error(&t.name, e.message()))?;
         }
         order.retain(|t| {
@@ -532,13 +536,15 @@ mod tests {
         let tpls = vec![
             Renderable {
                 name: "c/templates/a.yaml".into(),
-                text: r#"{{ include "c.n" . }}|{{ .Values.missing }}|{{ .Template.Name }}"#.into(),
+                text: r#"{{ include "c.n" . }}|{{ .Values.missing }}|{{ .Template.Name }}"#
+                    .as_bytes()
+                    .into(),
                 vals: v.clone(),
                 base_path: "c/templates".into(),
             },
             Renderable {
                 name: "c/templates/_h.tpl".into(),
-                text: r#"{{ define "c.n" }}n={{ .Values.name }}{{ end }}"#.into(),
+                text: r#"{{ define "c.n" }}n={{ .Values.name }}{{ end }}"#.as_bytes().into(),
                 vals: v,
                 base_path: "c/templates".into(),
             },
@@ -593,7 +599,7 @@ mod tests {
         let run = |text: &str| {
             e.render(&[Renderable {
                 name: "c/templates/a.yaml".into(),
-                text: text.into(),
+                text: text.as_bytes().into(),
                 vals: MapRef::new(top.clone()),
                 base_path: "c/templates".into(),
             }])
@@ -626,7 +632,7 @@ mod tests {
         let e = Engine::new();
         let tpls = vec![Renderable {
             name: "c/templates/a.yaml".into(),
-            text: "{{ tpl .Values.a . }}".into(),
+            text: "{{ tpl .Values.a . }}".as_bytes().into(),
             vals: vals(serde_json::json!({"a": "{{ tpl .Values.a . }}"})),
             base_path: "c/templates".into(),
         }];
@@ -644,6 +650,7 @@ mod tests {
         let tpls = vec![Renderable {
             name: "c/templates/a.yaml".into(),
             text: r#"{{ define "loop" }}{{ include "loop" . }}{{ end }}{{ include "loop" . }}"#
+                .as_bytes()
                 .into(),
             vals: vals(serde_json::json!({})),
             base_path: "c/templates".into(),

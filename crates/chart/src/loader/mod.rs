@@ -13,16 +13,31 @@ use crate::chartfile::{ChartfileError, Lock, Metadata, API_VERSION_V1, API_VERSI
 use crate::values::Values;
 use std::io::Read;
 use std::path::Path;
+use std::sync::Arc;
 
 /// One file of a chart, with its path relative to the chart root.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct File {
     /// `/`-separated path relative to the chart root, e.g. `templates/a.yaml`.
     pub name: String,
-    pub data: Vec<u8>,
+    /// The file's bytes, never changed once loaded: every release rendered
+    /// from the chart (its templates' texts, its `.Files`, its CRDs) shares
+    /// them rather than copying them.
+    pub data: Arc<[u8]>,
+}
+
+impl File {
+    /// The file's text: its bytes as UTF-8, invalid sequences replaced.
+    pub fn text(&self) -> std::borrow::Cow<'_, str> {
+        utf8_lossy(&self.data)
+    }
 }
 
 /// A loaded chart and, recursively, its subcharts.
+///
+/// Rendering only reads it (see [`crate::render`]): a chart loaded once
+/// serves any number of releases, shared behind an `Arc`. File contents
+/// are shared too, so that a clone copies names and metadata, not data.
 #[derive(Debug, Clone, Default)]
 pub struct Chart {
     /// `Chart.yaml` (with `requirements.yaml` merged in for v1 charts).
@@ -35,8 +50,8 @@ pub struct Chart {
     pub values: Values,
     /// The text of `values.yaml`, when present.
     pub raw_values: Option<String>,
-    /// `values.schema.json`, when present.
-    pub schema: Option<Vec<u8>>,
+    /// `values.schema.json`, when present (shared as file contents are).
+    pub schema: Option<Arc<[u8]>>,
     /// Every other file (what `.Files` sees), including `crds/`, `.helmignore`,
     /// `charts/*.prov`, and `requirements.*` of v1 charts.
     pub files: Vec<File>,
@@ -78,8 +93,8 @@ pub enum LoadError {
 }
 
 impl Chart {
-    /// The chart's name (`Chart.yaml` `name`, or its alias once dependencies
-    /// are processed).
+    /// The chart's name (`Chart.yaml` `name`; a release may know a
+    /// subchart by its alias instead, see [`crate::render`]).
     pub fn name(&self) -> &str {
         &self.metadata.name
     }
@@ -98,24 +113,6 @@ impl Chart {
                 ext == ".yaml" || ext == ".yml" || ext == ".json"
             }
         })
-    }
-
-    /// CRD files of this chart and all its subcharts, each with its full
-    /// name (`<chart>/crds/x.yaml`, `<chart>/charts/<sub>/crds/y.yaml`), in
-    /// Helm's order (the chart's own first, then each subchart's).
-    pub(crate) fn crd_objects(&self) -> Vec<(String, &File)> {
-        let mut out = Vec::new();
-        self.collect_crds(self.name(), &mut out);
-        out
-    }
-
-    fn collect_crds<'a>(&'a self, full: &str, out: &mut Vec<(String, &'a File)>) {
-        for f in self.crds() {
-            out.push((format!("{full}/{}", f.name), f));
-        }
-        for d in &self.dependencies {
-            d.collect_crds(&format!("{full}/charts/{}", d.name()), out);
-        }
     }
 }
 
@@ -470,7 +467,7 @@ fn load_files_in(
                 if let ValuesMode::Aside(work) = mode {
                     work.schema(&f.data);
                 }
-                c.schema = Some(f.data)
+                c.schema = Some(f.data.into())
             }
             "requirements.yaml" => {
                 if !have_metadata {
@@ -480,7 +477,7 @@ fn load_files_in(
                 if c.metadata.api_version == API_VERSION_V1 {
                     c.files.push(File {
                         name: f.name,
-                        data: f.data,
+                        data: f.data.into(),
                     });
                 }
             }
@@ -490,19 +487,19 @@ fn load_files_in(
                 if c.metadata.api_version == API_VERSION_V1 {
                     c.files.push(File {
                         name: f.name,
-                        data: f.data,
+                        data: f.data.into(),
                     });
                 }
             }
             n if n.starts_with("templates/") => c.templates.push(File {
                 name: f.name,
-                data: f.data,
+                data: f.data.into(),
             }),
             n if n.starts_with("charts/") => {
                 if go_ext(n) == ".prov" {
                     c.files.push(File {
                         name: f.name,
-                        data: f.data,
+                        data: f.data.into(),
                     });
                     continue;
                 }
@@ -515,7 +512,7 @@ fn load_files_in(
             }
             _ => c.files.push(File {
                 name: f.name,
-                data: f.data,
+                data: f.data.into(),
             }),
         }
     }
@@ -599,8 +596,6 @@ mod tests {
         assert_eq!(c.crds().count(), 1);
         assert_eq!(c.dependencies.len(), 1);
         assert_eq!(c.dependencies[0].templates[0].name, "templates/b.yaml");
-        let crds = c.crd_objects();
-        assert_eq!(crds[0].0, "x/crds/c.yaml");
     }
 
     #[test]

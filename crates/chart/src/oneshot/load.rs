@@ -577,7 +577,7 @@ mod tests {
 
     fn render(chart: Chart) -> Result<crate::render::RenderedFiles, String> {
         let opts = crate::render::RenderOptions::default();
-        crate::render::render_templates(chart, Values::new(), &opts).map_err(|e| e.to_string())
+        crate::render::render_templates(&chart, Values::new(), &opts).map_err(|e| e.to_string())
     }
 
     #[test]
@@ -616,7 +616,7 @@ mod tests {
                 .and_then(|a| {
                     a.finish_with(|chart| {
                         seen = Some(format!("{chart:?}"));
-                        crate::render::stage(chart, Values::new(), &opts)
+                        crate::render::stage(&chart, Values::new(), &opts)
                     })
                 })
                 .unwrap()

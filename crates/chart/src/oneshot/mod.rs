@@ -101,7 +101,7 @@ pub fn template<E>(
     let staged = loading
         .finish_with(|chart| {
             let values = values.map_err(Error::Values)?;
-            stage_on_two_threads(chart, values, opts).map_err(Error::Render)
+            stage_on_two_threads(&chart, values, opts).map_err(Error::Render)
         })
         .map_err(Error::Load)??;
     // JSON output prints the files whole: nothing to split.

@@ -336,7 +336,7 @@ mod tests {
             .iter()
             .map(|(name, text)| Renderable {
                 name: name.clone(),
-                text: text.clone(),
+                text: text.as_bytes().into(),
                 vals: vals.clone(),
                 base_path: "c/templates".into(),
             })

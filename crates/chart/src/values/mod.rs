@@ -13,7 +13,7 @@ pub mod methods;
 pub mod prepare;
 pub mod strvals;
 
-use crate::loader::Chart;
+use crate::dependencies::ChartView;
 use serde_json::{Map, Value as Json};
 
 /// The values of a chart: a JSON object, as Helm's `map[string]interface{}`
@@ -171,7 +171,7 @@ fn concat_prefix(a: &str, b: &str) -> String {
 /// then each subchart's defaults under its name, with `global` flowing down.
 /// A `null` in the user values removes the key.
 pub(crate) fn coalesce_values(
-    chart: &Chart,
+    chart: &ChartView<'_>,
     vals: &Values,
     warn: &mut Warnings,
 ) -> Result<Values, ValuesError> {
@@ -182,7 +182,7 @@ pub(crate) fn coalesce_values(
 
 /// Helm's `MergeValues`: like [`coalesce_values`] but `null`s are kept.
 pub(crate) fn merge_values(
-    chart: &Chart,
+    chart: &ChartView<'_>,
     vals: &Values,
     warn: &mut Warnings,
 ) -> Result<Values, ValuesError> {
@@ -192,7 +192,7 @@ pub(crate) fn merge_values(
 }
 
 fn coalesce(
-    chart: &Chart,
+    chart: &ChartView<'_>,
     dest: &mut Values,
     prefix: &str,
     merge: bool,
@@ -203,7 +203,7 @@ fn coalesce(
 }
 
 fn coalesce_deps(
-    chart: &Chart,
+    chart: &ChartView<'_>,
     dest: &mut Values,
     prefix: &str,
     merge: bool,
@@ -286,14 +286,14 @@ fn coalesce_globals(dest: &mut Values, src: &Values, prefix: &str, warn: &mut Wa
 
 /// Helm's `coalesceValues`: the chart's own defaults under the values `v`.
 fn coalesce_chart_values(
-    chart: &Chart,
+    chart: &ChartView<'_>,
     v: &mut Values,
     prefix: &str,
     merge: bool,
     warn: &mut Warnings,
 ) {
     let sub_prefix = concat_prefix(prefix, chart.name());
-    for (key, val) in chart.values.clone() {
+    for (key, val) in Values::clone(&chart.values) {
         if let Some(value) = v.get_mut(&key) {
             if value.is_null() && !merge {
                 v.remove(&key);

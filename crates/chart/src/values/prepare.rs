@@ -3,9 +3,17 @@
 //! runs them: `CheckDependencies`, `ProcessDependenciesWithMerge`, then
 //! `ToRenderValuesWithSchemaValidation` (coalesce + validate), then the
 //! engine's walk over the chart tree (`recAllTpls`).
+//!
+//! The chart is only read. A [`PreparedChart`] owns what one release
+//! needs of it (it outlives the borrow, and a render may hand it to
+//! another thread), but shares the chart's file contents rather than
+//! copying them: what it copies are names and metadata.
+
+use std::borrow::Cow;
+use std::sync::Arc;
 
 use crate::chartfile::Metadata;
-use crate::dependencies::{self, DependencyError};
+use crate::dependencies::{self, ChartView, DependencyError};
 use crate::loader::{Chart, File};
 use crate::schema::{self, SchemaError};
 use crate::values::Values;
@@ -43,6 +51,8 @@ pub struct ChartScope {
     pub values_path: Vec<String>,
     /// The chart's files other than templates (`.Files`).
     pub files: Vec<File>,
+    /// The chart's `values.schema.json`, if it has one.
+    pub schema: Option<Arc<[u8]>>,
     /// Index of the parent chart in [`PreparedChart::charts`].
     pub parent: Option<usize>,
     /// Indices of the direct subcharts, keyed by name (for `.Subcharts`).
@@ -59,7 +69,7 @@ pub struct PreparedTemplate {
     pub name: String,
     /// `<chart full path>/templates` (`.Template.BasePath`).
     pub base_path: String,
-    pub data: Vec<u8>,
+    pub data: Arc<[u8]>,
     /// Index of the owning chart in [`PreparedChart::charts`].
     pub chart: usize,
 }
@@ -67,15 +77,13 @@ pub struct PreparedTemplate {
 /// Everything the renderer needs for one release.
 #[derive(Debug, Clone)]
 pub struct PreparedChart {
-    /// The chart after dependency processing (disabled subcharts removed,
-    /// aliases applied, default values rewritten as Helm does).
-    pub chart: Chart,
     /// The top-level `.Values`: user values coalesced with every chart's
     /// defaults, subchart values under their names, globals copied down.
     /// Numbers that Helm has as float64 are whatever the YAML/JSON sources
     /// gave; `--set` integers are JSON integers (int64 in Helm).
     pub values: Values,
-    /// All charts of the tree, the root at index 0.
+    /// All charts of the tree after dependency processing (disabled
+    /// subcharts left out, aliases applied), the root at index 0.
     pub charts: Vec<ChartScope>,
     /// Templates of every enabled chart, in Helm's walk order. Helm skips
     /// a library chart's templates unless their base name starts with `_`;
@@ -86,6 +94,24 @@ pub struct PreparedChart {
     pub crds: Vec<(String, File)>,
     /// Helm's coalescing warnings (its `log.Printf` lines), without repeats.
     pub warnings: Vec<String>,
+    /// The root chart's default values when they are not its
+    /// `values.yaml`: rewritten by dependency processing (the subcharts'
+    /// and imported values merged in, as Helm leaves them in the chart it
+    /// records) or given in its place
+    /// ([`crate::render::RenderOptions::chart_values`]).
+    pub chart_values: Option<Values>,
+}
+
+/// What a release record keeps of the root chart once dependency
+/// processing ran for the release: Helm's processing edits the chart in
+/// place, and its record stores the edited chart.
+#[derive(Debug, Clone, Default)]
+pub struct ProcessedChart {
+    /// `Chart.yaml` as processed: disabled dependencies dropped, aliases
+    /// as names, import-values spelled out, `enabled` set.
+    pub metadata: Metadata,
+    /// See [`PreparedChart::chart_values`]; `None`: the chart's own.
+    pub values: Option<Values>,
 }
 
 impl PreparedChart {
@@ -135,62 +161,80 @@ impl Default for PrepareOptions {
 
 /// Prepares a chart for rendering with the user's (already merged) values,
 /// with the default options.
-pub fn prepare(chart: Chart, user_values: Values) -> Result<PreparedChart, PrepareError> {
+pub fn prepare(chart: &Chart, user_values: Values) -> Result<PreparedChart, PrepareError> {
     prepare_with(chart, user_values, PrepareOptions::default())
 }
 
 /// Prepares a chart for rendering: checks and processes dependencies,
 /// coalesces values, validates schemas, and lists the templates to render.
 pub fn prepare_with(
-    mut chart: Chart,
+    chart: &Chart,
+    user_values: Values,
+    opts: PrepareOptions,
+) -> Result<PreparedChart, PrepareError> {
+    prepare_view(ChartView::new(chart), user_values, opts)
+}
+
+/// [`prepare_with`] for a view of a chart, which may carry default values
+/// of its own in place of the chart's.
+pub(crate) fn prepare_view(
+    mut view: ChartView<'_>,
     user_values: Values,
     opts: PrepareOptions,
 ) -> Result<PreparedChart, PrepareError> {
     let mut warn = Warnings::default();
     if opts.check_dependencies {
-        dependencies::check_dependencies(&chart)?;
+        dependencies::check_dependencies(view.chart)?;
     }
     dependencies::process_dependencies(
-        &mut chart,
+        &mut view,
         &user_values,
         opts.merge_import_values,
         &mut warn,
     )?;
-    let values = values::coalesce_values(&chart, &user_values, &mut warn)?;
-    if opts.validate_schema {
-        schema::validate_against_schema(&chart, &values)?;
-    }
+    let values = values::coalesce_values(&view, &user_values, &mut warn)?;
     let mut out = PreparedChart {
-        chart: Chart::default(),
         values,
         charts: Vec::new(),
         templates: Vec::new(),
-        crds: chart
-            .crd_objects()
-            .into_iter()
-            .map(|(n, f)| (n, f.clone()))
-            .collect(),
-        warnings: warn.0,
+        crds: Vec::new(),
+        warnings: Vec::new(),
+        chart_values: None,
     };
-    walk(&chart, None, Vec::new(), chart.name().to_string(), &mut out);
-    out.chart = chart;
+    walk(&view, None, Vec::new(), view.name().to_string(), &mut out);
+    if opts.validate_schema {
+        schema::validate_against_schema(&out.charts, &out.values)?;
+    }
+    out.warnings = warn.0;
+    out.chart_values = match view.values {
+        Cow::Owned(values) => Some(values),
+        Cow::Borrowed(_) => None,
+    };
     Ok(out)
 }
 
+/// Lists chart `c` (at `full_path`) and, depth first, its subcharts in
+/// `out`: their scopes and CRDs in that order, their templates children
+/// first. Returns the index of `c`'s scope.
 fn walk(
-    c: &Chart,
+    c: &ChartView<'_>,
     parent: Option<usize>,
     values_path: Vec<String>,
     full_path: String,
     out: &mut PreparedChart,
 ) -> usize {
     let idx = out.charts.len();
+    for f in c.chart.crds() {
+        out.crds
+            .push((format!("{full_path}/{}", f.name), f.clone()));
+    }
     out.charts.push(ChartScope {
-        metadata: c.metadata.clone(),
+        metadata: Metadata::clone(&c.metadata),
         is_root: parent.is_none(),
         full_path: full_path.clone(),
         values_path: values_path.clone(),
-        files: c.files.clone(),
+        files: c.chart.files.clone(),
+        schema: c.chart.schema.clone(),
         parent,
         subcharts: Vec::new(),
         is_library: c.is_library(),
@@ -204,7 +248,7 @@ fn walk(
     }
     out.charts[idx].subcharts = subs;
     let base_path = format!("{full_path}/templates");
-    for (name, t) in rendered_templates(c, &full_path) {
+    for (name, t) in rendered_templates(c.chart, &full_path) {
         out.templates.push(PreparedTemplate {
             name,
             base_path: base_path.clone(),

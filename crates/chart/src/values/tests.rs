@@ -1,8 +1,23 @@
 use super::*;
+use crate::loader::Chart;
 use serde_json::json;
 
 fn obj(v: Json) -> Values {
     as_values(v)
+}
+
+/// [`super::coalesce_values`] of `chart` as loaded.
+fn coalesce_values(
+    chart: &Chart,
+    vals: &Values,
+    warn: &mut Warnings,
+) -> Result<Values, ValuesError> {
+    super::coalesce_values(&ChartView::new(chart), vals, warn)
+}
+
+/// [`super::merge_values`] of `chart` as loaded.
+fn merge_values(chart: &Chart, vals: &Values, warn: &mut Warnings) -> Result<Values, ValuesError> {
+    super::merge_values(&ChartView::new(chart), vals, warn)
 }
 
 fn chart(name: &str, values: Json, deps: Vec<Chart>) -> Chart {

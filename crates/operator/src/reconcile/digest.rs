@@ -160,7 +160,7 @@ mod tests {
         c.metadata.version = "0.1.0".into();
         c.templates.push(chart::loader::File {
             name: "templates/a.yaml".into(),
-            data: b"kind: ConfigMap".to_vec(),
+            data: b"kind: ConfigMap"[..].into(),
         });
         c
     }
@@ -182,7 +182,7 @@ mod tests {
             inputs_digest(&c, &values(json!({"a": 2, "b": {"c": 2}})))
         );
         let mut c2 = chart();
-        c2.templates[0].data = b"kind: Secret".to_vec();
+        c2.templates[0].data = b"kind: Secret"[..].into();
         assert_ne!(
             a,
             inputs_digest(&c2, &values(json!({"a": 1, "b": {"c": 2}})))
@@ -199,7 +199,7 @@ mod tests {
     fn lookups_are_found_in_subcharts_too() {
         assert!(!ChartDigest::new(&chart()).uses_lookup());
         let mut sub = chart();
-        sub.templates[0].data = b"{{ (lookup \"v1\" \"ConfigMap\" \"\" \"x\").data }}".to_vec();
+        sub.templates[0].data = b"{{ (lookup \"v1\" \"ConfigMap\" \"\" \"x\").data }}"[..].into();
         let mut parent = chart();
         parent.dependencies.push(sub);
         assert!(ChartDigest::new(&parent).uses_lookup());

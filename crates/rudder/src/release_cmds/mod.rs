@@ -18,6 +18,7 @@ pub(crate) use list::ListArgs;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use action::{
@@ -632,11 +633,13 @@ fn dry_run_mode(flags: &ActionFlags) -> anyhow::Result<Option<DryRun>> {
     })
 }
 
-fn load_chart(path: &str, size: &ChartSizeArgs) -> anyhow::Result<chart::loader::Chart> {
+/// Loads the chart at `path`, shared as the actions take it.
+fn load_chart(path: &str, size: &ChartSizeArgs) -> anyhow::Result<Arc<chart::loader::Chart>> {
     if !Path::new(path).exists() {
         return Err(helm_err(format!("path {path:?} not found")));
     }
     chart::loader::load_with(Path::new(path), &size.budget())
+        .map(Arc::new)
         .map_err(|e| helm_err(format!("loading chart {path}: {}", apierror::chain(&e))))
 }
 
@@ -743,7 +746,11 @@ struct InstallRun<'a> {
 }
 
 impl InstallRun<'_> {
-    async fn run(&self, chart: &chart::loader::Chart, values: Values) -> anyhow::Result<String> {
+    async fn run(
+        &self,
+        chart: &Arc<chart::loader::Chart>,
+        values: Values,
+    ) -> anyhow::Result<String> {
         let install = Install::new(self.cfg, self.opts.clone());
         if let Some(mode) = self.dry_run {
             let rel = install.dry_run(chart, values, mode).await?;

@@ -6,6 +6,7 @@
 
 use std::fmt::Write as _;
 
+use chart::loader::File;
 use chart::manifest::Manifest;
 
 use crate::helm_cli::glob_match;
@@ -16,13 +17,13 @@ const HIDDEN_SECRET: &str = "# HIDDEN: The Secret output has been suppressed\n";
 /// The release manifest as Helm's `renderResources` writes it: CRDs first
 /// (with `--include-crds`), then every manifest with its `# Source:` line.
 pub(crate) fn release_manifest(
-    crds: &[(String, String)],
+    crds: &[(String, File)],
     manifests: &[Manifest],
     hide_secret: bool,
 ) -> String {
     let mut out = String::new();
-    for (name, text) in crds {
-        let _ = write!(out, "---\n# Source: {name}\n{text}\n");
+    for (name, file) in crds {
+        let _ = write!(out, "---\n# Source: {name}\n{}\n", file.text());
     }
     for m in manifests {
         if hide_secret && m.head.kind == "Secret" && m.head.api_version == "v1" {
@@ -131,7 +132,13 @@ mod tests {
     #[test]
     fn documents_keep_their_newlines_and_the_manifest_is_trimmed() {
         let m = release_manifest(
-            &[("c/crds/a.yaml".into(), "kind: CRD\n".into())],
+            &[(
+                "c/crds/a.yaml".into(),
+                File {
+                    name: "crds/a.yaml".into(),
+                    data: b"kind: CRD\n"[..].into(),
+                },
+            )],
             &[
                 manifest("c/templates/a.yaml", "ConfigMap", "kind: ConfigMap\n"),
                 manifest("c/templates/s.yaml", "Secret", "kind: Secret\n"),

@@ -232,7 +232,7 @@ impl JsonOutput {
             Ok(r) => {
                 let mut manifests = r.files.clone();
                 if include_crds {
-                    manifests.extend(r.crds.iter().map(|(n, t)| (n.clone(), t.clone())));
+                    manifests.extend(r.crds.iter().map(|(n, f)| (n.clone(), f.text().into())));
                 }
                 JsonOutput {
                     manifests,
@@ -454,7 +454,7 @@ fn render_offline(
             return Ok((String::new(), Some(failed)));
         }
     };
-    let crds: &[(String, String)] = if args.include_crds { &r.crds } else { &[] };
+    let crds: &[(String, chart::loader::File)] = if args.include_crds { &r.crds } else { &[] };
     let manifest = layout::release_manifest(crds, &sorted.manifests, args.hide_secret);
     let hooks = sorted
         .hooks
@@ -474,6 +474,7 @@ fn render_in_cluster(
     chart_path: &str,
 ) -> anyhow::Result<String> {
     let chart = chart::loader::load_with(Path::new(chart_path), &args.chart_size.budget())?;
+    let chart = std::sync::Arc::new(chart);
     let values = args.values.merged()?;
     let rt = crate::runtime::deep_stack_runtime()?;
     let mut kube = args.kube.clone();

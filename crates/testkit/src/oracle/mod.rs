@@ -84,8 +84,8 @@ pub fn to_oracle_json(
         Ok(r) => {
             let mut m: BTreeMap<String, String> = r.files.clone();
             if include_crds {
-                for (n, t) in &r.crds {
-                    m.insert(n.clone(), t.clone());
+                for (n, f) in &r.crds {
+                    m.insert(n.clone(), f.text().into_owned());
                 }
             }
             serde_json::json!({"manifests": m, "error": null})
@@ -103,7 +103,7 @@ pub fn render_case(
 ) -> Result<RenderedFiles, String> {
     let chart = chart::loader::load(chart_dir).map_err(|e| apierror::chain(&e))?;
     let values = chart::values::read_values_files(values_files)?;
-    render_templates(chart, values, &opts.render_options()).map_err(|e| e.to_string())
+    render_templates(&chart, values, &opts.render_options()).map_err(|e| e.to_string())
 }
 
 /// Every case of a corpus folder (`charts/`, `scenarios/`, `expected/`):

@@ -352,7 +352,8 @@ fn lookup_chart() -> Chart {
     let mut chart = demo_chart();
     chart.templates.push(chart::loader::File {
         name: "templates/cm.yaml".into(),
-        data: b"v: {{ (lookup \"v1\" \"ConfigMap\" .Release.Namespace \"src\").data.v }}".to_vec(),
+        data: b"v: {{ (lookup \"v1\" \"ConfigMap\" .Release.Namespace \"src\").data.v }}"[..]
+            .into(),
     });
     chart
 }

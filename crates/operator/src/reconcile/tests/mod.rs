@@ -194,7 +194,7 @@ impl ActionClient for FakeActions {
 
     async fn install(
         &self,
-        _: &Chart,
+        _: &Arc<Chart>,
         _: Values,
         opts: ActionOptions,
     ) -> action::Result<Installed> {
@@ -206,7 +206,12 @@ impl ActionClient for FakeActions {
         })
     }
 
-    async fn upgrade(&self, _: &Chart, _: Values, opts: ActionOptions) -> action::Result<Release> {
+    async fn upgrade(
+        &self,
+        _: &Arc<Chart>,
+        _: Values,
+        opts: ActionOptions,
+    ) -> action::Result<Release> {
         if self.lock().render_fails {
             self.called("upgrade", None)?;
             return Err(action::Error::RenderAborted {
@@ -229,7 +234,7 @@ impl ActionClient for FakeActions {
 
     async fn diff_upgrade(
         &self,
-        _: &Chart,
+        _: &Arc<Chart>,
         _: Values,
         _: ActionOptions,
     ) -> action::Result<UpgradeDiff> {

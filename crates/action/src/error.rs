@@ -131,6 +131,18 @@ pub enum Error {
         since: String,
         retry_after: String,
     },
+    /// The release's newest record is `pending-*` (or `uninstalling`), written
+    /// recently by a tool that does not take rudder's lock (the `helm` CLI): that
+    /// tool may still be at work, so the record is not taken for a leftover yet.
+    #[error(
+        "another operation ({status}, revision {version}, started by a tool that does not take rudder's lock, such as helm) is in progress on release {release:?}; rudder leaves it alone until {recover_after}, then takes it for interrupted and marks it failed"
+    )]
+    PendingElsewhere {
+        release: String,
+        version: i64,
+        status: String,
+        recover_after: String,
+    },
     /// The release's lock could not be read, taken or kept.
     #[error("release {release:?}: lock")]
     Lock {

@@ -153,7 +153,7 @@ impl<'a> Install<'a> {
         let opts = &self.opts;
         let store = self.cfg.release_storage(opts, &held);
         let name = &opts.name;
-        store::recover_leftover(&store, name).await?;
+        store::recover_leftover(&store, name, &held).await?;
         let last = store
             .last(name)
             .await
@@ -431,7 +431,7 @@ mod verb_tests {
             ..Release::default()
         };
         crashed.set_status(Status::PendingInstall, "Initial install underway");
-        cfg.storage(NS).create(&crashed).await.expect("leftover");
+        crate::testing::leave_crashed(&cfg, &crashed).await;
         let rel = Install::new(&cfg, opts("web"))
             .run(&demo_chart(), Map::new())
             .await

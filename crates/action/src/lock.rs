@@ -116,6 +116,10 @@ pub(crate) struct LockCell {
     releasing: AtomicBool,
     /// That write happened: the lock is given back.
     released: AtomicBool,
+    /// The newest record when the lock was taken, if it carried no lock: whoever
+    /// wrote it last does not take rudder's lock (the `helm` CLI), so a `pending-*`
+    /// status on it may be that tool at work rather than a crashed action's leftover.
+    found_unlocked: Option<i64>,
 }
 
 impl LockCell {
@@ -194,6 +198,12 @@ impl Held {
     /// The lock the action's record writes carry.
     pub(crate) fn cell(&self) -> Arc<LockCell> {
         self.cell.clone()
+    }
+
+    /// The revision of the newest record when the lock was taken, if that record
+    /// carried no lock (see [`LockCell`]'s `found_unlocked`).
+    pub(crate) fn found_unlocked(&self) -> Option<i64> {
+        self.cell.found_unlocked
     }
 
     /// The action's next write of the release's newest record is its last one under
@@ -332,6 +342,7 @@ pub(crate) async fn acquire(backend: Backend, release: &str) -> Result<ReleaseLo
         newest: AtomicI64::new(handle.slot.record.as_ref().map_or(0, |r| r.version)),
         releasing: AtomicBool::new(false),
         released: AtomicBool::new(false),
+        found_unlocked: handle.found_unlocked,
     });
     let handle = Arc::new(Mutex::new(handle));
     let lost = Arc::new(AtomicBool::new(false));

@@ -1,5 +1,6 @@
 //! Recovery of a release left `pending-*` (or `uninstalling`) by a crashed process:
-//! when no live lock holds it, every such record is marked failed ("interrupted: ...")
+//! when no live lock holds it (and it is not another tool's recent record, see
+//! `store::recover_leftover`), every such record is marked failed ("interrupted: ...")
 //! and all but the newest `deployed` record superseded, so the next action can
 //! proceed; nothing in the cluster is touched. Every verb does this
 //! itself after locking; [`Recover`] does only this.
@@ -24,13 +25,15 @@ impl<'a> Recover<'a> {
 
     /// Returns the recovered record; `None` when there was nothing to recover or a
     /// live action holds the lock (that action's record is not a leftover).
+    /// [`Error::PendingElsewhere`] when the pending record is another tool's, written
+    /// too recently to take it for interrupted.
     pub async fn run(&self) -> Result<Option<Release>> {
         let opts = &self.opts;
         let recovered = self
             .cfg
             .with_lock(&opts.namespace, &opts.name, |held| async move {
                 let store = self.cfg.release_storage(opts, &held);
-                store::recover_leftover(&store, &opts.name).await
+                store::recover_leftover(&store, &opts.name, &held).await
             })
             .await;
         match recovered {
@@ -54,7 +57,7 @@ mod tests {
             ..Release::default()
         };
         rel.set_status(status, description);
-        cfg.storage(NS).create(&rel).await.expect("create record");
+        crate::testing::leave_crashed(cfg, &rel).await;
     }
 
     #[tokio::test]
@@ -97,8 +100,62 @@ mod tests {
             cfg.storage(NS).get("p", 1).await.unwrap().status(),
             Status::PendingInstall
         );
+        // Given back with the record still pending, the lock stays on it, expired:
+        // a rudder action left it, so it is recovered at once.
         lock.release().await;
         assert!(Recover::new(&cfg, opts("p")).run().await.unwrap().is_some());
+    }
+
+    #[tokio::test]
+    async fn a_pending_record_another_tool_is_writing_is_left_alone() {
+        let (cfg, _) = memory_config();
+        leave(&cfg, 1, Status::Superseded, "Install complete").await;
+        leave(&cfg, 2, Status::Deployed, "Upgrade complete").await;
+        // `helm rollback 1` has written its first record and not its last: a record
+        // without rudder's lock, written just now.
+        let mut helm = Release {
+            name: "p".into(),
+            namespace: NS.into(),
+            version: 3,
+            ..Release::default()
+        };
+        helm.set_status(Status::PendingRollback, "Rollback to 1");
+        cfg.storage(NS).create(&helm).await.expect("helm's record");
+        let err = Recover::new(&cfg, opts("p")).run().await.unwrap_err();
+        assert!(
+            matches!(err, Error::PendingElsewhere { version: 3, ref status, .. } if status == "pending-rollback"),
+            "{err}"
+        );
+        assert!(
+            err.to_string()
+                .contains("another operation (pending-rollback, revision 3"),
+            "{err}"
+        );
+        let err = crate::Upgrade::new(&cfg, opts("p"))
+            .run(&crate::testing::demo_chart(), Default::default())
+            .await
+            .unwrap_err();
+        assert!(matches!(err, Error::PendingElsewhere { .. }), "{err}");
+        // Each try gave helm's record back as it found it: without a lock.
+        let metas = cfg.storage(NS).history_meta("p").await.unwrap();
+        let newest = metas.iter().find(|m| m.version == 3).expect("revision 3");
+        assert!(newest.annotations.is_empty(), "{:?}", newest.annotations);
+        assert_eq!(
+            statuses(&cfg).await,
+            [
+                (1, Status::Superseded),
+                (2, Status::Deployed),
+                (3, Status::PendingRollback)
+            ]
+        );
+        // helm finishes: nothing is left to recover.
+        helm.set_status(Status::Deployed, "Rollback to 1");
+        let store = cfg.storage(NS);
+        let mut old = store.get("p", 2).await.unwrap();
+        old.set_status(Status::Superseded, "Upgrade complete");
+        store.update(&old).await.unwrap();
+        store.update(&helm).await.unwrap();
+        assert!(Recover::new(&cfg, opts("p")).run().await.unwrap().is_none());
     }
 
     #[tokio::test]

@@ -33,7 +33,7 @@ impl<'a> Rollback<'a> {
             .with_lock(&opts.namespace, &opts.name, |held| async move {
                 let store = self.cfg.release_storage(opts, &held);
                 let kube = self.cfg.kube();
-                store::recover_leftover(&store, &opts.name).await?;
+                store::recover_leftover(&store, &opts.name, &held).await?;
                 rollback_steps(&store, &kube, to, opts, &held).await
             })
             .await

@@ -2,8 +2,11 @@
 //! release, the deployed revision, marking records failed or superseded, turning a
 //! crashed action's leftover into `failed`, and purging a release's history.
 
+use std::time::Duration;
+
+use k8s_openapi::jiff::Timestamp;
 use release::record::{Release, Status};
-use release::Storage;
+use release::{RecordMeta, Storage};
 
 use crate::error::{Error, Result};
 use crate::lock::Held;
@@ -29,17 +32,37 @@ pub(crate) async fn fail(
     err
 }
 
+/// How long a `pending-*` record that a tool which does not take rudder's lock
+/// (the `helm` CLI) wrote is taken for that tool still at work: Helm's default
+/// `--timeout`, the longest a `helm` action waits on hooks and resources unless told
+/// otherwise.
+pub(crate) const FOREIGN_PENDING_GRACE: Duration = Duration::from_secs(5 * 60);
+
 /// Repairs what crashed actions left in a release's history; the caller holds the
-/// lock, so no live action owns any record. Found from the records' labels alone:
-/// every `pending-*` or `uninstalling` record (not only the newest) becomes `failed`,
-/// and of several `deployed` records (a crash between writing a new one and
+/// lock, so no live rudder action owns any record. Found from the records' labels
+/// alone: every `pending-*` or `uninstalling` record (not only the newest) becomes
+/// `failed`, and of several `deployed` records (a crash between writing a new one and
 /// superseding the old) all but the newest become `superseded`. Only those records
 /// are decoded. Returns the newest record changed, `None` when none needed it.
-pub(crate) async fn recover_leftover(store: &Storage, name: &str) -> Result<Option<Release>> {
+///
+/// A newest record that carried no lock when `held` was taken was written last by a
+/// tool that does not take rudder's lock; if it is pending and was written less than
+/// [`FOREIGN_PENDING_GRACE`] ago, that tool may still be at work (a `helm rollback`
+/// between its first and last record write), and this fails with
+/// [`Error::PendingElsewhere`] rather than mark its record failed. A crashed rudder
+/// action's record carries its dead holder's lock and is recovered at once.
+pub(crate) async fn recover_leftover(
+    store: &Storage,
+    name: &str,
+    held: &Held,
+) -> Result<Option<Release>> {
     let history = store
         .history_meta(name)
         .await
         .map_err(|e| Error::storage(name, e))?;
+    if let Some(busy) = pending_elsewhere(&history, held.found_unlocked(), Timestamp::now()) {
+        return Err(busy);
+    }
     let newest_deployed = history
         .iter()
         .filter(|m| m.status == Status::Deployed)
@@ -81,6 +104,34 @@ pub(crate) async fn recover_leftover(store: &Storage, name: &str) -> Result<Opti
         repaired = Some(rel);
     }
     Ok(repaired)
+}
+
+/// [`Error::PendingElsewhere`] when the newest record is revision `found_unlocked`
+/// (it carried no lock when ours was taken), is pending, and was written less than
+/// [`FOREIGN_PENDING_GRACE`] before `now`. A record without a readable write time
+/// (Helm's `modifiedAt`, else `createdAt` label) counts as old.
+fn pending_elsewhere(
+    history: &[RecordMeta],
+    found_unlocked: Option<i64>,
+    now: Timestamp,
+) -> Option<Error> {
+    let newest = history.iter().max_by_key(|m| m.version)?;
+    if Some(newest.version) != found_unlocked
+        || !(newest.status.is_pending() || newest.status == Status::Uninstalling)
+    {
+        return None;
+    }
+    let written = ["modifiedAt", "createdAt"]
+        .iter()
+        .find_map(|k| newest.labels.get(*k)?.parse::<i64>().ok())
+        .and_then(|secs| Timestamp::from_second(secs).ok())?;
+    let until = written.checked_add(FOREIGN_PENDING_GRACE).ok()?;
+    (until > now).then(|| Error::PendingElsewhere {
+        release: newest.name.clone(),
+        version: newest.version,
+        status: newest.status.to_string(),
+        recover_after: until.to_string(),
+    })
 }
 
 /// Whether revision `version`'s labels still say `deployed`.
@@ -218,4 +269,53 @@ pub(crate) async fn purge(store: &Storage, name: &str) -> Result<()> {
             .map_err(|e| Error::storage(name, e))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta(version: i64, status: Status, label: (&str, i64)) -> RecordMeta {
+        RecordMeta {
+            key: release::make_key("p", version),
+            name: "p".into(),
+            version,
+            status,
+            labels: [(label.0.to_string(), label.1.to_string())].into(),
+            ..RecordMeta::default()
+        }
+    }
+
+    #[test]
+    fn only_a_recent_pending_newest_record_without_our_lock_is_someone_elses() {
+        let now = Timestamp::from_second(1_800_000_000).unwrap();
+        let secs = now.as_second();
+        let history = [
+            meta(1, Status::Deployed, ("modifiedAt", secs - 900)),
+            meta(2, Status::PendingUpgrade, ("createdAt", secs - 10)),
+        ];
+        let busy = pending_elsewhere(&history, Some(2), now).expect("helm at work");
+        assert!(
+            matches!(busy, Error::PendingElsewhere { version: 2, ref recover_after, .. }
+                if recover_after.as_str() == "2027-01-15T08:04:50Z"),
+            "{busy}"
+        );
+        // Our lock was on it (a crashed rudder action), or it is not the newest.
+        assert!(pending_elsewhere(&history, None, now).is_none());
+        assert!(pending_elsewhere(&history, Some(1), now).is_none());
+        // Written longer ago than Helm's default timeout: a leftover.
+        let old = [meta(2, Status::PendingUpgrade, ("createdAt", secs - 301))];
+        assert!(pending_elsewhere(&old, Some(2), now).is_none());
+        // modifiedAt (an update) counts over createdAt; no time at all counts as old.
+        let mut updated = meta(2, Status::Uninstalling, ("createdAt", secs - 3_000));
+        updated
+            .labels
+            .insert("modifiedAt".into(), (secs - 5).to_string());
+        assert!(pending_elsewhere(&[updated], Some(2), now).is_some());
+        let untimed = [meta(2, Status::PendingInstall, ("team", 1))];
+        assert!(pending_elsewhere(&untimed, Some(2), now).is_none());
+        // Not pending.
+        let done = [meta(2, Status::Failed, ("modifiedAt", secs))];
+        assert!(pending_elsewhere(&done, Some(2), now).is_none());
+    }
 }

@@ -35,7 +35,7 @@ impl<'a> ReleaseTest<'a> {
         let opts = &self.opts;
         let store = self.cfg.release_storage(opts, &held);
         let name = &opts.name;
-        store::recover_leftover(&store, name).await?;
+        store::recover_leftover(&store, name, &held).await?;
         let mut rel = store::current(&store, name).await?;
         let kube = self.cfg.kube();
         let owner = opts.owner();

@@ -233,6 +233,30 @@ pub(crate) fn memory_config() -> (ActionConfig, Arc<FakeCluster>) {
     (cfg, cluster)
 }
 
+/// Stores `rel` as a crashed rudder action leaves it: with the lock of a holder that
+/// stopped renewing it long ago.
+pub(crate) async fn leave_crashed(cfg: &ActionConfig, rel: &release::Release) {
+    let store = cfg.storage(&rel.namespace);
+    store.create(rel).await.expect("create record");
+    let long_ago = k8s_openapi::jiff::Timestamp::from_second(1_700_000_000).expect("time");
+    let lock = release::lock::LockState {
+        holder: "crashed-host/4242/deadbeef".into(),
+        acquired: long_ago,
+        renewed: long_ago,
+        duration_seconds: 30,
+    };
+    store
+        .driver()
+        .annotate(
+            &release::make_key(&rel.name, rel.version),
+            None,
+            release::lock::LOCK_ANNOTATION,
+            Some(&lock.encode()),
+        )
+        .await
+        .expect("lock annotation");
+}
+
 /// Options with explicit capabilities, so no test depends on discovery by accident.
 pub(crate) fn opts(name: &str) -> ActionOptions {
     let mut o = ActionOptions::new(name, NS);

@@ -83,7 +83,7 @@ impl<'a> Uninstall<'a> {
             .locked_storage(&opts.namespace, opts.record_owner.clone(), &held)
             .with_max_history(0);
         let name = &opts.name;
-        store::recover_leftover(&store, name).await?;
+        store::recover_leftover(&store, name, &held).await?;
         let mut rel = store
             .last(name)
             .await

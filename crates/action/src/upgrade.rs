@@ -191,7 +191,7 @@ impl<'a> Upgrade<'a> {
         let opts = &self.opts;
         let store = self.cfg.release_storage(opts, &held);
         let name = &opts.name;
-        store::recover_leftover(&store, name).await?;
+        store::recover_leftover(&store, name, &held).await?;
         let last = store::current(&store, name).await?;
         let previous = store::deployed_known(&store, name, &[&last])
             .await?

@@ -136,7 +136,8 @@ async fn locks_refuse_live_holders_and_take_over_dead_ones() {
     assert_eq!((ok, locked), (1, 1), "{a:?} {b:?}");
 }
 
-/// Writes a record as a crashed action would have left it.
+/// Writes a record as a crashed rudder action would have left it: with the lock of
+/// a holder that stopped renewing it two minutes ago.
 async fn leave_pending(client: &Client, name: &str, version: i64, status: Status, desc: &str) {
     let store = storage(client);
     let mut rel = store
@@ -151,6 +152,7 @@ async fn leave_pending(client: &Client, name: &str, version: i64, status: Status
     rel.version = version;
     rel.set_status(status, desc);
     store.create(&rel).await.expect("create pending record");
+    put_lock(client, name, "crashed-host/4242/x", 120).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

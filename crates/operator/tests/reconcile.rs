@@ -597,7 +597,8 @@ async fn an_interrupted_operation_is_recovered() {
     create_cr(&client, "crash", json!({"greeting": "hi"})).await;
     run(&ctx, "crash").await.expect("install");
 
-    // A process died in the middle of an upgrade: revision 2 stays pending-upgrade.
+    // `helm upgrade` is at work: revision 2 is pending-upgrade, written just now
+    // without rudder's lock. The operator leaves it alone.
     let store = release::Storage::new(Arc::new(release::SecretDriver::for_namespace(
         client.clone(),
         ns.name(),
@@ -606,7 +607,37 @@ async fn an_interrupted_operation_is_recovered() {
     pending.version = 2;
     pending.set_status(release::Status::PendingUpgrade, "Preparing upgrade");
     store.create(&pending).await.expect("pending record");
+    let err = run(&ctx, "crash").await.expect_err("another tool at work");
+    assert!(
+        err.to_string().contains(
+            "revision 2 of release \"crash\" is pending-upgrade: another operation is in progress"
+        ),
+        "{err}"
+    );
+    assert_eq!(
+        revisions(&client, "crash").await,
+        [(1, "deployed".into()), (2, "pending-upgrade".into())]
+    );
 
+    // A rudder process died in the middle of an upgrade: revision 2 carries its
+    // lock, which it no longer renews.
+    let long_ago = k8s_openapi::jiff::Timestamp::from_second(1_700_000_000).expect("time");
+    let lock = release::lock::LockState {
+        holder: "crashed-host/4242/x".into(),
+        acquired: long_ago,
+        renewed: long_ago,
+        duration_seconds: 30,
+    };
+    store
+        .driver()
+        .annotate(
+            &release::make_key("crash", 2),
+            None,
+            release::lock::LOCK_ANNOTATION,
+            Some(&lock.encode()),
+        )
+        .await
+        .expect("the crashed holder's lock");
     run(&ctx, "crash").await.expect("recovered");
     assert_eq!(
         revisions(&client, "crash").await,

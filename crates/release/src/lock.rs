@@ -20,7 +20,10 @@
 //!   [`crate::driver::WriteMeta`]): a new revision takes the lock along, and an update
 //!   of a record locked by another live holder is refused. The holder renews the lock
 //!   (a conditional write again) well within its duration.
-//! * **Give back**: remove the annotation from the newest record if it still names us.
+//! * **Give back**: remove the annotation from the newest record if it still names us;
+//!   on a record still `pending-*` that we wrote, leave it there expired instead, so
+//!   the next holder can tell a rudder action's leftover from a record the `helm` CLI
+//!   (which takes no lock) is still working on.
 //! * **Crash**: a dead holder's lock expires `durationSeconds` after its last renewal.
 //! * **Lost**: when the newest record names another holder, or carries no lock while
 //!   records exist (someone else wrote a newer revision), the lock is lost and renewal
@@ -36,6 +39,7 @@ use serde_json::{json, Value};
 
 use crate::driver::{selector, Driver, WriteMeta, OWNER_HELM};
 use crate::error::Error;
+use crate::record::Status;
 
 /// The annotation on a release record that holds the release's lock.
 pub const LOCK_ANNOTATION: &str = "rudder.dev/lock";
@@ -145,6 +149,8 @@ pub struct RecordRef {
     pub key: String,
     pub version: i64,
     pub resource_version: Option<String>,
+    /// Its status is `pending-*` or `uninstalling`: an action is (or was) at work.
+    pub pending: bool,
 }
 
 /// Where a release's lock is: its newest record (none for a release without records)
@@ -203,6 +209,7 @@ fn slot_of(metas: Vec<crate::RecordMeta>) -> LockSlot {
         Some(m) => LockSlot {
             lock: LockState::of(&m.annotations),
             record: Some(RecordRef {
+                pending: m.status.is_pending() || m.status == Status::Uninstalling,
                 key: m.key,
                 version: m.version,
                 resource_version: m.resource_version,
@@ -286,6 +293,9 @@ pub struct LockHandle {
     pub release: String,
     pub state: LockState,
     pub slot: LockSlot,
+    /// The revision of the newest record when the lock was taken, if it carried no
+    /// lock then: whoever wrote it last does not take this lock (the `helm` CLI).
+    pub found_unlocked: Option<i64>,
 }
 
 /// How often a conditional write is retried after losing a race before giving up.
@@ -377,6 +387,10 @@ impl<B: LockBackend> ReleaseLocks<B> {
                     return Ok(LockHandle {
                         release: release.to_string(),
                         state,
+                        found_unlocked: match (&slot.record, &slot.lock) {
+                            (Some(newest), None) => Some(newest.version),
+                            _ => None,
+                        },
                         slot,
                     })
                 }
@@ -475,6 +489,7 @@ impl<B: LockBackend> ReleaseLocks<B> {
                         release: handle.release.clone(),
                         state,
                         slot,
+                        found_unlocked: handle.found_unlocked,
                     })
                 }
                 Err(LockError::Contended(_)) => fresh = true,
@@ -492,6 +507,15 @@ impl<B: LockBackend> ReleaseLocks<B> {
 
     /// [`ReleaseLocks::release`] by a holder that has written revision `newest`.
     pub async fn release_written(&self, handle: LockHandle, newest: i64) -> Result<(), LockError> {
+        self.give_back(handle, newest).await
+    }
+
+    /// Removes our lock from the newest record (at least revision `newest`), if it is
+    /// still ours. A record still `pending-*` that we wrote or found locked (the
+    /// action's last write failed) keeps the lock, expired: whoever comes next takes
+    /// it at once and sees that a rudder action left the record pending. One that
+    /// carried no lock when we took it (another tool at work) gets none back.
+    async fn give_back(&self, handle: LockHandle, newest: i64) -> Result<(), LockError> {
         let mut fresh = false;
         for _ in 0..RETRIES {
             let slot = self.read_at_least(&handle.release, newest, fresh).await?;
@@ -499,7 +523,20 @@ impl<B: LockBackend> ReleaseLocks<B> {
                 Some(l) if l.holder == self.holder => {}
                 _ => return Ok(()),
             }
-            match self.backend.write(&handle.release, &slot, None).await {
+            let expired = slot
+                .record
+                .as_ref()
+                .filter(|r| r.pending && handle.found_unlocked != Some(r.version))
+                .map(|_| LockState {
+                    renewed: Timestamp::now(),
+                    duration_seconds: 0,
+                    ..handle.state.clone()
+                });
+            match self
+                .backend
+                .write(&handle.release, &slot, expired.as_ref())
+                .await
+            {
                 Err(LockError::Contended(_)) => fresh = true,
                 other => return other,
             }
@@ -534,6 +571,7 @@ impl LockBackend for MemoryLocks {
                 key: release.to_string(),
                 version: 0,
                 resource_version: Some(version.to_string()),
+                pending: false,
             }),
             lock,
         })
@@ -641,6 +679,59 @@ mod tests {
         assert!(backend.read("web").await.unwrap().lock.is_some());
         b.release(taken).await.unwrap();
         assert_eq!(backend.read("web").await.unwrap().lock, None);
+    }
+
+    #[tokio::test]
+    async fn a_lock_given_back_on_a_pending_record_stays_expired() {
+        let driver = Arc::new(MemoryDriver::new());
+        let storage = Storage::new(driver.clone());
+        record(&storage, 1).await;
+        let mut pending = storage.get("web", 1).await.unwrap();
+        pending.version = 2;
+        pending.set_status(Status::PendingUpgrade, "Preparing upgrade");
+        storage.create(&pending).await.unwrap();
+        let backend = RecordLocks::new(driver.clone());
+        // `helm upgrade` at work: its record carries no lock, and gets none back.
+        let a = locks("a", backend.clone());
+        let held = a.try_acquire_at("web", at(0), None).await.unwrap();
+        assert_eq!(held.found_unlocked, Some(2));
+        assert_eq!(held.slot.record.as_ref().map(|r| r.pending), Some(true));
+        a.release(held).await.unwrap();
+        assert_eq!(backend.read("web").await.unwrap().lock, None);
+        // A rudder action whose last write failed: its record stays pending with its
+        // lock, which no longer holds anyone off.
+        let crashed = LockState {
+            holder: "crashed".into(),
+            acquired: at(0),
+            renewed: at(0),
+            duration_seconds: 30,
+        };
+        let key = "sh.helm.release.v1.web.v2";
+        let annotation = crashed.encode();
+        driver
+            .annotate(key, None, LOCK_ANNOTATION, Some(&annotation))
+            .await
+            .unwrap();
+        let held = a.try_acquire_at("web", at(100), None).await.unwrap();
+        assert_eq!(held.found_unlocked, None);
+        a.release(held).await.unwrap();
+        let left = backend
+            .read("web")
+            .await
+            .unwrap()
+            .lock
+            .expect("expired lock");
+        assert_eq!(left.holder, "a");
+        assert!(!left.is_live(Timestamp::now()));
+        let b = locks("b", backend.clone());
+        let taken = b
+            .try_acquire_at("web", Timestamp::now(), None)
+            .await
+            .unwrap();
+        assert_eq!(
+            taken.slot.lock.as_ref().map(|l| l.holder.as_str()),
+            Some("a")
+        );
     }
 
     #[tokio::test]

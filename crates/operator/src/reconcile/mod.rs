@@ -553,7 +553,12 @@ impl Run {
                                 .await
                                 .map_err(|e| self.storage_err(e))?;
                         }
-                        Ok(_) | Err(action::Error::Locked { .. }) => return Err(err()),
+                        // Another rudder action holds the lock, or another tool (helm) is
+                        // still at work on the release: its own record write brings
+                        // the CR back.
+                        Ok(_)
+                        | Err(action::Error::Locked { .. })
+                        | Err(action::Error::PendingElsewhere { .. }) => return Err(err()),
                         Err(source) => {
                             return Err(self.action_error(
                                 "recovering the interrupted operation",
@@ -855,6 +860,7 @@ fn changed_nothing(e: &action::Error) -> bool {
             | action::Error::Conflict { .. }
             | action::Error::Transform { .. }
             | action::Error::Locked { .. }
+            | action::Error::PendingElsewhere { .. }
             | action::Error::InUse { .. }
     )
 }

@@ -364,12 +364,12 @@ async fn record_lock_in_the_cluster() {
     assert!(matches!(a.renew(&held).await, Err(LockError::Lost(_))));
     a.release(held).await.unwrap();
     b.release(taken).await.unwrap();
+    // v2 is still pending-upgrade: the lock given back stays on it, expired, to say a
+    // rudder action (not a helm still at work) left it pending.
     let v2 = secrets.get("sh.helm.release.v1.web.v2").await.unwrap();
-    assert!(!v2
-        .metadata
-        .annotations
-        .unwrap_or_default()
-        .contains_key(LOCK_ANNOTATION));
+    let left = LockState::of(&v2.metadata.annotations.unwrap_or_default()).expect("expired lock");
+    assert_eq!(left.holder, "pod-b");
+    assert!(left.expires() <= jiff::Timestamp::now(), "{left:?}");
     // The lock took no object of its own.
     let all = secrets.list(&ListParams::default()).await.unwrap();
     assert_eq!(all.items.len(), 2);

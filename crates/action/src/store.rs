@@ -70,7 +70,7 @@ pub(crate) async fn recover_leftover(
         .max();
     let mut repaired = None;
     for meta in &history {
-        let leftover = meta.status.is_pending() || meta.status == Status::Uninstalling;
+        let leftover = meta.status.is_under_way();
         let stale_deployed =
             meta.status == Status::Deployed && Some(meta.version) != newest_deployed;
         if !leftover && !stale_deployed {
@@ -116,9 +116,7 @@ fn pending_elsewhere(
     now: Timestamp,
 ) -> Option<Error> {
     let newest = history.iter().max_by_key(|m| m.version)?;
-    if Some(newest.version) != found_unlocked
-        || !(newest.status.is_pending() || newest.status == Status::Uninstalling)
-    {
+    if Some(newest.version) != found_unlocked || !newest.status.is_under_way() {
         return None;
     }
     let written = ["modifiedAt", "createdAt"]

@@ -239,12 +239,7 @@ pub(crate) async fn leave_crashed(cfg: &ActionConfig, rel: &release::Release) {
     let store = cfg.storage(&rel.namespace);
     store.create(rel).await.expect("create record");
     let long_ago = k8s_openapi::jiff::Timestamp::from_second(1_700_000_000).expect("time");
-    let lock = release::lock::LockState {
-        holder: "crashed-host/4242/deadbeef".into(),
-        acquired: long_ago,
-        renewed: long_ago,
-        duration_seconds: 30,
-    };
+    let lock = release::lock::LockState::expired("crashed-host/4242/deadbeef", long_ago);
     store
         .driver()
         .annotate(

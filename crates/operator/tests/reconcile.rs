@@ -622,12 +622,7 @@ async fn an_interrupted_operation_is_recovered() {
     // A rudder process died in the middle of an upgrade: revision 2 carries its
     // lock, which it no longer renews.
     let long_ago = k8s_openapi::jiff::Timestamp::from_second(1_700_000_000).expect("time");
-    let lock = release::lock::LockState {
-        holder: "crashed-host/4242/x".into(),
-        acquired: long_ago,
-        renewed: long_ago,
-        duration_seconds: 30,
-    };
+    let lock = release::lock::LockState::expired("crashed-host/4242/x", long_ago);
     store
         .driver()
         .annotate(

@@ -39,7 +39,6 @@ use serde_json::{json, Value};
 
 use crate::driver::{selector, Driver, WriteMeta, OWNER_HELM};
 use crate::error::Error;
-use crate::record::Status;
 
 /// The annotation on a release record that holds the release's lock.
 pub const LOCK_ANNOTATION: &str = "rudder.dev/lock";
@@ -85,6 +84,17 @@ impl LockState {
         self.renewed
             .checked_add(jiff::SignedDuration::from_secs(self.duration_seconds))
             .unwrap_or(Timestamp::MAX)
+    }
+
+    /// A lock of `holder` that lapsed at `at`: one given back on a record an action
+    /// left pending (the module's "Give back"), or a crashed holder's.
+    pub fn expired(holder: impl Into<String>, at: Timestamp) -> LockState {
+        LockState {
+            holder: holder.into(),
+            acquired: at,
+            renewed: at,
+            duration_seconds: 0,
+        }
     }
 
     /// Whether the lock still holds at `now`.
@@ -209,7 +219,7 @@ fn slot_of(metas: Vec<crate::RecordMeta>) -> LockSlot {
         Some(m) => LockSlot {
             lock: LockState::of(&m.annotations),
             record: Some(RecordRef {
-                pending: m.status.is_pending() || m.status == Status::Uninstalling,
+                pending: m.status.is_under_way(),
                 key: m.key,
                 version: m.version,
                 resource_version: m.resource_version,
@@ -528,9 +538,8 @@ impl<B: LockBackend> ReleaseLocks<B> {
                 .as_ref()
                 .filter(|r| r.pending && handle.found_unlocked != Some(r.version))
                 .map(|_| LockState {
-                    renewed: Timestamp::now(),
-                    duration_seconds: 0,
-                    ..handle.state.clone()
+                    acquired: handle.state.acquired,
+                    ..LockState::expired(&self.holder, Timestamp::now())
                 });
             match self
                 .backend
@@ -700,14 +709,8 @@ mod tests {
         assert_eq!(backend.read("web").await.unwrap().lock, None);
         // A rudder action whose last write failed: its record stays pending with its
         // lock, which no longer holds anyone off.
-        let crashed = LockState {
-            holder: "crashed".into(),
-            acquired: at(0),
-            renewed: at(0),
-            duration_seconds: 30,
-        };
         let key = "sh.helm.release.v1.web.v2";
-        let annotation = crashed.encode();
+        let annotation = LockState::expired("crashed", at(0)).encode();
         driver
             .annotate(key, None, LOCK_ANNOTATION, Some(&annotation))
             .await

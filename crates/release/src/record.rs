@@ -140,6 +140,12 @@ impl Status {
             Status::PendingInstall | Status::PendingUpgrade | Status::PendingRollback
         )
     }
+
+    /// Whether an action is at work on the record, or was when it stopped: a
+    /// `pending-*` status or `uninstalling`.
+    pub fn is_under_way(&self) -> bool {
+        self.is_pending() || *self == Status::Uninstalling
+    }
 }
 
 impl From<&str> for Status {
